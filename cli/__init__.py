@@ -1,0 +1,1 @@
+"""windowfit's command-line shell: parse, read, call ``fitting``, render."""

@@ -1,0 +1,66 @@
+"""The domain's errors: one small tree, each carrying where the problem is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class WindowfitError(Exception):
+    """Base of every error windowfit raises on purpose."""
+
+    hint: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where in an input something is: file, 1-based line and column, message index."""
+
+    path: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        text = self.path
+        if self.line is not None:
+            text += f":{self.line}"
+            if self.column is not None:
+                text += f":{self.column}"
+        return text
+
+
+class InputError(WindowfitError):
+    """The input cannot be read as a transcript."""
+
+    def __init__(self, location: Location, message: str, hint: str = "") -> None:
+        super().__init__(f"{location}: {message}")
+        self.location = location
+        self.message = message
+        self.hint = hint
+
+
+class InvalidJson(InputError):
+    """A line (or the whole file) is not valid JSON."""
+
+
+class InvalidUtf8(InputError):
+    """The bytes are not UTF-8."""
+
+
+class EmptyTranscript(InputError):
+    """The file holds no messages."""
+
+
+class UnknownShape(InputError):
+    """A JSON value is not a message (or request) windowfit knows."""
+
+
+class NoTranscripts(InputError):
+    """A directory holds no transcript files."""
+
+
+class UnknownFormat(InputError):
+    """The file's format could not be detected, or the requested one does not exist."""
+
+
+class OptionError(WindowfitError):
+    """An option value makes no sense (for example a negative budget)."""

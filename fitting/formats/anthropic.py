@@ -1,0 +1,220 @@
+"""The Anthropic Messages API wire shapes: messages, content blocks, tools and
+request bodies, read into the neutral model and written back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import Location, UnknownShape
+from ..images import decoded_size, sniff_dimensions
+from ..transcript import (
+    Block,
+    ContentBlock,
+    Image,
+    Message,
+    Other,
+    Source,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolDef,
+    ToolResult,
+    Transcript,
+)
+from .common import dumps, extras, loads, merge_extra
+
+_TEXT = frozenset({"type", "text"})
+_THINKING = frozenset({"type", "thinking"})
+_TOOL_USE = frozenset({"type", "id", "name", "input"})
+_TOOL_RESULT = frozenset({"type", "tool_use_id", "content", "is_error"})
+_MESSAGE = frozenset({"role", "content"})
+_TOOL = frozenset({"name", "description", "input_schema"})
+_REQUEST = frozenset({"system", "tools", "messages"})
+BLOCK_TYPES = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document",
+                         "server_tool_use", "web_search_tool_result"})
+
+
+def image_from_json(obj: dict[str, Any]) -> Image:
+    source = obj.get("source")
+    if isinstance(source, dict) and source.get("type") == "base64" and isinstance(source.get("data"), str):
+        data: str = source["data"]
+        dims = sniff_dimensions(data)
+        return Image(str(source.get("media_type", "")), decoded_size(data),
+                     dims[0] if dims else None, dims[1] if dims else None, dumps(obj))
+    return Image(str(source.get("media_type", "")) if isinstance(source, dict) else "", 0, None, None, dumps(obj))
+
+
+def block_from_json(obj: Any, where: Location) -> Block:
+    if isinstance(obj, str):
+        return Text(obj)
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise UnknownShape(where, "a content block must be an object with a 'type'")
+    kind = obj["type"]
+    if kind == "text" and isinstance(obj.get("text"), str):
+        return Text(obj["text"], extras(obj, _TEXT))
+    if kind == "thinking" and isinstance(obj.get("thinking"), str):
+        return Thinking(obj["thinking"], extras(obj, _THINKING))
+    if kind == "tool_use" and isinstance(obj.get("id"), str):
+        return ToolCall(obj["id"], str(obj.get("name", "")), dumps(obj.get("input", {})), extras(obj, _TOOL_USE))
+    if kind == "tool_result" and isinstance(obj.get("tool_use_id"), str):
+        raw = obj.get("content", "")
+        content: tuple[Block, ...]
+        if isinstance(raw, str):
+            content = (Text(raw),) if raw else ()
+        elif isinstance(raw, list):
+            content = tuple(block_from_json(b, where) for b in raw)
+        else:
+            content = (Other("content", dumps(raw)),)
+        return ToolResult(obj["tool_use_id"], content, bool(obj.get("is_error", False)), "",
+                          extras(obj, _TOOL_RESULT))
+    if kind == "image":
+        return image_from_json(obj)
+    return Other(kind, dumps(obj))
+
+
+def message_from_json(obj: dict[str, Any], source: Source) -> Message:
+    where = Location(source.path, source.line)
+    role = obj.get("role")
+    if role not in ("user", "assistant"):
+        raise UnknownShape(where, f"unknown message role {role!r} (expected 'user' or 'assistant')")
+    raw = obj.get("content")
+    if isinstance(raw, str):
+        content: tuple[Block, ...] = (Text(raw),)
+    elif isinstance(raw, list):
+        content = tuple(block_from_json(b, where) for b in raw)
+    else:
+        raise UnknownShape(where, "message 'content' must be a string or a list of blocks")
+    return Message(role, content, source, extras(obj, _MESSAGE))
+
+
+def system_from_json(raw: Any, where: Location) -> tuple[Block, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return (Text(raw),) if raw else ()
+    if isinstance(raw, list):
+        return tuple(block_from_json(b, where) for b in raw)
+    raise UnknownShape(where, "'system' must be a string or a list of blocks")
+
+
+def tool_from_json(obj: Any, where: Location) -> ToolDef:
+    if not isinstance(obj, dict):
+        raise UnknownShape(where, "a tool definition must be an object")
+    if obj.get("type") == "function" and isinstance(obj.get("function"), dict):
+        fn = obj["function"]
+        return ToolDef(str(fn.get("name", "")), str(fn.get("description", "")),
+                       dumps(fn.get("parameters", {})), dumps(obj), "openai")
+    return ToolDef(str(obj.get("name", "")), str(obj.get("description", "")),
+                   dumps(obj.get("input_schema", {})), dumps(obj), "anthropic")
+
+
+def request_from_json(body: dict[str, Any], source: Source, fmt: str) -> Transcript:
+    where = Location(source.path, source.line)
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise UnknownShape(where, "a request body needs a 'messages' list")
+    for m in messages:
+        if not isinstance(m, dict):
+            raise UnknownShape(where, "each message must be an object")
+    return Transcript(
+        system=system_from_json(body.get("system"), where),
+        tools=tuple(tool_from_json(t, where) for t in body.get("tools") or ()),
+        messages=tuple(message_from_json(m, source) for m in messages),
+        source=source,
+        format=fmt,
+        dialect="anthropic",
+        extra=extras(body, _REQUEST),
+    )
+
+
+# --------------------------------------------------------------------------
+# Writing
+
+
+def image_to_json(image: Image) -> dict[str, Any]:
+    if image.raw:
+        raw = loads(image.raw)
+        if isinstance(raw, dict) and raw.get("type") == "image":
+            return raw
+        if isinstance(raw, dict) and raw.get("type") == "image_url":  # from OpenAI
+            url = str((raw.get("image_url") or {}).get("url", ""))
+            if url.startswith("data:") and ";base64," in url:
+                media, data = url[5:].split(";base64,", 1)
+                return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+            return {"type": "image", "source": {"type": "url", "url": url}}
+    return {"type": "text", "text": f"[image {image.media_type}, {image.byte_size} bytes, not kept]"}
+
+
+def block_to_json(block: Block) -> dict[str, Any]:
+    if isinstance(block, Text):
+        return merge_extra({"type": "text", "text": block.text}, block.extra)
+    if isinstance(block, Thinking):
+        return merge_extra({"type": "thinking", "thinking": block.text}, block.extra)
+    if isinstance(block, ToolCall):
+        return merge_extra({"type": "tool_use", "id": block.id, "name": block.name,
+                            "input": loads(block.input_json)}, block.extra)
+    if isinstance(block, ToolResult):
+        out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.call_id,
+                               "content": [block_to_json(b) for b in block.content]}
+        if block.is_error:
+            out["is_error"] = True
+        return merge_extra(out, block.extra)
+    if isinstance(block, Image):
+        return image_to_json(block)
+    raw = loads(block.raw)
+    return raw if isinstance(raw, dict) else {"type": "text", "text": block.raw}
+
+
+def _results_first(content: tuple[Block, ...]) -> tuple[Block, ...]:
+    results = tuple(b for b in content if isinstance(b, ToolResult))
+    return results + tuple(b for b in content if not isinstance(b, ToolResult))
+
+
+def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[dict[str, Any]]:
+    """Anthropic messages. ``tool`` messages (from OpenAI) join the user
+    message that carries their siblings' results; ``system`` messages in the
+    middle become user text, since Anthropic has no such role."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool" or (m.role == "system"):
+            blocks: tuple[Block, ...] = m.content if m.role == "tool" else tuple(
+                Text(f"[system] {b.text}") if isinstance(b, Text) else b for b in m.content)
+            if out and out[-1]["role"] == "user" and m.role == "tool" and out[-1].get("_tool"):
+                out[-1]["content"].extend(block_to_json(b) for b in blocks)
+                continue
+            out.append({"role": "user", "content": [block_to_json(b) for b in blocks], "_tool": m.role == "tool"})
+            continue
+        content = _results_first(m.content) if m.role == "user" else m.content
+        obj: dict[str, Any] = {"role": m.role, "content": [block_to_json(b) for b in content]}
+        out.append(merge_extra(obj, m.extra) if same_dialect else obj)
+    for obj in out:
+        obj.pop("_tool", None)
+    return out
+
+
+def tool_to_json(tool: ToolDef) -> dict[str, Any]:
+    if tool.dialect == "anthropic" and tool.raw:
+        raw = loads(tool.raw)
+        if isinstance(raw, dict):
+            return raw
+    return {"name": tool.name, "description": tool.description, "input_schema": loads(tool.schema_json or "{}")}
+
+
+def request_to_json(transcript: Transcript) -> dict[str, Any]:
+    same = transcript.dialect == "anthropic"
+    body: dict[str, Any] = {}
+    if same and transcript.extra:
+        body.update(loads(transcript.extra))
+    if transcript.system:
+        body["system"] = [block_to_json(b) for b in transcript.system]
+    if transcript.tools:
+        body["tools"] = [tool_to_json(t) for t in transcript.tools]
+    body["messages"] = messages_to_json(transcript.messages, same_dialect=same)
+    return body
+
+
+def looks_anthropic(obj: dict[str, Any]) -> bool:
+    """A message object whose content uses Anthropic block types."""
+    content = obj.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") in BLOCK_TYPES - {"text"} for b in content)

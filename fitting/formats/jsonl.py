@@ -1,0 +1,69 @@
+"""Reading JSON and JSON Lines with located errors (file, line, column)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..errors import InvalidJson, InvalidUtf8, Location
+from ..transcript import Skipped, Source
+
+
+def _utf8_error(data: bytes, path: str, first_line: int = 1) -> InvalidUtf8 | None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + data.count(b"\n", 0, exc.start)
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return InvalidUtf8(Location(path, line, column), f"invalid UTF-8 (byte 0x{data[exc.start]:02x})",
+                           hint="convert the file to UTF-8 first")
+    return None
+
+
+def loads_document(data: bytes, path: str) -> Any:
+    """Parse a whole file as one JSON value, or raise a located error."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        bad = _utf8_error(data, path)
+        if bad is not None:
+            raise bad from None
+        raise InvalidJson(Location(path, exc.lineno, exc.colno), f"invalid JSON: {exc.msg}") from None
+
+
+@dataclass(slots=True)
+class LineReader:
+    """Iterates the JSON values of a JSON Lines input, remembering skipped lines.
+
+    Blank lines are ignored. With ``skip_invalid`` a line that is not JSON is
+    recorded in ``skipped`` instead of raising; so is a line starting with
+    ``//`` (comment lines some tools add), which is never an error.
+    """
+
+    path: str
+    skip_invalid: bool = False
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def values(self, lines: Iterable[bytes]) -> Iterator[tuple[int, Any]]:
+        for lineno, raw in enumerate(lines, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            if line.startswith(b"//"):
+                self.skipped.append(Skipped(Source(self.path, lineno), "comment line"))
+                continue
+            try:
+                yield lineno, orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                bad = _utf8_error(raw, self.path, lineno)
+                error: InvalidJson | InvalidUtf8 = bad or InvalidJson(
+                    Location(self.path, lineno, exc.colno + (len(raw) - len(raw.lstrip()))),
+                    f"invalid JSON: {exc.msg}",
+                    hint="pass --skip-invalid to skip lines that are not JSON",
+                )
+                if not self.skip_invalid:
+                    raise error from None
+                self.skipped.append(Skipped(Source(self.path, lineno), error.message))

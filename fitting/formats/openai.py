@@ -1,0 +1,228 @@
+"""The OpenAI Chat Completions wire shapes: messages (system, user, assistant
+with ``tool_calls``, ``tool``), content parts, tools and request bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..errors import Location, UnknownShape
+from ..images import decoded_size, sniff_dimensions
+from ..transcript import (
+    Block,
+    Image,
+    Message,
+    Other,
+    Source,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolDef,
+    ToolResult,
+    Transcript,
+)
+from .anthropic import tool_from_json
+from .common import dumps, extras, loads, merge_extra
+
+_MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
+_REQUEST = frozenset({"messages", "tools"})
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+
+
+def _part_from_json(obj: Any, where: Location) -> Block:
+    if isinstance(obj, str):
+        return Text(obj)
+    if not isinstance(obj, dict):
+        raise UnknownShape(where, "a content part must be an object")
+    kind = obj.get("type")
+    if kind in ("text", "input_text", "output_text") and isinstance(obj.get("text"), str):
+        return Text(obj["text"], extras(obj, frozenset({"type", "text"})))
+    if kind == "image_url":
+        url = str((obj.get("image_url") or {}).get("url", "")) if isinstance(obj.get("image_url"), dict) else ""
+        if url.startswith("data:") and ";base64," in url:
+            media, data = url[5:].split(";base64,", 1)
+            dims = sniff_dimensions(data)
+            return Image(media, decoded_size(data), dims[0] if dims else None, dims[1] if dims else None, dumps(obj))
+        return Image("", 0, None, None, dumps(obj))
+    return Other(str(kind), dumps(obj))
+
+
+def _content_from_json(raw: Any, where: Location) -> tuple[Block, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return (Text(raw),) if raw else ()
+    if isinstance(raw, list):
+        return tuple(_part_from_json(p, where) for p in raw)
+    raise UnknownShape(where, "message 'content' must be a string, a list of parts, or null")
+
+
+def _arguments_json(raw: Any) -> str:
+    """Compact JSON of a call's arguments (a JSON string in this API)."""
+    if isinstance(raw, str):
+        try:
+            return dumps(orjson.loads(raw))
+        except orjson.JSONDecodeError:
+            return dumps(raw)
+    return dumps(raw if raw is not None else {})
+
+
+def message_from_json(obj: dict[str, Any], source: Source) -> Message:
+    where = Location(source.path, source.line)
+    role = obj.get("role")
+    if role not in ROLES:
+        raise UnknownShape(where, f"unknown message role {role!r}")
+    content = _content_from_json(obj.get("content"), where)
+    extra = extras(obj, _MESSAGE)
+    if role in ("system", "developer"):
+        if role == "developer":
+            extra = merge_extra_text(extra, {"role": "developer"})
+        return Message("system", content, source, extra)
+    if role == "tool":
+        call_id = obj.get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise UnknownShape(where, "a 'tool' message needs a 'tool_call_id'")
+        return Message("tool", (ToolResult(call_id, content, False, str(obj.get("name") or "")),), source, extra)
+    if role == "assistant":
+        calls = []
+        for call in obj.get("tool_calls") or ():
+            if not isinstance(call, dict) or not isinstance(call.get("id"), str):
+                raise UnknownShape(where, "each tool call needs an 'id'")
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            calls.append(ToolCall(call["id"], str(fn.get("name", "")), _arguments_json(fn.get("arguments")),
+                                  extras(call, frozenset({"id", "type", "function"}))))
+        reasoning = obj.get("reasoning_content")
+        thinking: tuple[Block, ...] = (Thinking(reasoning),) if isinstance(reasoning, str) and reasoning else ()
+        return Message("assistant", thinking + content + tuple(calls), source,
+                       extras(obj, _MESSAGE | {"reasoning_content"}))
+    return Message("user", content, source, extra)
+
+
+def merge_extra_text(extra: str, more: dict[str, Any]) -> str:
+    merged = loads(extra) if extra else {}
+    merged.update(more)
+    return dumps(merged)
+
+
+def request_from_json(body: dict[str, Any], source: Source, fmt: str) -> Transcript:
+    where = Location(source.path, source.line)
+    raw = body.get("messages")
+    if not isinstance(raw, list) or not all(isinstance(m, dict) for m in raw):
+        raise UnknownShape(where, "a request body needs a 'messages' list of objects")
+    return transcript_from_messages([message_from_json(m, source) for m in raw],
+                                    tools=tuple(tool_from_json(t, where) for t in body.get("tools") or ()),
+                                    source=source, fmt=fmt, extra=extras(body, _REQUEST))
+
+
+def transcript_from_messages(messages: list[Message], *, tools: tuple[ToolDef, ...] = (), source: Source,
+                             fmt: str, extra: str = "") -> Transcript:
+    """Leading system messages become the system prompt; later ones stay."""
+    system: list[Block] = []
+    i = 0
+    while i < len(messages) and messages[i].role == "system":
+        system.extend(messages[i].content)
+        i += 1
+    return Transcript(tuple(system), tools, tuple(messages[i:]), source, fmt, "openai", (), extra)
+
+
+# --------------------------------------------------------------------------
+# Writing
+
+
+def _part_to_json(block: Block) -> dict[str, Any]:
+    if isinstance(block, Text):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, Image):
+        raw = loads(block.raw) if block.raw else {}
+        if isinstance(raw, dict) and raw.get("type") == "image_url":
+            return raw
+        source = raw.get("source") if isinstance(raw, dict) else None
+        if isinstance(source, dict) and source.get("type") == "base64":
+            url = f"data:{source.get('media_type', '')};base64,{source.get('data', '')}"
+            return {"type": "image_url", "image_url": {"url": url}}
+        return {"type": "text", "text": f"[image {block.media_type}, {block.byte_size} bytes, not kept]"}
+    if isinstance(block, Thinking):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, Other):
+        return {"type": "text", "text": block.raw}
+    return {"type": "text", "text": dumps(block_summary(block))}
+
+
+def block_summary(block: Block) -> Any:
+    from .anthropic import block_to_json
+
+    return block_to_json(block)
+
+
+def _content_to_json(blocks: tuple[Block, ...]) -> str | list[dict[str, Any]]:
+    if all(isinstance(b, Text) for b in blocks):
+        return "".join(b.text for b in blocks if isinstance(b, Text))
+    return [_part_to_json(b) for b in blocks]
+
+
+def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[dict[str, Any]]:
+    """OpenAI messages. A user message carrying tool results (Anthropic shape)
+    becomes one ``tool`` message per result, then a user message for any rest."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        extra = m.extra if same_dialect else ""
+        if m.role in ("user", "tool"):
+            rest: list[Block] = []
+            for b in m.content:
+                if isinstance(b, ToolResult):
+                    obj: dict[str, Any] = {"role": "tool", "tool_call_id": b.call_id,
+                                           "content": _content_to_json(b.content)}
+                    if b.name:
+                        obj["name"] = b.name
+                    out.append(merge_extra(obj, extra) if m.role == "tool" else obj)
+                else:
+                    rest.append(b)
+            if rest or (m.role == "user" and not m.tool_results):
+                out.append(merge_extra({"role": "user", "content": _content_to_json(tuple(rest))}, extra))
+            continue
+        if m.role == "system":
+            out.append(merge_extra({"role": "system", "content": _content_to_json(m.content)}, extra))
+            continue
+        text = tuple(b for b in m.content if not isinstance(b, (ToolCall, Thinking)))
+        obj = {"role": "assistant", "content": _content_to_json(text) if text else None}
+        calls = [merge_extra({"id": c.id, "type": "function",
+                              "function": {"name": c.name, "arguments": c.input_json}}, c.extra if same_dialect else "")
+                 for c in m.tool_calls]
+        if calls:
+            obj["tool_calls"] = calls
+        out.append(merge_extra(obj, extra))
+    return out
+
+
+def tool_to_json(tool: ToolDef) -> dict[str, Any]:
+    if tool.dialect == "openai" and tool.raw:
+        raw = loads(tool.raw)
+        if isinstance(raw, dict):
+            return raw
+    return {"type": "function", "function": {"name": tool.name, "description": tool.description,
+                                             "parameters": loads(tool.schema_json or "{}")}}
+
+
+def request_to_json(transcript: Transcript) -> dict[str, Any]:
+    same = transcript.dialect == "openai"
+    body: dict[str, Any] = {}
+    if same and transcript.extra:
+        body.update(loads(transcript.extra))
+    messages = messages_to_json(transcript.messages, same_dialect=same)
+    if transcript.system:
+        messages.insert(0, {"role": "system", "content": _content_to_json(transcript.system)})
+    body["messages"] = messages
+    if transcript.tools:
+        body["tools"] = [tool_to_json(t) for t in transcript.tools]
+    return body
+
+
+def looks_openai(obj: dict[str, Any]) -> bool:
+    """A message object in the OpenAI shape."""
+    role = obj.get("role")
+    if role in ("tool", "developer", "function") or "tool_calls" in obj or "tool_call_id" in obj:
+        return True
+    content = obj.get("content")
+    return isinstance(content, list) and any(
+        isinstance(p, dict) and p.get("type") in ("image_url", "input_text", "output_text") for p in content)

@@ -1,0 +1,77 @@
+"""What a format is, and the input a loader reads (a file or stdin bytes)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ..transcript import Transcript
+
+SNIFF_BYTES = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """A file on disk, or bytes already read (stdin); ``path`` names it in errors."""
+
+    path: str
+    data: bytes | None = None
+
+    def open(self) -> BinaryIO:
+        return io.BytesIO(self.data) if self.data is not None else open(self.path, "rb")
+
+    def head(self, size: int = SNIFF_BYTES) -> bytes:
+        if self.data is not None:
+            return self.data[:size]
+        with open(self.path, "rb") as f:
+            return f.read(size)
+
+    def read_all(self) -> bytes:
+        return self.data if self.data is not None else Path(self.path).read_bytes()
+
+    def lines(self) -> Iterator[bytes]:
+        with self.open() as f:
+            yield from f
+
+    def is_document(self) -> bool:
+        """True if the input is one JSON document rather than JSON Lines: its
+        first non-blank line is not a complete JSON value on its own."""
+        import orjson
+
+        with self.open() as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                if line.lstrip().startswith(b"//"):
+                    return False
+                try:
+                    value = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    # A document spread over lines, or JSON Lines whose first line is broken:
+                    # in the second case the next non-blank line is a whole value.
+                    for nxt in f:
+                        if nxt.strip():
+                            try:
+                                return not isinstance(orjson.loads(nxt), dict)
+                            except orjson.JSONDecodeError:
+                                return True
+                    return True
+                if f.read(4096).strip():
+                    return False
+                return isinstance(value, list) or (isinstance(value, dict) and "role" not in value)
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    """A transcript format: how to recognise it and how to load it."""
+
+    name: str
+    description: str
+    sniff: Callable[[bytes], bool]
+    load: Callable[..., tuple[Transcript, ...]]
+    writes_requests: bool
+    """Whether ``--to same`` can write this format (a request, not a log)."""

@@ -1,0 +1,212 @@
+"""What ``windowfit report`` shows, as a value: counts, tokens by script class,
+role and block kind, the largest tool results, per-tool sizes, and the verdict
+against a budget and a window."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from .estimate import CharCounts, Estimator
+from .transcript import (
+    Block,
+    Image,
+    Other,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    count_rounds,
+    iter_tool_results,
+    split_turns,
+    tool_names,
+)
+
+TOP_RESULTS = 10
+DATA_TOOL_MIN_RESULTS = 4
+DATA_TOOL_GROWTH = 4.0
+"""A tool is flagged as a data tool when it has at least 4 results whose size
+keeps growing: each at least as big as the one before, the newest at least 4x
+the oldest (SPEC section 5)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClassRow:
+    name: str
+    chars: int
+    chars_per_token: float
+    tokens: float
+    share: float
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    tool: str
+    call_id: str
+    tokens: int
+    message_index: int
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRow:
+    tool: str
+    calls: int
+    results: int
+    result_tokens: int
+    max_result_tokens: int
+    grows_like_data: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    path: str
+    format: str
+    dialect: str
+    messages: int
+    turns: int
+    rounds: int
+    tool_calls: int
+    tool_results: int
+    skipped_lines: int
+    tokens: int
+    preamble_tokens: int
+    classes: tuple[ClassRow, ...]
+    by_role: tuple[tuple[str, int], ...]
+    by_kind: tuple[tuple[str, int], ...]
+    largest_results: tuple[ResultRow, ...]
+    tools: tuple[ToolRow, ...]
+    budget: int | None
+    window: int | None
+
+    @property
+    def fits_budget(self) -> bool:
+        return self.budget is None or self.tokens <= self.budget
+
+    @property
+    def fits_window(self) -> bool:
+        return self.window is None or self.tokens <= self.window
+
+    @property
+    def verdict(self) -> str:
+        """One line: fits, or over by how much."""
+        parts = []
+        if self.budget is not None:
+            if self.tokens <= self.budget:
+                parts.append(f"fits the {self.budget:,} budget ({self.budget - self.tokens:,} tokens to spare)")
+            else:
+                parts.append(f"over the {self.budget:,} budget by {self.tokens - self.budget:,} tokens")
+        if self.window is not None:
+            if self.tokens <= self.window:
+                parts.append(f"within the {self.window:,} window")
+            else:
+                parts.append(f"over the {self.window:,} window by {self.tokens - self.window:,} tokens: "
+                             "the provider would reject it")
+        return "; ".join(parts) if parts else f"{self.tokens:,} tokens"
+
+
+def _kind(block: Block) -> str:
+    if isinstance(block, Text):
+        return "text"
+    if isinstance(block, Thinking):
+        return "thinking"
+    if isinstance(block, ToolCall):
+        return "tool_call"
+    if isinstance(block, ToolResult):
+        return "tool_result"
+    if isinstance(block, Image):
+        return "image"
+    assert isinstance(block, Other)
+    return "other"
+
+
+def _grows(sizes: list[int]) -> bool:
+    return (len(sizes) >= DATA_TOOL_MIN_RESULTS and all(a <= b for a, b in zip(sizes, sizes[1:]))
+            and sizes[-1] >= DATA_TOOL_GROWTH * max(sizes[0], 1))
+
+
+def build_report(transcript: Transcript, estimator: Estimator, *, budget: int | None = None,
+                 window: int | None = None, top: int = TOP_RESULTS) -> Report:
+    """Measure one transcript."""
+    messages = transcript.messages
+    counts = CharCounts()
+    by_role: dict[str, int] = defaultdict(int)
+    by_kind: dict[str, int] = defaultdict(int)
+    total = 0
+    for message in messages:
+        est = estimator.message(message)
+        total += est.tokens
+        counts = counts + est.counts
+        by_role[message.role] += est.tokens
+        for block, tokens in zip(message.content, est.block_tokens):
+            by_kind[_kind(block)] += tokens
+        by_kind["message overhead"] += estimator.rule.message_overhead_tokens
+    system = estimator.blocks(transcript.system) if transcript.system else None
+    preamble = estimator.preamble(transcript)
+    if system is not None:
+        counts = counts + system.counts
+        by_role["system"] += system.tokens
+    tool_defs = 0
+    for tool in transcript.tools:
+        est = estimator.tool_def(tool)
+        counts = counts + est.counts
+        tool_defs += est.tokens
+    if tool_defs:
+        by_role["tool definitions"] += tool_defs
+        by_kind["tool definitions"] += tool_defs
+    total += preamble
+
+    rule = estimator.rule
+    class_tokens = rule.class_tokens(counts)
+    text_total = sum(class_tokens) or 1.0
+    classes = tuple(
+        ClassRow(name, chars, float(cpt), tok, tok / text_total)
+        for name, chars, cpt, tok in zip(
+            ("ascii", "cjk", "other"),
+            (counts.ascii, counts.cjk, counts.other),
+            (rule.ascii_chars_per_token, rule.cjk_chars_per_token, rule.other_chars_per_token),
+            class_tokens,
+        )
+    )
+
+    names = tool_names(messages)
+    results: list[ResultRow] = []
+    per_tool: dict[str, list[int]] = defaultdict(list)
+    for mi, _bi, result in iter_tool_results(messages):
+        tokens = estimator.block(result)
+        name = names.get(result.call_id) or result.name or "?"
+        results.append(ResultRow(name, result.call_id, tokens, mi, messages[mi].source.line))
+        per_tool[name].append(tokens)
+    calls_per_tool: dict[str, int] = defaultdict(int)
+    n_calls = 0
+    for message in messages:
+        for call in message.tool_calls:
+            calls_per_tool[call.name] += 1
+            n_calls += 1
+    tools = tuple(
+        ToolRow(name, calls_per_tool.get(name, 0), len(sizes), sum(sizes), max(sizes), _grows(sizes))
+        for name, sizes in sorted(per_tool.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
+    )
+    largest = tuple(sorted(results, key=lambda r: (-r.tokens, r.message_index))[:top])
+
+    return Report(
+        path=transcript.source.path,
+        format=transcript.format,
+        dialect=transcript.dialect,
+        messages=len(messages),
+        turns=len(split_turns(messages)),
+        rounds=count_rounds(messages),
+        tool_calls=n_calls,
+        tool_results=len(results),
+        skipped_lines=len(transcript.skipped),
+        tokens=total,
+        preamble_tokens=preamble,
+        classes=classes,
+        by_role=tuple(sorted(by_role.items(), key=lambda kv: (-kv[1], kv[0]))),
+        by_kind=tuple(sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0]))),
+        largest_results=largest,
+        tools=tools,
+        budget=budget,
+        window=window,
+    )

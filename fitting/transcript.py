@@ -1,0 +1,255 @@
+"""The provider-neutral transcript model: blocks, messages, transcripts, and
+their derived structure (turns and tool rounds, SPEC section 1).
+
+Every value is frozen; collections are tuples. Unknown JSON is kept verbatim
+as compact JSON text so that writers can reproduce it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+JsonText: TypeAlias = str
+"""Compact JSON text (``orjson.dumps`` output decoded); ``""`` means nothing."""
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+Dialect: TypeAlias = Literal["anthropic", "openai"]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a message came from: file path and 1-based line (or None)."""
+
+    path: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Plain text the model reads."""
+
+    text: str
+    extra: JsonText = ""
+    """Keys of the original block windowfit does not model (e.g. cache_control)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """Model reasoning sent back to the provider."""
+
+    text: str
+    extra: JsonText = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """An assistant's request to run a tool."""
+
+    id: str
+    name: str
+    input_json: JsonText
+    """The call's input as compact JSON; counted as text by the estimator."""
+    extra: JsonText = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image; its data is never counted as characters."""
+
+    media_type: str
+    byte_size: int
+    width: int | None = None
+    height: int | None = None
+    raw: JsonText = ""
+    """The original block, to write it back unchanged."""
+
+
+@dataclass(frozen=True, slots=True)
+class Other:
+    """A block of a kind windowfit does not model, kept verbatim."""
+
+    kind: str
+    raw: JsonText
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool returned, answering the call with ``call_id``."""
+
+    call_id: str
+    content: tuple[Block, ...]
+    is_error: bool = False
+    name: str = ""
+    """The tool's name when the format records it on the result (OpenAI)."""
+    extra: JsonText = ""
+
+
+Block: TypeAlias = Text | Thinking | ToolCall | ToolResult | Image | Other
+ContentBlock: TypeAlias = Text | Image | Other
+"""What may sit inside a tool result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message: a role and its content blocks."""
+
+    role: Role
+    content: tuple[Block, ...]
+    source: Source = field(default=Source("<memory>"), compare=False)
+    extra: JsonText = ""
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolCall))
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolResult))
+
+    @property
+    def starts_turn(self) -> bool:
+        """A human user message: role user and no tool results in it.
+
+        A user message that carries any tool result answers the previous
+        assistant message, so a turn can never start there without orphaning
+        that result (SPEC section 1).
+        """
+        return self.role == "user" and not any(isinstance(b, ToolResult) for b in self.content)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    """A tool definition sent with every request."""
+
+    name: str
+    description: str
+    schema_json: JsonText
+    raw: JsonText = ""
+    dialect: Dialect = "anthropic"
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An input line that was not turned into a message, and why."""
+
+    source: Source
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """A system prompt, tool definitions and ordered messages."""
+
+    system: tuple[Block, ...]
+    tools: tuple[ToolDef, ...]
+    messages: tuple[Message, ...]
+    source: Source = Source("<memory>")
+    format: str = "messages"
+    dialect: Dialect = "anthropic"
+    skipped: tuple[Skipped, ...] = ()
+    extra: JsonText = ""
+    """Request-level keys windowfit does not model (model, max_tokens, ...)."""
+
+
+# --------------------------------------------------------------------------
+# Derived structure
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """Messages ``[start, stop)``: a human user message and all up to the next."""
+
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """Messages ``[start, stop)``: an assistant message with tool calls and the
+    message(s) carrying their results. Never split."""
+
+    start: int
+    stop: int
+    call_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Single:
+    """Messages ``[start, start + 1)``: a message that belongs to no round."""
+
+    start: int
+
+    @property
+    def stop(self) -> int:
+        return self.start + 1
+
+
+Unit: TypeAlias = Round | Single
+"""The smallest piece stage 3 keeps or drops."""
+
+
+def split_turns(messages: Sequence[Message]) -> tuple[Turn, ...]:
+    """Cut messages into turns. Messages before the first human message (a
+    transcript that opens with an assistant) form a turn of their own."""
+    starts = [i for i, m in enumerate(messages) if m.starts_turn]
+    if not messages:
+        return ()
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    bounds = [*starts, len(messages)]
+    return tuple(Turn(a, b) for a, b in zip(bounds, bounds[1:]))
+
+
+def _answered_by(message: Message) -> set[str]:
+    return {b.call_id for b in message.content if isinstance(b, ToolResult)}
+
+
+def iter_units(messages: Sequence[Message], start: int, stop: int) -> Iterator[Unit]:
+    """Group ``messages[start:stop]`` into tool rounds and single messages.
+
+    A round is an assistant message with calls followed by the consecutive
+    messages that carry results for those calls (one user message in the
+    Anthropic shape, one ``tool`` message per call in the OpenAI shape).
+    """
+    i = start
+    while i < stop:
+        message = messages[i]
+        calls = message.tool_calls if message.role == "assistant" else ()
+        if not calls:
+            yield Single(i)
+            i += 1
+            continue
+        pending = {c.id for c in calls}
+        j = i + 1
+        while j < stop and pending:
+            answered = _answered_by(messages[j])
+            if not answered or messages[j].role not in ("user", "tool"):
+                break
+            pending -= answered
+            j += 1
+        yield Round(i, j, tuple(c.id for c in calls))
+        i = j
+
+
+def split_units(messages: Sequence[Message], start: int = 0, stop: int | None = None) -> tuple[Unit, ...]:
+    """The tool rounds and single messages of ``messages[start:stop]``."""
+    return tuple(iter_units(messages, start, len(messages) if stop is None else stop))
+
+
+def count_rounds(messages: Sequence[Message]) -> int:
+    return sum(1 for u in iter_units(messages, 0, len(messages)) if isinstance(u, Round))
+
+
+def iter_tool_results(messages: Sequence[Message]) -> Iterator[tuple[int, int, ToolResult]]:
+    """Every tool result with its message index and block index, oldest first."""
+    for mi, message in enumerate(messages):
+        for bi, block in enumerate(message.content):
+            if isinstance(block, ToolResult):
+                yield mi, bi, block
+
+
+def tool_names(messages: Sequence[Message]) -> dict[str, str]:
+    """Map each call id to the name of the tool it called."""
+    return {b.id: b.name for m in messages for b in m.content if isinstance(b, ToolCall)}
