@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from fitting import Transcript, WindowfitError, build_report, make_estimator
-from fitting.errors import InputError
+from fitting.errors import InputError, Location
 from fitting.estimate import ESTIMATORS, Estimator
 from fitting.formats import FORMATS, Input, discover, load
 from fitting.serialize import reports_document
@@ -34,21 +34,29 @@ app = typer.Typer(
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
 
-Files = Annotated[list[str], typer.Argument(help="Transcript files, directories (searched recursively), or - for stdin.",
-                                            show_default=False)]
+Files = Annotated[
+    list[str],
+    typer.Argument(help="Transcript files, directories (searched recursively), or - for stdin.", show_default=False),
+]
 Budget = Annotated[int | None, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")]
-Window = Annotated[int | None, typer.Option("--window", "-w", min=1,
-                                            help="The model's context window (hard limit).")]
+Window = Annotated[int | None, typer.Option("--window", "-w", min=1, help="The model's context window (hard limit).")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")]
-EstimatorName = Annotated[str, typer.Option("--estimator", "-e",
-                                            help=f"Token estimator: {', '.join(ESTIMATORS)}.")]
-Overhead = Annotated[float, typer.Option("--overhead", min=0.0,
-                                         help="Multiply the structural overheads (per message, block, tool "
-                                              "definition) by this; 0 leaves the pure text rule.")]
-SkipInvalid = Annotated[bool, typer.Option("--skip-invalid",
-                                           help="Skip lines that are not JSON (or not messages) and count them.")]
-FromFormat = Annotated[str | None, typer.Option("--from", help=f"Input format, instead of detecting it: "
-                                                                f"{', '.join(FORMATS)}.")]
+EstimatorName = Annotated[str, typer.Option("--estimator", "-e", help=f"Token estimator: {', '.join(ESTIMATORS)}.")]
+Overhead = Annotated[
+    float,
+    typer.Option(
+        "--overhead",
+        min=0.0,
+        help="Multiply the structural overheads (per message, block, tool "
+        "definition) by this; 0 leaves the pure text rule.",
+    ),
+]
+SkipInvalid = Annotated[
+    bool, typer.Option("--skip-invalid", help="Skip lines that are not JSON (or not messages) and count them.")
+]
+FromFormat = Annotated[
+    str | None, typer.Option("--from", help=f"Input format, instead of detecting it: {', '.join(FORMATS)}.")
+]
 
 
 def fail(error: WindowfitError) -> NoReturn:
@@ -81,8 +89,15 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
         sizes = [len(i.data) if i.data is not None else Path(i.path).stat().st_size for i in inputs]
         transcripts: list[Transcript] = []
         show = err.is_terminal and (len(inputs) > 3 or sum(sizes) > 50_000_000)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=True, disable=not show) as progress:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=not show,
+        ) as progress:
             task = progress.add_task("loading", total=len(inputs))
             for item in inputs:
                 progress.update(task, description=f"loading {escape(Path(item.path).name)}")
@@ -97,9 +112,7 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
         fail(InputError(_loc(str(exc.filename)), exc.strerror or "cannot read"))
 
 
-def _loc(path: str) -> "Location":
-    from fitting.errors import Location
-
+def _loc(path: str) -> Location:
     return Location(path)
 
 

@@ -44,8 +44,9 @@ def render_report(report: Report) -> RenderableType:
     for col in ("class", "chars", "chars/token", "tokens", "share"):
         scripts.add_column(col, justify="left" if col == "class" else "right")
     for row in report.classes:
-        scripts.add_row(row.name, f"{row.chars:,}", f"{row.chars_per_token:g}", f"{row.tokens:,.0f}",
-                        f"{row.share:.1%}")
+        scripts.add_row(
+            row.name, f"{row.chars:,}", f"{row.chars_per_token:g}", f"{row.tokens:,.0f}", f"{row.share:.1%}"
+        )
 
     def share_table(title: str, rows: tuple[tuple[str, int], ...]) -> Table:
         table = Table(title=title, title_justify="left", show_edge=False)
@@ -56,26 +57,45 @@ def render_report(report: Report) -> RenderableType:
             table.add_row(escape(name), f"{tokens:,}", f"{tokens / max(report.tokens, 1):.1%}")
         return table
 
-    parts: list[RenderableType] = [title, counts, Text(), scripts, Text(),
-                                   share_table("Tokens by role", report.by_role), Text(),
-                                   share_table("Tokens by block kind", report.by_kind)]
+    parts: list[RenderableType] = [
+        title,
+        counts,
+        Text(),
+        scripts,
+        Text(),
+        share_table("Tokens by role", report.by_role),
+        Text(),
+        share_table("Tokens by block kind", report.by_kind),
+    ]
     if report.largest_results:
         largest = Table(title="Largest tool results", title_justify="left", show_edge=False)
         for col in ("tool", "call id", "line", "tokens", "of budget"):
             largest.add_column(col, justify="right" if col in ("line", "tokens", "of budget") else "left")
         for r in report.largest_results:
-            largest.add_row(escape(r.tool), escape(r.call_id), "" if r.line is None else str(r.line),
-                            f"{r.tokens:,}", f"{r.tokens / report.budget:.1%}" if report.budget else "")
+            largest.add_row(
+                escape(r.tool),
+                escape(r.call_id),
+                "" if r.line is None else str(r.line),
+                f"{r.tokens:,}",
+                f"{r.tokens / report.budget:.1%}" if report.budget else "",
+            )
         parts += [Text(), largest]
     data_tools = [t for t in report.tools if t.grows_like_data]
     if data_tools:
-        parts += [Text(), Text("Data tools (results grow with the data; page them by handle instead): "
-                               + ", ".join(t.tool for t in data_tools), style="yellow")]
+        parts += [
+            Text(),
+            Text(
+                "Data tools (results grow with the data; page them by handle instead): "
+                + ", ".join(t.tool for t in data_tools),
+                style="yellow",
+            ),
+        ]
     verdict_style = "green" if report.fits_budget and report.fits_window else "red"
-    parts += [Text(),
-              Text.assemble(budget_bar(report.tokens, report.budget, report.window),
-                            f" {report.tokens:,} tokens"),
-              Text(report.verdict, style=verdict_style)]
+    parts += [
+        Text(),
+        Text.assemble(budget_bar(report.tokens, report.budget, report.window), f" {report.tokens:,} tokens"),
+        Text(report.verdict, style=verdict_style),
+    ]
     return Group(*parts)
 
 
@@ -84,8 +104,9 @@ def render_summary(reports: list[Report]) -> Table:
     for col in ("file", "format", "messages", "tool results", "tokens", "verdict"):
         table.add_column(col, justify="right" if col in ("messages", "tool results", "tokens") else "left")
     for r in reports:
-        table.add_row(escape(r.path), r.format, f"{r.messages:,}", f"{r.tool_results:,}", f"{r.tokens:,}",
-                      escape(r.verdict))
+        table.add_row(
+            escape(r.path), r.format, f"{r.messages:,}", f"{r.tool_results:,}", f"{r.tokens:,}", escape(r.verdict)
+        )
     return table
 
 

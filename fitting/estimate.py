@@ -63,9 +63,7 @@ CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x20000, 0x3FFFF),  # CJK extensions B and later, compatibility supplement
 )
 
-_CJK_RUN = re.compile(
-    "[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in CJK_RANGES) + "]+"
-)
+_CJK_RUN = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in CJK_RANGES) + "]+")
 _BELOW_3_BYTE_LEADS = bytes(range(0xE0))
 _BELOW_4_BYTE_LEADS = bytes(range(0xF0))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import pairwise
 
 from .estimate import CharCounts, Estimator
 from .transcript import (
@@ -101,8 +102,10 @@ class Report:
             if self.tokens <= self.window:
                 parts.append(f"within the {self.window:,} window")
             else:
-                parts.append(f"over the {self.window:,} window by {self.tokens - self.window:,} tokens: "
-                             "the provider would reject it")
+                parts.append(
+                    f"over the {self.window:,} window by {self.tokens - self.window:,} tokens: "
+                    "the provider would reject it"
+                )
         return "; ".join(parts) if parts else f"{self.tokens:,} tokens"
 
 
@@ -122,12 +125,21 @@ def _kind(block: Block) -> str:
 
 
 def _grows(sizes: list[int]) -> bool:
-    return (len(sizes) >= DATA_TOOL_MIN_RESULTS and all(a <= b for a, b in zip(sizes, sizes[1:]))
-            and sizes[-1] >= DATA_TOOL_GROWTH * max(sizes[0], 1))
+    return (
+        len(sizes) >= DATA_TOOL_MIN_RESULTS
+        and all(a <= b for a, b in pairwise(sizes))
+        and sizes[-1] >= DATA_TOOL_GROWTH * max(sizes[0], 1)
+    )
 
 
-def build_report(transcript: Transcript, estimator: Estimator, *, budget: int | None = None,
-                 window: int | None = None, top: int = TOP_RESULTS) -> Report:
+def build_report(
+    transcript: Transcript,
+    estimator: Estimator,
+    *,
+    budget: int | None = None,
+    window: int | None = None,
+    top: int = TOP_RESULTS,
+) -> Report:
     """Measure one transcript."""
     messages = transcript.messages
     counts = CharCounts()
@@ -139,7 +151,7 @@ def build_report(transcript: Transcript, estimator: Estimator, *, budget: int | 
         total += est.tokens
         counts = counts + est.counts
         by_role[message.role] += est.tokens
-        for block, tokens in zip(message.content, est.block_tokens):
+        for block, tokens in zip(message.content, est.block_tokens, strict=True):
             by_kind[_kind(block)] += tokens
         by_kind["message overhead"] += estimator.rule.message_overhead_tokens
     system = estimator.blocks(transcript.system) if transcript.system else None
@@ -167,6 +179,7 @@ def build_report(transcript: Transcript, estimator: Estimator, *, budget: int | 
             (counts.ascii, counts.cjk, counts.other),
             (rule.ascii_chars_per_token, rule.cjk_chars_per_token, rule.other_chars_per_token),
             class_tokens,
+            strict=True,
         )
     )
 

@@ -26,21 +26,37 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "tokens": report.tokens,
         "preamble_tokens": report.preamble_tokens,
         "scripts": [
-            {"class": c.name, "chars": c.chars, "chars_per_token": c.chars_per_token,
-             "tokens": round(c.tokens, 2), "share": round(c.share, 4)}
+            {
+                "class": c.name,
+                "chars": c.chars,
+                "chars_per_token": c.chars_per_token,
+                "tokens": round(c.tokens, 2),
+                "share": round(c.share, 4),
+            }
             for c in report.classes
         ],
         "by_role": dict(report.by_role),
         "by_kind": dict(report.by_kind),
         "largest_results": [
-            {"tool": r.tool, "call_id": r.call_id, "tokens": r.tokens,
-             "budget_share": round(r.tokens / report.budget, 4) if report.budget else None,
-             "message_index": r.message_index, "line": r.line}
+            {
+                "tool": r.tool,
+                "call_id": r.call_id,
+                "tokens": r.tokens,
+                "budget_share": round(r.tokens / report.budget, 4) if report.budget else None,
+                "message_index": r.message_index,
+                "line": r.line,
+            }
             for r in report.largest_results
         ],
         "tools": [
-            {"tool": t.tool, "calls": t.calls, "results": t.results, "result_tokens": t.result_tokens,
-             "max_result_tokens": t.max_result_tokens, "grows_like_data": t.grows_like_data}
+            {
+                "tool": t.tool,
+                "calls": t.calls,
+                "results": t.results,
+                "result_tokens": t.result_tokens,
+                "max_result_tokens": t.max_result_tokens,
+                "grows_like_data": t.grows_like_data,
+            }
             for t in report.tools
         ],
         "budget": report.budget,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal, TypeAlias
 
 JsonText: TypeAlias = str
@@ -199,7 +200,7 @@ def split_turns(messages: Sequence[Message]) -> tuple[Turn, ...]:
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     bounds = [*starts, len(messages)]
-    return tuple(Turn(a, b) for a, b in zip(bounds, bounds[1:]))
+    return tuple(Turn(a, b) for a, b in pairwise(bounds))
 
 
 def _answered_by(message: Message) -> set[str]:

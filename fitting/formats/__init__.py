@@ -23,16 +23,20 @@ def detect(source: Input) -> Format:
     for fmt in FORMATS.values():
         if fmt.sniff(head):
             return fmt
-    raise UnknownFormat(Location(source.path), "not a transcript format windowfit knows",
-                        hint=f"pass --from with one of: {', '.join(FORMATS)}")
+    raise UnknownFormat(
+        Location(source.path),
+        "not a transcript format windowfit knows",
+        hint=f"pass --from with one of: {', '.join(FORMATS)}",
+    )
 
 
 def get_format(name: str) -> Format:
     try:
         return FORMATS[name]
     except KeyError:
-        raise UnknownFormat(Location(name), f"unknown format {name!r}",
-                            hint=f"known formats: {', '.join(FORMATS)}") from None
+        raise UnknownFormat(
+            Location(name), f"unknown format {name!r}", hint=f"known formats: {', '.join(FORMATS)}"
+        ) from None
 
 
 def load(source: Input, *, fmt: str | None = None, skip_invalid: bool = False) -> tuple[Transcript, ...]:

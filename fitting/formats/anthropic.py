@@ -9,7 +9,6 @@ from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
     Block,
-    ContentBlock,
     Image,
     Message,
     Other,
@@ -30,8 +29,19 @@ _TOOL_RESULT = frozenset({"type", "tool_use_id", "content", "is_error"})
 _MESSAGE = frozenset({"role", "content"})
 _TOOL = frozenset({"name", "description", "input_schema"})
 _REQUEST = frozenset({"system", "tools", "messages"})
-BLOCK_TYPES = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document",
-                         "server_tool_use", "web_search_tool_result"})
+BLOCK_TYPES = frozenset(
+    {
+        "text",
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+        "tool_result",
+        "image",
+        "document",
+        "server_tool_use",
+        "web_search_tool_result",
+    }
+)
 
 
 def image_from_json(obj: dict[str, Any]) -> Image:
@@ -39,8 +49,13 @@ def image_from_json(obj: dict[str, Any]) -> Image:
     if isinstance(source, dict) and source.get("type") == "base64" and isinstance(source.get("data"), str):
         data: str = source["data"]
         dims = sniff_dimensions(data)
-        return Image(str(source.get("media_type", "")), decoded_size(data),
-                     dims[0] if dims else None, dims[1] if dims else None, dumps(obj))
+        return Image(
+            str(source.get("media_type", "")),
+            decoded_size(data),
+            dims[0] if dims else None,
+            dims[1] if dims else None,
+            dumps(obj),
+        )
     return Image(str(source.get("media_type", "")) if isinstance(source, dict) else "", 0, None, None, dumps(obj))
 
 
@@ -65,8 +80,7 @@ def block_from_json(obj: Any, where: Location) -> Block:
             content = tuple(block_from_json(b, where) for b in raw)
         else:
             content = (Other("content", dumps(raw)),)
-        return ToolResult(obj["tool_use_id"], content, bool(obj.get("is_error", False)), "",
-                          extras(obj, _TOOL_RESULT))
+        return ToolResult(obj["tool_use_id"], content, bool(obj.get("is_error", False)), "", extras(obj, _TOOL_RESULT))
     if kind == "image":
         return image_from_json(obj)
     return Other(kind, dumps(obj))
@@ -102,10 +116,20 @@ def tool_from_json(obj: Any, where: Location) -> ToolDef:
         raise UnknownShape(where, "a tool definition must be an object")
     if obj.get("type") == "function" and isinstance(obj.get("function"), dict):
         fn = obj["function"]
-        return ToolDef(str(fn.get("name", "")), str(fn.get("description", "")),
-                       dumps(fn.get("parameters", {})), dumps(obj), "openai")
-    return ToolDef(str(obj.get("name", "")), str(obj.get("description", "")),
-                   dumps(obj.get("input_schema", {})), dumps(obj), "anthropic")
+        return ToolDef(
+            str(fn.get("name", "")),
+            str(fn.get("description", "")),
+            dumps(fn.get("parameters", {})),
+            dumps(obj),
+            "openai",
+        )
+    return ToolDef(
+        str(obj.get("name", "")),
+        str(obj.get("description", "")),
+        dumps(obj.get("input_schema", {})),
+        dumps(obj),
+        "anthropic",
+    )
 
 
 def request_from_json(body: dict[str, Any], source: Source, fmt: str) -> Transcript:
@@ -151,11 +175,15 @@ def block_to_json(block: Block) -> dict[str, Any]:
     if isinstance(block, Thinking):
         return merge_extra({"type": "thinking", "thinking": block.text}, block.extra)
     if isinstance(block, ToolCall):
-        return merge_extra({"type": "tool_use", "id": block.id, "name": block.name,
-                            "input": loads(block.input_json)}, block.extra)
+        return merge_extra(
+            {"type": "tool_use", "id": block.id, "name": block.name, "input": loads(block.input_json)}, block.extra
+        )
     if isinstance(block, ToolResult):
-        out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.call_id,
-                               "content": [block_to_json(b) for b in block.content]}
+        out: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": block.call_id,
+            "content": [block_to_json(b) for b in block.content],
+        }
         if block.is_error:
             out["is_error"] = True
         return merge_extra(out, block.extra)
@@ -177,8 +205,11 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "tool" or (m.role == "system"):
-            blocks: tuple[Block, ...] = m.content if m.role == "tool" else tuple(
-                Text(f"[system] {b.text}") if isinstance(b, Text) else b for b in m.content)
+            blocks: tuple[Block, ...] = (
+                m.content
+                if m.role == "tool"
+                else tuple(Text(f"[system] {b.text}") if isinstance(b, Text) else b for b in m.content)
+            )
             if out and out[-1]["role"] == "user" and m.role == "tool" and out[-1].get("_tool"):
                 out[-1]["content"].extend(block_to_json(b) for b in blocks)
                 continue
@@ -217,4 +248,5 @@ def looks_anthropic(obj: dict[str, Any]) -> bool:
     """A message object whose content uses Anthropic block types."""
     content = obj.get("content")
     return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") in BLOCK_TYPES - {"text"} for b in content)
+        isinstance(b, dict) and b.get("type") in BLOCK_TYPES - {"text"} for b in content
+    )

@@ -18,8 +18,11 @@ def _utf8_error(data: bytes, path: str, first_line: int = 1) -> InvalidUtf8 | No
     except UnicodeDecodeError as exc:
         line = first_line + data.count(b"\n", 0, exc.start)
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        return InvalidUtf8(Location(path, line, column), f"invalid UTF-8 (byte 0x{data[exc.start]:02x})",
-                           hint="convert the file to UTF-8 first")
+        return InvalidUtf8(
+            Location(path, line, column),
+            f"invalid UTF-8 (byte 0x{data[exc.start]:02x})",
+            hint="convert the file to UTF-8 first",
+        )
     return None
 
 

@@ -17,17 +17,25 @@ from .registry import Format, Input
 def message_from_json(obj: Any, source: Source) -> tuple[Message, Dialect | None]:
     """One message object of either dialect; the dialect it revealed, if any."""
     if not isinstance(obj, dict) or "role" not in obj:
-        raise UnknownShape(Location(source.path, source.line),
-                           "not a message: expected an object with a 'role'",
-                           hint="see the README's list of formats, or pass --from")
+        raise UnknownShape(
+            Location(source.path, source.line),
+            "not a message: expected an object with a 'role'",
+            hint="see the README's list of formats, or pass --from",
+        )
     if obj.get("role") in ("system", "developer") or openai.looks_openai(obj):
         return openai.message_from_json(obj, source), "openai" if obj.get("role") != "system" else None
     message = anthropic.message_from_json(obj, source)
     return message, "anthropic" if anthropic.looks_anthropic(obj) else None
 
 
-def transcript_from_objects(items: Iterable[tuple[int | None, Any]], path: str, *, skip_invalid: bool,
-                            skipped: list[Skipped], fmt: str = "messages") -> Transcript:
+def transcript_from_objects(
+    items: Iterable[tuple[int | None, Any]],
+    path: str,
+    *,
+    skip_invalid: bool,
+    skipped: list[Skipped],
+    fmt: str = "messages",
+) -> Transcript:
     messages: list[Message] = []
     dialects: set[Dialect] = set()
     for line, obj in items:
@@ -45,17 +53,19 @@ def transcript_from_objects(items: Iterable[tuple[int | None, Any]], path: str, 
     if not messages:
         raise EmptyTranscript(Location(path), "no messages found", hint="is this the right file?")
     transcript = openai.transcript_from_messages(messages, source=Source(path), fmt=fmt)
-    dialect: Dialect = "openai" if "openai" in dialects else "anthropic"
-    return Transcript(transcript.system, transcript.tools, transcript.messages, transcript.source, fmt,
-                      dialect, tuple(skipped))
+    found: Dialect = "openai" if "openai" in dialects else "anthropic"
+    return Transcript(
+        transcript.system, transcript.tools, transcript.messages, transcript.source, fmt, found, tuple(skipped)
+    )
 
 
 def _document(data: bytes, path: str, *, skip_invalid: bool) -> Transcript:
     value = loads_document(data, path)
     if isinstance(value, dict) and "messages" in value:
-        is_openai = any(isinstance(m, dict) and (openai.looks_openai(m) or m.get("role") == "system")
-                        for m in value.get("messages") or ()) or any(
-            isinstance(t, dict) and t.get("type") == "function" for t in value.get("tools") or ())
+        is_openai = any(
+            isinstance(m, dict) and (openai.looks_openai(m) or m.get("role") == "system")
+            for m in value.get("messages") or ()
+        ) or any(isinstance(t, dict) and t.get("type") == "function" for t in value.get("tools") or ())
         if is_openai and "system" not in value:
             return openai.request_from_json(value, Source(path), "request")
         return anthropic.request_from_json(value, Source(path), "request")
@@ -63,22 +73,26 @@ def _document(data: bytes, path: str, *, skip_invalid: bool) -> Transcript:
         return transcript_from_objects(((None, m) for m in value), path, skip_invalid=skip_invalid, skipped=[])
     if isinstance(value, dict) and "role" in value:
         return transcript_from_objects([(1, value)], path, skip_invalid=skip_invalid, skipped=[])
-    raise UnknownShape(Location(path), "not a request body, a message array or a message",
-                       hint="see the README's list of formats, or pass --from")
+    raise UnknownShape(
+        Location(path),
+        "not a request body, a message array or a message",
+        hint="see the README's list of formats, or pass --from",
+    )
 
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     if source.is_document():
         return (_document(source.read_all(), source.path, skip_invalid=skip_invalid),)
     reader = LineReader(source.path, skip_invalid)
-    transcript = transcript_from_objects(reader.values(source.lines()), source.path, skip_invalid=skip_invalid,
-                                         skipped=reader.skipped)
+    transcript = transcript_from_objects(
+        reader.values(source.lines()), source.path, skip_invalid=skip_invalid, skipped=reader.skipped
+    )
     return (transcript,)
 
 
 def sniff(head: bytes) -> bool:
     text = head.lstrip()
-    return text.startswith((b"{", b"[")) and b'"role"' in head or b'"messages"' in head
+    return text.startswith((b"{", b"[")) and (b'"role"' in head or b'"messages"' in head)
 
 
 FORMAT = Format(

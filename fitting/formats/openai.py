@@ -89,13 +89,20 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
         for call in obj.get("tool_calls") or ():
             if not isinstance(call, dict) or not isinstance(call.get("id"), str):
                 raise UnknownShape(where, "each tool call needs an 'id'")
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-            calls.append(ToolCall(call["id"], str(fn.get("name", "")), _arguments_json(fn.get("arguments")),
-                                  extras(call, frozenset({"id", "type", "function"}))))
+            fn = call["function"] if isinstance(call.get("function"), dict) else {}
+            calls.append(
+                ToolCall(
+                    call["id"],
+                    str(fn.get("name", "")),
+                    _arguments_json(fn.get("arguments")),
+                    extras(call, frozenset({"id", "type", "function"})),
+                )
+            )
         reasoning = obj.get("reasoning_content")
         thinking: tuple[Block, ...] = (Thinking(reasoning),) if isinstance(reasoning, str) and reasoning else ()
-        return Message("assistant", thinking + content + tuple(calls), source,
-                       extras(obj, _MESSAGE | {"reasoning_content"}))
+        return Message(
+            "assistant", thinking + content + tuple(calls), source, extras(obj, _MESSAGE | {"reasoning_content"})
+        )
     return Message("user", content, source, extra)
 
 
@@ -110,13 +117,18 @@ def request_from_json(body: dict[str, Any], source: Source, fmt: str) -> Transcr
     raw = body.get("messages")
     if not isinstance(raw, list) or not all(isinstance(m, dict) for m in raw):
         raise UnknownShape(where, "a request body needs a 'messages' list of objects")
-    return transcript_from_messages([message_from_json(m, source) for m in raw],
-                                    tools=tuple(tool_from_json(t, where) for t in body.get("tools") or ()),
-                                    source=source, fmt=fmt, extra=extras(body, _REQUEST))
+    return transcript_from_messages(
+        [message_from_json(m, source) for m in raw],
+        tools=tuple(tool_from_json(t, where) for t in body.get("tools") or ()),
+        source=source,
+        fmt=fmt,
+        extra=extras(body, _REQUEST),
+    )
 
 
-def transcript_from_messages(messages: list[Message], *, tools: tuple[ToolDef, ...] = (), source: Source,
-                             fmt: str, extra: str = "") -> Transcript:
+def transcript_from_messages(
+    messages: list[Message], *, tools: tuple[ToolDef, ...] = (), source: Source, fmt: str, extra: str = ""
+) -> Transcript:
     """Leading system messages become the system prompt; later ones stay."""
     system: list[Block] = []
     i = 0
@@ -171,8 +183,11 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
             rest: list[Block] = []
             for b in m.content:
                 if isinstance(b, ToolResult):
-                    obj: dict[str, Any] = {"role": "tool", "tool_call_id": b.call_id,
-                                           "content": _content_to_json(b.content)}
+                    obj: dict[str, Any] = {
+                        "role": "tool",
+                        "tool_call_id": b.call_id,
+                        "content": _content_to_json(b.content),
+                    }
                     if b.name:
                         obj["name"] = b.name
                     out.append(merge_extra(obj, extra) if m.role == "tool" else obj)
@@ -186,9 +201,13 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
             continue
         text = tuple(b for b in m.content if not isinstance(b, (ToolCall, Thinking)))
         obj = {"role": "assistant", "content": _content_to_json(text) if text else None}
-        calls = [merge_extra({"id": c.id, "type": "function",
-                              "function": {"name": c.name, "arguments": c.input_json}}, c.extra if same_dialect else "")
-                 for c in m.tool_calls]
+        calls = [
+            merge_extra(
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.input_json}},
+                c.extra if same_dialect else "",
+            )
+            for c in m.tool_calls
+        ]
         if calls:
             obj["tool_calls"] = calls
         out.append(merge_extra(obj, extra))
@@ -200,8 +219,10 @@ def tool_to_json(tool: ToolDef) -> dict[str, Any]:
         raw = loads(tool.raw)
         if isinstance(raw, dict):
             return raw
-    return {"type": "function", "function": {"name": tool.name, "description": tool.description,
-                                             "parameters": loads(tool.schema_json or "{}")}}
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": loads(tool.schema_json or "{}")},
+    }
 
 
 def request_to_json(transcript: Transcript) -> dict[str, Any]:
@@ -225,4 +246,5 @@ def looks_openai(obj: dict[str, Any]) -> bool:
         return True
     content = obj.get("content")
     return isinstance(content, list) and any(
-        isinstance(p, dict) and p.get("type") in ("image_url", "input_text", "output_text") for p in content)
+        isinstance(p, dict) and p.get("type") in ("image_url", "input_text", "output_text") for p in content
+    )
