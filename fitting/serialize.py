@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .fit import Plan, ResultRef, too_long_message
 from .report import Report
+from .transcript import Transcript
+from .validate import Violation
 
 SCHEMA = 1
 
@@ -69,3 +72,93 @@ def report_to_dict(report: Report) -> dict[str, Any]:
 
 def reports_document(reports: list[Report], *, estimator: str) -> dict[str, Any]:
     return {"schema": SCHEMA, "estimator": estimator, "transcripts": [report_to_dict(r) for r in reports]}
+
+
+def plan_to_dict(
+    plan: Plan,
+    transcript: Transcript,
+    *,
+    estimator: str,
+    input_violations: tuple[Violation, ...] = (),
+    output_violations: tuple[Violation, ...] = (),
+) -> dict[str, Any]:
+    """The plan as one JSON document: every decision and every estimate."""
+    cleared = {r.call_id for r in plan.cleared}
+    protected = {r.call_id for r in plan.protected}
+    too_small = {r.call_id for r in plan.too_small}
+
+    def status(ref: ResultRef) -> str:
+        if ref.call_id in cleared:
+            return "cleared"
+        if ref.call_id in protected:
+            return "protected"
+        if ref.call_id in too_small:
+            return "too-small"
+        return "candidate"
+
+    fates = plan.message_fates()
+    return {
+        "schema": SCHEMA,
+        "path": transcript.source.path,
+        "format": transcript.format,
+        "dialect": transcript.dialect,
+        "estimator": estimator,
+        "options": {
+            "budget": plan.options.budget,
+            "batch_size": plan.options.batch_size,
+            "protected_fraction": plan.options.protected_fraction,
+            "min_clear_ratio": plan.options.min_clear_ratio,
+            "add_notice": plan.options.add_notice,
+        },
+        "outcome": plan.outcome,
+        "fits": plan.fits,
+        "tokens_before": plan.tokens_before,
+        "tokens_after": plan.tokens_after,
+        "preamble_tokens": plan.preamble_tokens,
+        "stages": list(plan.stages),
+        "notice_added": plan.notice_added,
+        "messages": [
+            {"index": i, "role": m.role, "line": m.source.line, "tokens": plan.message_tokens[i], "fate": fates[i]}
+            for i, m in enumerate(transcript.messages)
+        ],
+        "results": [
+            {
+                "message_index": r.message_index,
+                "block_index": r.block_index,
+                "call_id": r.call_id,
+                "tool": r.tool,
+                "tokens": r.tokens,
+                "stub_tokens": r.stub_tokens,
+                "status": status(r),
+            }
+            for r in plan.results
+        ],
+        "protected": [r.call_id for r in plan.protected],
+        "candidates": [r.call_id for r in plan.candidates],
+        "batches": [
+            {"index": b.index, "call_ids": [r.call_id for r in b.results], "tokens_saved": b.tokens_saved}
+            for b in plan.batches
+        ],
+        "head": list(plan.head),
+        "kept": [list(k) for k in plan.kept],
+        "dropped": [{"kind": d.kind, "start": d.start, "stop": d.stop, "tokens": d.tokens} for d in plan.dropped],
+        "note": plan.note or None,
+        "cause": plan.cause or None,
+        "person_message": too_long_message(plan) if plan.outcome == "too-long" else None,
+        "violations": {
+            "input": [
+                {
+                    "kind": v.kind,
+                    "message_index": v.message_index,
+                    "call_id": v.call_id,
+                    "line": v.source.line,
+                    "detail": v.detail,
+                }
+                for v in input_violations
+            ],
+            "output": [
+                {"kind": v.kind, "message_index": v.message_index, "call_id": v.call_id, "detail": v.detail}
+                for v in output_violations
+            ],
+        },
+    }

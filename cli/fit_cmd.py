@@ -1,0 +1,306 @@
+"""``windowfit fit`` (write the fitted request, show the diff) and
+``windowfit check`` (the CI pre-flight)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from fitting import Transcript, WindowfitError
+from fitting.errors import OptionError
+from fitting.estimate import Estimator
+from fitting.fit import OUTCOMES, Plan, apply_plan, plan_fit, too_long_message
+from fitting.request import write_transcript
+from fitting.serialize import SCHEMA, plan_to_dict
+from fitting.validate import check_request, new_violations
+
+from .exit_codes import ExitCode
+from .render_fit import OUTCOME_STYLE, render_plan
+from .shared import (
+    Budget,
+    EstimatorName,
+    Files,
+    FromFormat,
+    JsonFlag,
+    Overhead,
+    SkipInvalid,
+    Window,
+    err,
+    estimator_from,
+    fail,
+    load_all,
+    out,
+    print_json,
+)
+
+
+class Target(str, Enum):
+    same = "same"
+    anthropic = "anthropic"
+    openai = "openai"
+
+
+class DiffMode(str, Enum):
+    summary = "summary"
+    full = "full"
+
+
+class CheckFormat(str, Enum):
+    text = "text"
+    json = "json"
+    github = "github"
+
+
+class FailOn(str, Enum):
+    cleared = "cleared"
+    turns_dropped = "turns-dropped"
+    rounds_dropped = "rounds-dropped"
+    too_long = "too-long"
+
+
+BatchSize = Annotated[
+    int,
+    typer.Option(
+        "--batch-size", min=1, help="Clear tool results this many at a time (1 is the cache-hostile behaviour)."
+    ),
+]
+Protected = Annotated[
+    float,
+    typer.Option(
+        "--protected-fraction", min=0.0, max=1.0, help="Share of the budget the newest tool results keep whole."
+    ),
+]
+MinRatio = Annotated[
+    float,
+    typer.Option("--min-clear-ratio", min=0.0, help="Clear a result only if it is at least this many times its stub."),
+]
+AddNotice = Annotated[
+    bool,
+    typer.Option(
+        "--add-notice",
+        help="Tell the agent, in the system prompt, that old tool results get cleared and not to stop to save space.",
+    ),
+]
+
+
+def _plan(
+    transcript: Transcript,
+    est: Estimator,
+    budget: int,
+    batch_size: int,
+    protected: float,
+    min_ratio: float,
+    add_notice: bool,
+) -> Plan:
+    try:
+        return plan_fit(
+            transcript,
+            budget=budget,
+            estimator=est,
+            batch_size=batch_size,
+            protected_fraction=protected,
+            min_clear_ratio=min_ratio,
+            add_notice=add_notice,
+        )
+    except WindowfitError as exc:
+        fail(exc)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same directory and a rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def fit(
+    file: Annotated[str, typer.Argument(help="One transcript file, or - for stdin.", show_default=False)],
+    budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")],
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write the fitted request here (- for stdout). Without it, only the diff."),
+    ] = None,
+    to: Annotated[
+        Target,
+        typer.Option("--to", help="Output shape: the input's own (same), or an Anthropic or OpenAI request body."),
+    ] = Target.same,
+    batch_size: BatchSize = 4,
+    protected_fraction: Protected = 0.25,
+    min_clear_ratio: MinRatio = 2.0,
+    add_notice: AddNotice = False,
+    json_: JsonFlag = False,
+    diff: Annotated[
+        DiffMode, typer.Option("--diff", help="summary, or full: the request message by message.")
+    ] = DiffMode.summary,
+    index: Annotated[int, typer.Option("--index", min=0, help="Which transcript, in a file that holds several.")] = 0,
+    estimator: EstimatorName = "seed",
+    overhead: Overhead = 1.0,
+    skip_invalid: SkipInvalid = False,
+    from_: FromFormat = None,
+) -> None:
+    """Fit a transcript to a budget: clear old tool results in batches, then keep
+    whole turns, then whole tool rounds. Shows what was cleared or dropped and why.
+
+    Exit code 1 when even the newest round cannot fit (too-long): nothing is written.
+
+    Example: windowfit fit sample_transcripts/ru_subagent_chapters.jsonl --budget 50000 -o fitted.jsonl
+    """
+    if json_ and output == "-":
+        fail(OptionError("--json and -o - both want stdout; write the request to a file instead"))
+    est = estimator_from(estimator, overhead)
+    transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid)
+    if index >= len(transcripts):
+        fail(OptionError(f"{file} holds {len(transcripts)} transcript(s); --index {index} is out of range"))
+    transcript = transcripts[index]
+    plan = _plan(transcript, est, budget, batch_size, protected_fraction, min_clear_ratio, add_notice)
+    fitted = apply_plan(transcript, plan)
+    before = check_request(transcript)
+    after = check_request(fitted, fitted.dialect if to is Target.same else to.value)
+    added = new_violations(before, after)
+    if added:  # a bug in windowfit, not bad input: crash loudly
+        raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))
+
+    data: bytes | None = None
+    if output is not None and plan.fits:
+        try:
+            data = write_transcript(fitted, to=to.value)
+        except WindowfitError as exc:
+            fail(exc)
+    if output is not None and output != "-" and plan.fits:
+        target = Path(output)
+        if file != "-" and target.resolve() == Path(file).resolve():
+            err.print(f"[bold red]error:[/] refusing to overwrite the input {escape(file)}")
+            err.print("[dim]hint: pass another path to -o[/]")
+            raise typer.Exit(ExitCode.OUTPUT)
+        try:
+            assert data is not None
+            write_atomic(target, data)
+        except OSError as exc:
+            err.print(f"[bold red]error:[/] cannot write {escape(output)}: {escape(exc.strerror or str(exc))}")
+            raise typer.Exit(ExitCode.OUTPUT) from None
+
+    if json_:
+        print_json(
+            plan_to_dict(plan, transcript, estimator=est.rule.name, input_violations=before, output_violations=after)
+        )
+    else:
+        console = err if output == "-" else out
+        console.print(render_plan(plan, transcript, full=diff is DiffMode.full))
+        if before:
+            console.print(
+                f"[yellow]The input already breaks the provider's rules in {len(before)} place(s) "
+                "(kept as they are):[/]"
+            )
+            for v in before[:10]:
+                console.print(f"  [yellow]{escape(str(v))}[/]")
+        if output and output != "-" and plan.fits:
+            console.print(f"wrote {escape(output)}")
+    if output == "-" and data is not None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    if not plan.fits:
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def check(
+    files: Files,
+    budget: Budget = None,
+    window: Window = None,
+    format_: Annotated[
+        CheckFormat, typer.Option("--format", help="text, json, or github (workflow annotations).")
+    ] = CheckFormat.text,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option(
+            "--fail-on",
+            help="Fail when any transcript's outcome is this or "
+            "worse (cleared < turns-dropped < rounds-dropped < "
+            "too-long).",
+        ),
+    ] = FailOn.too_long,
+    batch_size: BatchSize = 4,
+    protected_fraction: Protected = 0.25,
+    min_clear_ratio: MinRatio = 2.0,
+    estimator: EstimatorName = "seed",
+    overhead: Overhead = 1.0,
+    skip_invalid: SkipInvalid = False,
+    from_: FromFormat = None,
+) -> None:
+    """Pre-flight transcripts in CI: one line each with its outcome and tokens.
+    Exit code 1 if any would be too long (or, with --fail-on, any milder outcome).
+
+    Example: windowfit check sample_transcripts/ --budget 100000 --format github
+    """
+    if budget is None:
+        fail(OptionError("check needs --budget"))
+    est = estimator_from(estimator, overhead)
+    transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
+    threshold = OUTCOMES.index(fail_on.value)
+    rows = []
+    for t in transcripts:
+        plan = _plan(t, est, budget, batch_size, protected_fraction, min_clear_ratio, False)
+        failed = OUTCOMES.index(plan.outcome) >= threshold
+        over_window = window is not None and plan.tokens_after > window
+        rows.append((t, plan, failed or over_window))
+    any_failed = any(f for _, _, f in rows)
+    if format_ is CheckFormat.json:
+        print_json(
+            {
+                "schema": SCHEMA,
+                "estimator": est.rule.name,
+                "budget": budget,
+                "window": window,
+                "fail_on": fail_on.value,
+                "passed": not any_failed,
+                "transcripts": [
+                    {
+                        "path": t.source.path,
+                        "outcome": p.outcome,
+                        "tokens_before": p.tokens_before,
+                        "tokens_after": p.tokens_after,
+                        "failed": f,
+                        "cause": p.cause or None,
+                    }
+                    for t, p, f in rows
+                ],
+            }
+        )
+    else:
+        for t, p, f in rows:
+            path = t.source.path
+            summary = f"{p.outcome}: {p.tokens_before:,} → {p.tokens_after:,} tokens (budget {budget:,})"
+            if p.cause:
+                summary += f" — {p.cause}"
+            if format_ is CheckFormat.github:
+                level = "error" if f else ("notice" if p.outcome == "fits" else "warning")
+                message = too_long_message(p) if p.outcome == "too-long" else summary
+                props = f"file={_gh(path, prop=True)},title={_gh('windowfit ' + p.outcome, prop=True)}"
+                sys.stdout.write(f"::{level} {props}::{_gh(message)}\n")
+            else:
+                mark = "[red]FAIL[/]" if f else "[green]ok[/]  "
+                out.print(f"{mark} {escape(path)}  [{OUTCOME_STYLE[p.outcome]}]{escape(summary)}[/]", soft_wrap=True)
+        if format_ is CheckFormat.text:
+            n_failed = sum(1 for _, _, f in rows if f)
+            out.print(f"{len(rows)} checked, {n_failed} failed (fail on: {fail_on.value} or worse)")
+    if any_failed:
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def _gh(text: str, *, prop: bool = False) -> str:
+    """Escape a GitHub workflow command's message (or, with ``prop``, a property)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(",", "%2C").replace(":", "%3A") if prop else text

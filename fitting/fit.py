@@ -1,0 +1,448 @@
+"""Fitting a request to a budget (SPEC section 3): plan, then apply.
+
+``plan_fit`` decides, stage by stage, and records every decision in a
+``Plan``; ``apply_plan`` builds the fitted transcript from the plan alone.
+Stage 1 clears the oldest tool results in fixed batches; stage 2 keeps the
+newest whole user turns; stage 3 keeps the newest whole tool rounds of the
+last turn. Each runs only when the previous one could not fit the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, TypeAlias
+
+from .errors import OptionError
+from .estimate import Estimator, make_estimator
+from .notice import with_notice
+from .transcript import (
+    Message,
+    Round,
+    Source,
+    Text,
+    ToolResult,
+    Transcript,
+    Unit,
+    split_turns,
+    split_units,
+    tool_names,
+)
+
+Outcome: TypeAlias = Literal["fits", "cleared", "turns-dropped", "rounds-dropped", "too-long"]
+MessageFate: TypeAlias = Literal["kept", "head", "cleared", "dropped"]
+OUTCOMES: tuple[Outcome, ...] = ("fits", "cleared", "turns-dropped", "rounds-dropped", "too-long")
+
+BATCH_SIZE = 4
+PROTECTED_FRACTION = 0.25
+MIN_CLEAR_RATIO = 2.0
+
+TRUNCATION_NOTE = (
+    "[windowfit] Earlier parts of this conversation were left out to fit the model's context. "
+    "The first message is kept above; the newest part of the conversation follows."
+)
+"""The note inserted after the first message by stages 2 and 3. Its text is
+constant, so it costs the same in every request and keeps the prefix stable."""
+
+TOO_LONG_MESSAGE = (
+    "This conversation has grown too long for the model to read in one go. "
+    "Start a new chat for the next step — everything built so far is kept."
+)
+"""What the person sees when nothing fits (SPEC section 3)."""
+
+NOTE_SOURCE = Source("<windowfit>")
+
+
+def stub_text(tool: str, call_id: str, tokens: int) -> str:
+    """What replaces a cleared result: what was removed, why, and how to get it back."""
+    return (
+        f"[windowfit: tool result cleared] The result of {tool or 'a tool'} (call {call_id}, "
+        f"about {tokens:,} tokens) was removed to keep this conversation within the model's context. "
+        "Run the tool again if you need it."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FitOptions:
+    """The tunables of one fit."""
+
+    budget: int
+    batch_size: int = BATCH_SIZE
+    protected_fraction: float = PROTECTED_FRACTION
+    min_clear_ratio: float = MIN_CLEAR_RATIO
+    add_notice: bool = False
+
+    def __post_init__(self) -> None:
+        if self.budget < 1:
+            raise OptionError(f"the budget must be at least 1 token, not {self.budget}")
+        if self.batch_size < 1:
+            raise OptionError(f"the batch size must be at least 1, not {self.batch_size}")
+        if not 0 <= self.protected_fraction <= 1:
+            raise OptionError(f"the protected fraction must be between 0 and 1, not {self.protected_fraction}")
+        if self.min_clear_ratio < 0:
+            raise OptionError(f"the minimum clear ratio must not be negative, not {self.min_clear_ratio}")
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRef:
+    """One tool result of the input, with its estimate and its stub's."""
+
+    message_index: int
+    block_index: int
+    call_id: str
+    tool: str
+    tokens: int
+    stub_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClearBatch:
+    """One batch of stage 1: candidates ``[first, first + len(results))``."""
+
+    index: int
+    results: tuple[ResultRef, ...]
+    tokens_saved: int
+    """How much smaller the whole request became when this batch was cleared."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """Messages ``[start, stop)`` of the input left out by stage 2 or 3."""
+
+    kind: Literal["turn", "round", "message"]
+    start: int
+    stop: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Every decision of one fit. ``apply_plan`` needs nothing else."""
+
+    options: FitOptions
+    outcome: Outcome
+    tokens_before: int
+    tokens_after: int
+    stages: tuple[int, ...]
+    """The stages that ran (1, 2, 3); empty when the request already fit."""
+    message_tokens: tuple[int, ...]
+    """Each input message's estimate (after ``--add-notice``, which only touches the system prompt)."""
+    preamble_tokens: int
+    results: tuple[ResultRef, ...]
+    """Every tool result, oldest first."""
+    protected: tuple[ResultRef, ...]
+    """The newest results kept whole, by size (at least the newest one)."""
+    too_small: tuple[ResultRef, ...]
+    """Results never cleared: not much bigger than their stub."""
+    candidates: tuple[ResultRef, ...]
+    """The clearable results, oldest first; batches are ``candidates[k*b:(k+1)*b]``."""
+    batches: tuple[ClearBatch, ...]
+    """The batches cleared, oldest first: a prefix of the candidates."""
+    head: tuple[int, int] = (0, 1)
+    """Messages always kept at the start: the first message (and, if it calls tools, its results)."""
+    kept: tuple[tuple[int, int], ...] = ()
+    """For stages 2 and 3: the input ranges kept after the note, in order."""
+    dropped: tuple[Dropped, ...] = ()
+    note: str = ""
+    """The truncation note inserted after the head (stages 2 and 3)."""
+    notice_added: bool = False
+    cause: str = ""
+    """For ``too-long``: why, in words."""
+
+    @property
+    def cleared(self) -> tuple[ResultRef, ...]:
+        return tuple(r for b in self.batches for r in b.results)
+
+    @property
+    def fits(self) -> bool:
+        return self.outcome != "too-long"
+
+    def message_fates(self) -> tuple[MessageFate, ...]:
+        """What happens to each input message: kept, head (always kept),
+        cleared (a result in it is stubbed) or dropped."""
+        fates: list[MessageFate] = ["kept"] * len(self.message_tokens)
+        for ref in self.cleared:
+            fates[ref.message_index] = "cleared"
+        if self.note:
+            keep = {i for a, b in self.kept for i in range(a, b)}
+            for i in range(len(fates)):
+                if self.head[0] <= i < self.head[1]:
+                    fates[i] = "head" if fates[i] == "kept" else fates[i]
+                elif i not in keep:
+                    fates[i] = "dropped"
+        return tuple(fates)
+
+
+def _stub(result: ToolResult, ref: ResultRef) -> ToolResult:
+    return replace(result, content=(Text(stub_text(ref.tool, ref.call_id, ref.tokens)),))
+
+
+def clear_results(messages: Sequence[Message], refs: Sequence[ResultRef]) -> list[Message]:
+    """Messages with the results named by ``refs`` replaced by their stubs."""
+    out = list(messages)
+    by_message: dict[int, list[ResultRef]] = {}
+    for ref in refs:
+        by_message.setdefault(ref.message_index, []).append(ref)
+    for mi, group in by_message.items():
+        content = list(out[mi].content)
+        for ref in group:
+            block = content[ref.block_index]
+            assert isinstance(block, ToolResult) and block.call_id == ref.call_id
+            content[ref.block_index] = _stub(block, ref)
+        out[mi] = replace(out[mi], content=tuple(content))
+    return out
+
+
+def _note_message() -> Message:
+    return Message("user", (Text(TRUNCATION_NOTE),), NOTE_SOURCE)
+
+
+def _result_refs(messages: Sequence[Message], estimator: Estimator) -> tuple[ResultRef, ...]:
+    names = tool_names(messages)
+    refs = []
+    for mi, message in enumerate(messages):
+        for bi, block in enumerate(message.content):
+            if isinstance(block, ToolResult):
+                tool = names.get(block.call_id) or block.name
+                tokens = estimator.block(block)
+                stub = estimator.block(_stub(block, ResultRef(mi, bi, block.call_id, tool, tokens, 0)))
+                refs.append(ResultRef(mi, bi, block.call_id, tool, tokens, stub))
+    return tuple(refs)
+
+
+def _protected_tail(results: Sequence[ResultRef], allowance: float) -> int:
+    """Index of the first protected result: the newest results whose estimates
+    fit together in ``allowance`` stay whole, and always the newest one."""
+    if not results:
+        return 0
+    start, used = len(results) - 1, results[-1].tokens
+    while start > 0 and used + results[start - 1].tokens <= allowance:
+        start -= 1
+        used += results[start].tokens
+    return start
+
+
+def _head(messages: Sequence[Message]) -> tuple[int, int]:
+    """The first message, extended to its whole round if it calls tools."""
+    if not messages:
+        return (0, 0)
+    first = split_units(messages, 0, len(messages))[0]
+    return (0, first.stop if isinstance(first, Round) else 1)
+
+
+def plan_fit(
+    transcript: Transcript,
+    *,
+    budget: int,
+    batch_size: int = BATCH_SIZE,
+    protected_fraction: float = PROTECTED_FRACTION,
+    min_clear_ratio: float = MIN_CLEAR_RATIO,
+    add_notice: bool = False,
+    estimator: Estimator | None = None,
+) -> Plan:
+    """Decide how to fit ``transcript`` into ``budget`` tokens."""
+    options = FitOptions(budget, batch_size, protected_fraction, min_clear_ratio, add_notice)
+    est = estimator or make_estimator()
+    source = with_notice(transcript) if add_notice else transcript
+    notice_added = source is not transcript
+    messages = source.messages
+    preamble = est.preamble(source)
+    message_tokens = tuple(est.message(m).tokens for m in messages)
+    before = preamble + sum(message_tokens)
+    results = _result_refs(messages, est)
+
+    first_protected = _protected_tail(results, budget * protected_fraction)
+    older = results[:first_protected]
+    base = Plan(
+        options=options,
+        outcome="fits",
+        tokens_before=before,
+        tokens_after=before,
+        stages=(),
+        message_tokens=message_tokens,
+        preamble_tokens=preamble,
+        results=results,
+        protected=results[first_protected:],
+        too_small=tuple(r for r in older if r.tokens < min_clear_ratio * r.stub_tokens),
+        candidates=tuple(r for r in older if r.tokens >= min_clear_ratio * r.stub_tokens),
+        batches=(),
+        notice_added=notice_added,
+    )
+    if before <= budget:
+        return base
+
+    # Stage 1: clear whole batches of candidates, oldest first, until it fits.
+    working = list(messages)
+    tokens = list(message_tokens)
+    total = before
+    batches: list[ClearBatch] = []
+    candidates = base.candidates
+    for k in range(0, len(candidates), batch_size):
+        batch = candidates[k : k + batch_size]
+        updated = clear_results(working, batch)
+        saved = 0
+        for mi in sorted({r.message_index for r in batch}):
+            new = est.message(updated[mi]).tokens
+            saved += tokens[mi] - new
+            tokens[mi] = new
+        working = updated
+        total -= saved
+        batches.append(ClearBatch(len(batches), batch, saved))
+        if total <= budget:
+            return replace(base, outcome="cleared", tokens_after=total, stages=(1,), batches=tuple(batches))
+    stages = (1,) if batches else ()
+
+    # Stage 2: the head, a note, and the newest whole turns that fit.
+    head = _head(working)
+    fixed = preamble + sum(tokens[head[0] : head[1]]) + est.message(_note_message()).tokens
+    truncated = replace(base, batches=tuple(batches), head=head, note=TRUNCATION_NOTE)
+    all_turns = split_turns(working)
+    turns = [t for t in all_turns if t.start >= head[1]]
+    used, kept_from = fixed, None
+    for i in range(len(turns) - 1, -1, -1):
+        cost = sum(tokens[turns[i].start : turns[i].stop])
+        if used + cost > budget:
+            break
+        used, kept_from = used + cost, i
+    if kept_from is not None:
+        start = turns[kept_from].start
+        return replace(
+            truncated,
+            outcome="turns-dropped",
+            tokens_after=used,
+            stages=(*stages, 2),
+            kept=((start, len(working)),),
+            dropped=_dropped_turns(working, tokens, head[1], start),
+        )
+
+    # Stage 3: inside the last (long) turn, the newest whole tool rounds that fit.
+    last = all_turns[-1]
+    opener = (last.start, last.start + 1) if last.start >= head[1] else None
+    units_from = opener[1] if opener else head[1]
+    units = split_units(working, units_from, len(working))
+    unit_tokens = [sum(tokens[u.start : u.stop]) for u in units]
+    used = fixed + (tokens[opener[0]] if opener else 0)
+    keep_units = 0
+    for cost in reversed(unit_tokens):
+        if used + cost > budget:
+            break
+        used += cost
+        keep_units += 1
+    stages = (*stages, 2, 3)
+    # Too long keeps what stage 3 would at the least: the newest unit.
+    take = keep_units or min(1, len(units))
+    start = units[len(units) - take].start if take else len(working)
+    kept = ((opener,) if opener else ()) + (((start, len(working)),) if take else ())
+    dropped = _dropped_turns(working, tokens, head[1], last.start if opener else head[1]) + _dropped_units(
+        units[: len(units) - take], tokens
+    )
+    if keep_units:
+        return replace(
+            truncated, outcome="rounds-dropped", tokens_after=used, stages=stages, kept=kept, dropped=dropped
+        )
+    cause = _cause(tokens, results, units, budget=budget, preamble=preamble, fixed=used, has_opener=opener is not None)
+    return replace(
+        truncated,
+        outcome="too-long",
+        tokens_after=used + (unit_tokens[-1] if units else 0),
+        stages=stages,
+        kept=kept,
+        dropped=dropped,
+        cause=cause,
+    )
+
+
+def _dropped_turns(messages: Sequence[Message], tokens: Sequence[int], start: int, stop: int) -> tuple[Dropped, ...]:
+    """The turns (or their tails) inside ``[start, stop)``."""
+    out = []
+    for turn in split_turns(messages):
+        a, b = max(turn.start, start), min(turn.stop, stop)
+        if a < b:
+            out.append(Dropped("turn", a, b, sum(tokens[a:b])))
+    return tuple(out)
+
+
+def _dropped_units(units: Sequence[Unit], tokens: Sequence[int]) -> tuple[Dropped, ...]:
+    return tuple(
+        Dropped("round" if isinstance(u, Round) else "message", u.start, u.stop, sum(tokens[u.start : u.stop]))
+        for u in units
+    )
+
+
+def _cause(
+    tokens: Sequence[int],
+    results: Sequence[ResultRef],
+    units: Sequence[Unit],
+    *,
+    budget: int,
+    preamble: int,
+    fixed: int,
+    has_opener: bool,
+) -> str:
+    """Why nothing fits, in words, naming the biggest part."""
+    if preamble > budget:
+        return f"the system prompt and tool definitions alone are {preamble:,} tokens; budget {budget:,}"
+    if not units:
+        return f"the newest message alone is {max(tokens, default=0):,} tokens; budget {budget:,}"
+    newest = units[-1]
+    in_unit = [r for r in results if newest.start <= r.message_index < newest.stop]
+    if in_unit:
+        largest = max(in_unit, key=lambda r: r.tokens)
+        if largest.tokens > budget / 2:
+            which = "newest tool result" if largest is in_unit[-1] else f"tool result {largest.call_id}"
+            return f"the {which} alone is {largest.tokens:,} tokens; budget {budget:,}"
+    if fixed - preamble > budget / 2:
+        what = "the first message and the opening of the last turn are" if has_opener else "the first message is"
+        return f"{what} {fixed - preamble:,} tokens on their own; budget {budget:,}"
+    unit_cost = sum(tokens[newest.start : newest.stop])
+    kind = "tool round" if isinstance(newest, Round) else "message"
+    return f"the first message plus the newest {kind} come to {fixed + unit_cost:,} tokens; budget {budget:,}"
+
+
+def apply_plan(transcript: Transcript, plan: Plan) -> Transcript:
+    """The request ``plan`` describes. The input is never modified."""
+    source = with_notice(transcript) if plan.notice_added else transcript
+    if plan.outcome == "fits":
+        return source
+    messages = clear_results(source.messages, plan.cleared)
+    if plan.outcome == "cleared":
+        return replace(source, messages=tuple(messages))
+    head = messages[plan.head[0] : plan.head[1]]
+    rest = [m for start, stop in plan.kept for m in messages[start:stop]]
+    return replace(source, messages=(*head, _note_message(), *rest))
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """A plan and the request it describes."""
+
+    plan: Plan
+    transcript: Transcript
+
+
+def fit(
+    transcript: Transcript,
+    *,
+    budget: int,
+    estimator: Estimator | None = None,
+    batch_size: int = BATCH_SIZE,
+    protected_fraction: float = PROTECTED_FRACTION,
+    min_clear_ratio: float = MIN_CLEAR_RATIO,
+    add_notice: bool = False,
+) -> Fitted:
+    """``plan_fit`` then ``apply_plan``."""
+    plan = plan_fit(
+        transcript,
+        budget=budget,
+        estimator=estimator,
+        batch_size=batch_size,
+        protected_fraction=protected_fraction,
+        min_clear_ratio=min_clear_ratio,
+        add_notice=add_notice,
+    )
+    return Fitted(plan, apply_plan(transcript, plan))
+
+
+def too_long_message(plan: Plan) -> str:
+    """The person-facing words for ``too-long``, with the cause."""
+    return f"{TOO_LONG_MESSAGE} (Cause: {plan.cause}.)"

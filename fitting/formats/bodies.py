@@ -1,0 +1,37 @@
+"""Request bodies as dicts: which dialect one is in, and reading it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import Location, UnknownShape
+from ..transcript import Dialect, Source, Transcript
+from . import anthropic, openai
+
+REQUEST_SOURCE = Source("<request>")
+
+
+def body_dialect(body: Mapping[str, Any]) -> Dialect:
+    """Anthropic if the body has a top-level ``system`` or Anthropic blocks,
+    OpenAI if it has OpenAI-only shapes; Anthropic when nothing tells."""
+    if "system" in body:
+        return "anthropic"
+    messages = body.get("messages") or ()
+    if any(isinstance(m, dict) and (openai.looks_openai(m) or m.get("role") == "system") for m in messages):
+        return "openai"
+    if any(isinstance(t, dict) and t.get("type") == "function" for t in body.get("tools") or ()):
+        return "openai"
+    return "anthropic"
+
+
+def transcript_from_body(
+    body: Mapping[str, Any], *, dialect: Dialect | None = None, source: Source = REQUEST_SOURCE, fmt: str = "request"
+) -> Transcript:
+    """A request body as a transcript."""
+    if not isinstance(body, Mapping) or not isinstance(body.get("messages"), list):
+        raise UnknownShape(Location(source.path, source.line), "a request body needs a 'messages' list")
+    chosen = dialect or body_dialect(body)
+    if chosen == "anthropic":
+        return anthropic.request_from_json(dict(body), source, fmt)
+    return openai.request_from_json(dict(body), source, fmt)

@@ -1,0 +1,105 @@
+"""The library entry point for harnesses: fit an Anthropic or OpenAI request
+body (a dict) before sending it, and write fitted transcripts back out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+import orjson
+
+from .errors import OptionError
+from .estimate import Estimator, make_estimator
+from .fit import BATCH_SIZE, MIN_CLEAR_RATIO, PROTECTED_FRACTION, Plan, apply_plan, plan_fit
+from .formats import anthropic, openai
+from .formats.bodies import transcript_from_body
+from .transcript import Dialect, Transcript
+
+Target: TypeAlias = Literal["same", "anthropic", "openai"]
+
+
+def body_from_transcript(transcript: Transcript, *, to: Dialect | None = None) -> dict[str, Any]:
+    """A request body in ``to`` (default: the transcript's own dialect)."""
+    if (to or transcript.dialect) == "anthropic":
+        return anthropic.request_to_json(transcript)
+    return openai.request_to_json(transcript)
+
+
+def write_transcript(transcript: Transcript, *, to: Target = "same") -> bytes:
+    """The bytes ``windowfit fit`` writes: the input's own shape for ``same``
+    (messages JSONL stays JSONL, a request body stays a body), else a body."""
+    if to != "same":
+        return orjson.dumps(body_from_transcript(transcript, to=to), option=orjson.OPT_INDENT_2) + b"\n"
+    if transcript.format == "request":
+        return orjson.dumps(body_from_transcript(transcript), option=orjson.OPT_INDENT_2) + b"\n"
+    if transcript.format != "messages":
+        raise OptionError(
+            f"{transcript.format} files are logs, not requests: '--to same' cannot write one "
+            "(use --to anthropic or --to openai)"
+        )
+    body = body_from_transcript(transcript)
+    lines = []
+    if transcript.dialect == "anthropic" and "system" in body:
+        system = body["system"]
+        lines.append({"role": "system", "content": system})
+    lines.extend(body["messages"])
+    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+
+
+@dataclass(frozen=True, slots=True)
+class FittedRequest:
+    """A fitted request body and the plan that made it. When ``plan.outcome``
+    is ``too-long`` the body is the smallest attempt and must not be sent."""
+
+    body: dict[str, Any]
+    plan: Plan
+
+
+@dataclass(slots=True)
+class Fitter:
+    """Fit request bodies before every request. Keep one per conversation:
+    its estimator memoises every message it has seen."""
+
+    budget: int
+    estimator: Estimator = field(default_factory=make_estimator)
+    batch_size: int = BATCH_SIZE
+    protected_fraction: float = PROTECTED_FRACTION
+    min_clear_ratio: float = MIN_CLEAR_RATIO
+    add_notice: bool = False
+
+    def plan(self, transcript: Transcript) -> Plan:
+        return plan_fit(
+            transcript,
+            budget=self.budget,
+            estimator=self.estimator,
+            batch_size=self.batch_size,
+            protected_fraction=self.protected_fraction,
+            min_clear_ratio=self.min_clear_ratio,
+            add_notice=self.add_notice,
+        )
+
+    def fit(self, body: Mapping[str, Any], *, dialect: Dialect | None = None) -> FittedRequest:
+        """The body to send (same dialect), and the plan. A body that already
+        fits is returned as it is, not copied."""
+        transcript = transcript_from_body(body, dialect=dialect)
+        plan = self.plan(transcript)
+        if plan.outcome == "fits" and not plan.notice_added:
+            return FittedRequest(body if isinstance(body, dict) else dict(body), plan)
+        return FittedRequest(body_from_transcript(apply_plan(transcript, plan)), plan)
+
+
+def fit_request(
+    body: Mapping[str, Any],
+    *,
+    budget: int,
+    dialect: Dialect | None = None,
+    estimator: Estimator | None = None,
+    batch_size: int = BATCH_SIZE,
+    protected_fraction: float = PROTECTED_FRACTION,
+    min_clear_ratio: float = MIN_CLEAR_RATIO,
+    add_notice: bool = False,
+) -> FittedRequest:
+    """Fit one request body (see ``Fitter`` to reuse estimates across calls)."""
+    fitter = Fitter(budget, estimator or make_estimator(), batch_size, protected_fraction, min_clear_ratio, add_notice)
+    return fitter.fit(body, dialect=dialect)

@@ -1,0 +1,143 @@
+"""The providers' structural rules for a request: every tool call answered by
+results right after it, no result without its call, results only in user or
+tool messages, and (Anthropic) results first in their user message."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from .transcript import Dialect, Message, Source, ToolResult, Transcript
+
+ViolationKind: TypeAlias = Literal[
+    "unanswered-call", "orphan-result", "result-in-wrong-role", "results-not-first", "duplicate-call-id"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule, with where it is."""
+
+    kind: ViolationKind
+    message_index: int
+    call_id: str
+    source: Source
+    detail: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What identifies the defect across a fit (indices change, call ids do not)."""
+        return (self.kind, self.call_id)
+
+    def __str__(self) -> str:
+        where = self.source.path + (f":{self.source.line}" if self.source.line else "")
+        return f"{where}: message {self.message_index}: {self.detail}"
+
+
+def _results_first(index: int, message: Message) -> list[Violation]:
+    """Anthropic: in a user message, tool results come before any other block."""
+    if message.role != "user":
+        return []
+    kinds = [isinstance(b, ToolResult) for b in message.content]
+    if any(kinds) and not all(kinds) and kinds.index(False) < len(kinds) - 1 - kinds[::-1].index(True):
+        return [
+            Violation(
+                "results-not-first",
+                index,
+                message.tool_results[0].call_id,
+                message.source,
+                "tool results must come before other content in their message",
+            )
+        ]
+    return []
+
+
+def check_messages(messages: Sequence[Message], dialect: Dialect = "anthropic") -> tuple[Violation, ...]:
+    """Every violation in ``messages``, in order."""
+    found: list[Violation] = []
+    seen_calls: set[str] = set()
+    i = 0
+    n = len(messages)
+    while i < n:
+        message = messages[i]
+        results = [b for b in message.content if isinstance(b, ToolResult)]
+        if results and message.role not in ("user", "tool"):
+            found.extend(
+                Violation(
+                    "result-in-wrong-role",
+                    i,
+                    r.call_id,
+                    message.source,
+                    f"tool result {r.call_id} sits in a {message.role} message",
+                )
+                for r in results
+            )
+        if dialect == "anthropic":
+            found.extend(_results_first(i, message))
+        if message.role != "assistant" or not message.tool_calls:
+            if results and message.role in ("user", "tool"):
+                found.extend(
+                    Violation(
+                        "orphan-result",
+                        i,
+                        r.call_id,
+                        message.source,
+                        f"tool result {r.call_id} answers no call in the message before it",
+                    )
+                    for r in results
+                )
+            i += 1
+            continue
+        calls = message.tool_calls
+        for call in calls:
+            if call.id in seen_calls:
+                found.append(
+                    Violation("duplicate-call-id", i, call.id, message.source, f"tool call id {call.id} is used twice")
+                )
+            seen_calls.add(call.id)
+        pending = {c.id: c for c in calls}
+        j = i + 1
+        while j < n and messages[j].role in ("user", "tool"):
+            answers = [b for b in messages[j].content if isinstance(b, ToolResult)]
+            if not answers:
+                break
+            for r in answers:
+                if r.call_id in pending:
+                    del pending[r.call_id]
+                else:
+                    found.append(
+                        Violation(
+                            "orphan-result",
+                            j,
+                            r.call_id,
+                            messages[j].source,
+                            f"tool result {r.call_id} answers no call in the message before it",
+                        )
+                    )
+            if dialect == "anthropic":
+                found.extend(_results_first(j, messages[j]))
+            j += 1
+        for call in pending.values():
+            found.append(
+                Violation(
+                    "unanswered-call",
+                    i,
+                    call.id,
+                    message.source,
+                    f"tool call {call.id} ({call.name}) has no result right after it",
+                )
+            )
+        i = j
+    return tuple(found)
+
+
+def check_request(transcript: Transcript, dialect: Dialect | None = None) -> tuple[Violation, ...]:
+    """Every violation of the providers' rules in a request."""
+    return check_messages(transcript.messages, dialect or transcript.dialect)
+
+
+def new_violations(before: Sequence[Violation], after: Sequence[Violation]) -> tuple[Violation, ...]:
+    """Violations in ``after`` that ``before`` did not have (a fit must add none)."""
+    known = {v.key for v in before}
+    return tuple(v for v in after if v.key not in known)
