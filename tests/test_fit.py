@@ -1,0 +1,433 @@
+"""The fitting engine: every SPEC section 6 invariant as a property, worked
+examples with hand-computed expectations, and the field report's experiment."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from strategies import subagents, transcripts
+
+from fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
+from fitting.estimate import Estimator
+from fitting.fit import OUTCOMES, TRUNCATION_NOTE, Plan, apply_plan, clear_results, plan_fit, stub_text
+from fitting.legacy import legacy_fit
+from fitting.request import write_transcript
+from fitting.transcript import split_turns, split_units
+from fitting.validate import check_request
+
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def total(transcript: Transcript, estimator: Estimator | None = None) -> int:
+    """The whole request's estimate, with a fresh estimator (no shared memo)."""
+    return (estimator or make_estimator()).request(transcript)
+
+
+@st.composite
+def fit_cases(draw: st.DrawFn, strategy: st.SearchStrategy[Transcript] | None = None) -> tuple[Transcript, int, int]:
+    """A transcript, a budget between 1% and 120% of its size, and a batch size."""
+    transcript = draw(strategy if strategy is not None else st.one_of(transcripts(), subagents()))
+    size = total(transcript)
+    budget = max(1, int(size * draw(st.floats(0.01, 1.2))))
+    return transcript, budget, draw(st.sampled_from((1, 2, 4, 4, 4, 7)))
+
+
+def fitted(case: tuple[Transcript, int, int]) -> tuple[Plan, Transcript]:
+    transcript, budget, batch = case
+    plan = plan_fit(transcript, budget=budget, batch_size=batch)
+    return plan, apply_plan(transcript, plan)
+
+
+# --------------------------------------------------------------------------
+# SPEC section 6, one property per invariant
+
+
+@PROPERTY
+@given(fit_cases())
+def test_inv1_fitted_request_is_within_budget_or_too_long(case: tuple[Transcript, int, int]) -> None:
+    plan, out = fitted(case)
+    event(plan.outcome)
+    assert plan.tokens_after == total(out), "the plan's accounting must match a fresh estimate"
+    assert plan.tokens_after <= case[1] or plan.outcome == "too-long"
+    if plan.outcome == "too-long":
+        assert plan.tokens_after > case[1]
+        assert plan.cause and str(case[1]) in plan.cause.replace(",", "")
+
+
+@PROPERTY
+@given(fit_cases())
+def test_inv2_every_call_has_its_result_and_every_result_its_call(case: tuple[Transcript, int, int]) -> None:
+    transcript, _, _ = case
+    assert check_request(transcript) == ()  # generated inputs are valid ...
+    _, out = fitted(case)
+    assert check_request(out) == ()  # ... and so is every fitted request
+    for dialect in ("anthropic", "openai"):
+        assert check_request(out, dialect) == ()
+
+
+@PROPERTY
+@given(fit_cases())
+def test_inv3_system_prompt_and_first_message_are_kept_unchanged(case: tuple[Transcript, int, int]) -> None:
+    transcript, _, _ = case
+    _, out = fitted(case)
+    assert out.system == transcript.system
+    assert out.tools == transcript.tools
+    assert out.messages[0] == transcript.messages[0]
+
+
+@PROPERTY
+@given(fit_cases())
+def test_inv4_stages_run_in_order_and_only_when_needed(case: tuple[Transcript, int, int]) -> None:
+    transcript, budget, _batch = case
+    plan, _ = fitted(case)
+    before = total(transcript)
+    assert plan.tokens_before == before
+    assert list(plan.stages) == sorted(set(plan.stages))
+    if before <= budget:
+        assert plan.outcome == "fits" and plan.stages == () and plan.cleared == ()
+        return
+    assert plan.outcome != "fits"
+    all_cleared = replace(transcript, messages=tuple(clear_results(transcript.messages, plan.candidates)))
+    if plan.outcome == "cleared":
+        assert plan.stages == (1,)
+        # minimal: one batch fewer would not have fitted
+        fewer = plan.cleared[: len(plan.cleared) - len(plan.batches[-1].results)]
+        assert total(replace(transcript, messages=tuple(clear_results(transcript.messages, fewer)))) > budget
+    else:
+        # stage 2 or 3 ran only because clearing every candidate was not enough
+        assert plan.cleared == plan.candidates
+        assert total(all_cleared) > budget
+        assert plan.stages[-1] in (2, 3)
+    if plan.outcome == "turns-dropped":
+        assert plan.stages[-1] == 2
+    if plan.outcome == "rounds-dropped":
+        # stage 2 could not keep even the newest turn after the first message
+        messages = all_cleared.messages
+        head_stop = plan.head[1]
+        turns = [t for t in split_turns(messages) if t.start >= head_stop]
+        note = Message("user", (Text(TRUNCATION_NOTE),))
+        if turns:
+            newest = replace(all_cleared, messages=(*messages[:head_stop], note, *messages[turns[-1].start :]))
+            assert total(newest) > budget
+
+
+@PROPERTY
+@given(fit_cases())
+def test_inv5_cleared_results_are_a_prefix_of_candidates_in_whole_batches(case: tuple[Transcript, int, int]) -> None:
+    _transcript, budget, batch = case
+    plan, out = fitted(case)
+    cleared, candidates = plan.cleared, plan.candidates
+    assert cleared == candidates[: len(cleared)]
+    assert len(cleared) % batch == 0 or len(cleared) == len(candidates)
+    assert all(len(b.results) == batch for b in plan.batches[:-1])
+    if plan.results:
+        newest = plan.results[-1]
+        assert newest not in cleared and newest in plan.protected
+    # the protected tail is a suffix of the results that fits in its share (or just the newest one)
+    assert plan.protected == plan.results[len(plan.results) - len(plan.protected) :]
+    if len(plan.protected) > 1:
+        assert sum(r.tokens for r in plan.protected) <= budget * plan.options.protected_fraction
+    for ref in candidates:
+        assert ref.tokens >= plan.options.min_clear_ratio * ref.stub_tokens
+    for ref in plan.too_small:
+        assert ref not in cleared
+    # a cleared result keeps its block (same call id) and says what was removed
+    ids_out = {b.call_id: b for m in out.messages for b in m.content if isinstance(b, ToolResult)}
+    for ref in cleared:
+        if ref.call_id in ids_out:
+            text = ids_out[ref.call_id].content[0]
+            assert isinstance(text, Text)
+            assert ref.call_id in text.text and "cleared" in text.text and "again" in text.text
+
+
+@PROPERTY
+@given(fit_cases())
+def test_inv6_same_input_and_options_give_byte_identical_output(case: tuple[Transcript, int, int]) -> None:
+    transcript, budget, batch = case
+    one = plan_fit(transcript, budget=budget, batch_size=batch)
+    two = plan_fit(copy.deepcopy(transcript), budget=budget, batch_size=batch, estimator=make_estimator())
+    assert one == two
+    a, b = apply_plan(transcript, one), apply_plan(transcript, two)
+    for to in ("same", "anthropic", "openai"):
+        assert write_transcript(replace(a, format="messages"), to=to) == write_transcript(
+            replace(b, format="messages"), to=to
+        )
+
+
+@PROPERTY
+@given(fit_cases())
+def test_inv7_the_input_transcript_is_never_modified(case: tuple[Transcript, int, int]) -> None:
+    transcript, _budget, _batch = case
+    snapshot = copy.deepcopy(transcript)
+    fitted(case)
+    assert transcript == snapshot
+    assert [m.source for m in transcript.messages] == [m.source for m in snapshot.messages]
+
+
+def replay_steps(transcript: Transcript) -> list[Transcript]:
+    """Every request the agent sent: everything before each assistant reply."""
+    return [
+        replace(transcript, messages=transcript.messages[:i])
+        for i, m in enumerate(transcript.messages)
+        if m.role == "assistant" and i > 0
+    ]
+
+
+@PROPERTY
+@given(fit_cases(), st.sampled_from((1, 4)))
+def test_inv8_replay_cleared_set_only_grows_in_batch_steps(case: tuple[Transcript, int, int], batch: int) -> None:
+    transcript, budget, _ = case
+    estimator = make_estimator()
+    previous: tuple[str, ...] = ()
+    for step in replay_steps(transcript):
+        plan = plan_fit(step, budget=budget, batch_size=batch, estimator=estimator)
+        cleared = tuple(r.call_id for r in plan.cleared)
+        assert cleared[: len(previous)] == previous, "the cleared part of the prompt must stay as it was"
+        assert len(cleared) % batch == 0 or len(cleared) == len(plan.candidates)
+        previous = cleared
+
+
+# --------------------------------------------------------------------------
+# Worked examples (overheads off, so every number can be checked by hand)
+
+BARE = 0.0  # --overhead 0
+
+
+def bare() -> Estimator:
+    return make_estimator(overhead=BARE)
+
+
+def subagent(result_chars: list[int], *, instruction: str = "go") -> Transcript:
+    """One instruction, then one round per result: a call ``read({})`` (name 4 +
+    input 2 ASCII chars = 1.5 -> 2 tokens) and a result of ``n`` ASCII chars
+    (n/4 tokens)."""
+    messages = [Message("user", (Text(instruction),), Source("t", 1))]
+    for i, n in enumerate(result_chars):
+        messages.append(Message("assistant", (ToolCall(f"c{i}", "read", "{}"),), Source("t", len(messages) + 1)))
+        messages.append(Message("user", (ToolResult(f"c{i}", (Text("a" * n),)),), Source("t", len(messages) + 1)))
+    return Transcript((), (), tuple(messages))
+
+
+def ids(refs: tuple[object, ...]) -> list[str]:
+    return [r.call_id for r in refs]  # type: ignore[attr-defined]
+
+
+def test_fits_changes_nothing() -> None:
+    t = subagent([4000] * 3)  # 1 + 3 * (2 + 1000) = 3007 tokens
+    plan = plan_fit(t, budget=3007, estimator=bare())
+    assert (plan.outcome, plan.tokens_before, plan.tokens_after) == ("fits", 3007, 3007)
+    assert apply_plan(t, plan) is t
+
+
+def test_clears_oldest_batch_first_until_it_fits() -> None:
+    # 10 results of 1000 tokens: 1 + 10 * 1002 = 10,021 tokens; budget 6,000.
+    # Protected share 1,500: the newest (1,000) fits, two (2,000) do not -> c9 protected.
+    # Candidates c0..c8 (stubs are ~50 tokens, far below half of 1,000).
+    # Batch 1 (c0..c3) saves ~3,800 -> ~6,200 > 6,000; batch 2 (c4..c7) -> ~2,400: fits.
+    plan = plan_fit(subagent([4000] * 10), budget=6000, estimator=bare())
+    assert plan.tokens_before == 10_021
+    assert plan.outcome == "cleared"
+    assert ids(plan.protected) == ["c9"]
+    assert ids(plan.candidates) == [f"c{i}" for i in range(9)]
+    assert [ids(b.results) for b in plan.batches] == [["c0", "c1", "c2", "c3"], ["c4", "c5", "c6", "c7"]]
+    stubs = sum(r.stub_tokens for r in plan.cleared)
+    assert plan.tokens_after == 10_021 - 8 * 1000 + stubs
+
+
+def test_batch_size_one_clears_only_what_is_needed() -> None:
+    # Same transcript: each cleared result saves ~950; 10,021 - 6,000 = 4,021 -> 5 results.
+    plan = plan_fit(subagent([4000] * 10), budget=6000, batch_size=1, estimator=bare())
+    assert ids(plan.cleared) == ["c0", "c1", "c2", "c3", "c4"]
+    assert len(plan.batches) == 5
+
+
+def test_protected_tail_keeps_a_huge_newest_result_whole() -> None:
+    # Five 1,000-token results then one of 50,000: 1 + 5 * 1002 + 50,002 = 55,013.
+    # Budget 52,000: protected share 13,000 < 50,000, but the newest is always kept.
+    # Batch 1 (c0..c3) saves ~3,800 -> ~51,200 <= 52,000.
+    plan = plan_fit(subagent([4000] * 5 + [200_000]), budget=52_000, estimator=bare())
+    assert plan.tokens_before == 55_013
+    assert ids(plan.protected) == ["c5"]
+    assert plan.outcome == "cleared"
+    assert ids(plan.cleared) == ["c0", "c1", "c2", "c3"]
+
+
+def test_protected_tail_is_by_size_not_count() -> None:
+    # 4 results of 1,000 tokens, then 12 of 100 (400 chars).
+    # Budget 4,000 -> share 1,000: the ten newest small ones (1,000) fit, eleven do not.
+    t = subagent([4000] * 4 + [400] * 12)
+    plan = plan_fit(t, budget=4000, estimator=bare())
+    assert ids(plan.protected) == [f"c{i}" for i in range(6, 16)]
+    # Budget 8,000 -> share 2,000: all twelve small ones (1,200); the next big one would make 2,200.
+    plan = plan_fit(t, budget=8000, estimator=bare())
+    assert ids(plan.protected) == [f"c{i}" for i in range(4, 16)]
+
+
+def test_small_results_are_never_cleared() -> None:
+    # Results of 20 tokens (80 chars) are smaller than 2x a ~50-token stub: never candidates.
+    t = subagent([80] * 6 + [4000] * 2)
+    plan = plan_fit(t, budget=1100, estimator=bare())
+    assert ids(plan.too_small) == [f"c{i}" for i in range(6)]
+    assert all(r.call_id not in ids(plan.too_small) for r in plan.cleared)
+    assert ids(plan.cleared) == ["c6"]  # the only candidate; c7 is the newest, protected
+    # a lower ratio makes the small ones clearable
+    plan = plan_fit(t, budget=1100, estimator=bare(), min_clear_ratio=0.0)
+    assert plan.too_small == ()
+
+
+def test_subagent_needs_stage_three() -> None:
+    # 20 rounds of 1,000-token results. Budget 1,500: after clearing c0..c18 the
+    # request is ~1 + 40 + 19 * ~50 + 1,000 > 1,500; one turn, so stage 2 cannot help;
+    # stage 3 keeps the instruction, the note and the newest whole rounds that fit.
+    t = subagent([4000] * 20)
+    est = bare()
+    plan = plan_fit(t, budget=1500, estimator=est)
+    assert plan.outcome == "rounds-dropped"
+    assert plan.stages == (1, 2, 3)
+    assert plan.tokens_after <= 1500
+    out = apply_plan(t, plan)
+    assert out.messages[0] == t.messages[0]
+    assert out.messages[1].content == (Text(TRUNCATION_NOTE),)
+    assert out.messages[-1] == t.messages[-1]  # the newest round is kept whole
+    assert all(d.kind == "round" for d in plan.dropped)
+    kept = (len(out.messages) - 2) // 2
+    # one more (cleared) round would not have fitted
+    assert plan.tokens_after + 2 + plan.cleared[0].stub_tokens > 1500
+    assert check_request(out) == ()
+    assert kept >= 2
+
+
+def test_later_long_turn_keeps_its_opening_message() -> None:
+    # Turn 1: "hi" + one small round; turn 2 (the long one): its own instruction + 12 rounds.
+    first = subagent([40])
+    second = subagent([4000] * 12, instruction="now read these")
+    messages = first.messages + tuple(
+        replace(
+            m,
+            content=tuple(
+                replace(b, id="x" + b.id)
+                if isinstance(b, ToolCall)
+                else replace(b, call_id="x" + b.call_id)
+                if isinstance(b, ToolResult)
+                else b
+                for b in m.content
+            ),
+        )
+        for m in second.messages
+    )
+    t = Transcript((), (), messages)
+    plan = plan_fit(t, budget=1400, estimator=bare())
+    assert plan.outcome == "rounds-dropped"
+    out = apply_plan(t, plan)
+    assert [m.content[0] for m in out.messages[:3]] == [Text("go"), Text(TRUNCATION_NOTE), Text("now read these")]
+    assert check_request(out) == ()
+
+
+def four_turns() -> Transcript:
+    """Four turns of a question and one 400-token round each."""
+    turns = []
+    for k in range(4):
+        turns += [
+            Message("user", (Text(f"q{k}"),)),
+            Message("assistant", (ToolCall(f"c{k}", "read", "{}"),)),
+            Message("user", (ToolResult(f"c{k}", (Text("a" * 1600),)),)),
+        ]
+    return Transcript((), (), tuple(turns))
+
+
+def test_turns_dropped_keeps_newest_whole_turns() -> None:
+    t = four_turns()
+    # each turn: 1 + 2 + 400 = 403 tokens; total 1,612. Budget 1,000 with ratio 1e9 (nothing clearable):
+    # head (1) + note (~30) + newest two turns (806) fit; three (1,209) do not.
+    plan = plan_fit(t, budget=1000, estimator=bare(), min_clear_ratio=1e9)
+    assert plan.outcome == "turns-dropped" and plan.stages == (2,)
+    out = apply_plan(t, plan)
+    assert [m.content[0] for m in out.messages[:3]] == [Text("q0"), Text(TRUNCATION_NOTE), Text("q2")]
+    assert len(out.messages) == 2 + 6
+    assert [(d.kind, d.start, d.stop) for d in plan.dropped] == [("turn", 1, 3), ("turn", 3, 6)]
+
+
+def test_too_long_names_the_cause_and_is_an_outcome() -> None:
+    # The newest result alone is 130,000 tokens (520,000 chars) over a 100,000 budget.
+    t = subagent([4000] * 3 + [520_000])
+    plan = plan_fit(t, budget=100_000, estimator=bare())
+    assert plan.outcome == "too-long"
+    assert plan.cause == "the newest tool result alone is 130,000 tokens; budget 100,000"
+    assert not plan.fits
+
+
+def test_stub_says_what_why_and_how_to_get_it_back() -> None:
+    text = stub_text("Read", "toolu_1", 12_345)
+    assert "Read" in text and "toolu_1" in text and "12,345 tokens" in text
+    assert "context" in text and "Run the tool again" in text
+
+
+def test_add_notice_puts_the_notice_in_the_system_prompt() -> None:
+    t = subagent([4000] * 10)
+    plan = plan_fit(t, budget=6000, add_notice=True)
+    out = apply_plan(t, plan)
+    assert plan.notice_added
+    assert any("do not stop" in b.text for b in out.system if isinstance(b, Text))
+    assert plan.tokens_after == total(out)
+
+
+@pytest.mark.parametrize("outcome", OUTCOMES)
+def test_every_outcome_is_reachable(outcome: str) -> None:
+    cases = {
+        "fits": (subagent([400]), 10_000),
+        "cleared": (subagent([4000] * 10), 6000),
+        "turns-dropped": (four_turns(), 1000),
+        "rounds-dropped": (subagent([4000] * 20), 1500),
+        "too-long": (subagent([520_000]), 1000),
+    }
+    transcript, budget = cases[outcome]
+    plan = plan_fit(
+        transcript, budget=budget, estimator=bare(), min_clear_ratio=1e9 if outcome == "turns-dropped" else 2.0
+    )
+    assert plan.outcome == outcome
+
+
+def test_units_never_split_a_call_from_its_results() -> None:
+    t = subagent([4000] * 3)
+    units = split_units(t.messages, 1)
+    assert [(u.start, u.stop) for u in units] == [(1, 3), (3, 5), (5, 7)]
+
+
+# --------------------------------------------------------------------------
+# The field report's experiment
+
+
+def russian_subagent(n: int, rounds: int, chapter_chars: int) -> Transcript:
+    chapter = ("Глава о том, как агент читает длинные книги и сверяет их с заметками. " * 400)[:chapter_chars]
+    messages = [Message("user", (Text(f"Прочитай главы 1–{rounds} и сверь их с заметками."),))]
+    for i in range(rounds):
+        messages.append(
+            Message(
+                "assistant",
+                (Text(f"Читаю главу {i + 1}."), ToolCall(f"s{n}_c{i}", "read_file", f'{{"path":"ch{i}.md"}}')),
+            )
+        )
+        messages.append(Message("user", (ToolResult(f"s{n}_c{i}", (Text(chapter + str(i)),)),)))
+    return Transcript((Text("Ты субагент, который читает главы."),), (), tuple(messages))
+
+
+def test_field_report_eight_subagents_legacy_rejected_windowfit_fits() -> None:
+    """8 single-turn subagents past 1,000,000 estimated tokens: the old policy
+    leaves all 8 over the window; the new one fits all 8 in 400,000, no orphans."""
+    window, budget = 1_000_000, 400_000
+    estimator = make_estimator()
+    rejected_before = fitted_after = 0
+    for n in range(8):
+        t = russian_subagent(n, rounds=100 + 10 * n, chapter_chars=24_000)  # ~12,000 tokens a chapter
+        assert total(t, estimator) > window
+        if total(legacy_fit(t, budget=budget, estimator=estimator), estimator) > window:
+            rejected_before += 1
+        plan = plan_fit(t, budget=budget, estimator=estimator)
+        out = apply_plan(t, plan)
+        if plan.fits and total(out, estimator) <= budget and check_request(out) == ():
+            fitted_after += 1
+    assert (rejected_before, fitted_after) == (8, 8)
