@@ -48,6 +48,11 @@ def render_summary(plan: Plan, transcript: Transcript) -> RenderableType:
     return Group(*parts)
 
 
+def _plural(n: int, noun: str) -> str:
+    """``1 batch``, ``2 batches``, ``1 tool result``, ``4 tool results``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}{'es' if noun.endswith('ch') else 's'}"
+
+
 MAX_BATCHES_SHOWN = 6
 
 
@@ -55,7 +60,8 @@ def render_batches(plan: Plan, transcript: Transcript, *, full: bool = False) ->
     if not plan.batches:
         return None
     table = Table(
-        title=f"Cleared {len(plan.cleared)} tool results in {len(plan.batches)} batches (oldest first)",
+        title=f"Cleared {_plural(len(plan.cleared), 'tool result')} in {_plural(len(plan.batches), 'batch')} "
+        "(oldest first)",
         title_justify="left",
         show_edge=False,
     )

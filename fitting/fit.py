@@ -177,19 +177,26 @@ def _stub(result: ToolResult, ref: ResultRef) -> ToolResult:
     return replace(result, content=(Text(stub_text(ref.tool, ref.call_id, ref.tokens)),))
 
 
-def clear_results(messages: Sequence[Message], refs: Sequence[ResultRef]) -> list[Message]:
-    """Messages with the results named by ``refs`` replaced by their stubs."""
-    out = list(messages)
+def _clear_into(messages: list[Message], refs: Sequence[ResultRef]) -> set[int]:
+    """Replace the results named by ``refs`` with their stubs, in place; the
+    indices of the messages that changed."""
     by_message: dict[int, list[ResultRef]] = {}
     for ref in refs:
         by_message.setdefault(ref.message_index, []).append(ref)
     for mi, group in by_message.items():
-        content = list(out[mi].content)
+        content = list(messages[mi].content)
         for ref in group:
             block = content[ref.block_index]
             assert isinstance(block, ToolResult) and block.call_id == ref.call_id
             content[ref.block_index] = _stub(block, ref)
-        out[mi] = replace(out[mi], content=tuple(content))
+        messages[mi] = replace(messages[mi], content=tuple(content))
+    return set(by_message)
+
+
+def clear_results(messages: Sequence[Message], refs: Sequence[ResultRef]) -> list[Message]:
+    """A copy of ``messages`` with the results named by ``refs`` replaced by their stubs."""
+    out = list(messages)
+    _clear_into(out, refs)
     return out
 
 
@@ -279,13 +286,11 @@ def plan_fit(
     candidates = base.candidates
     for k in range(0, len(candidates), batch_size):
         batch = candidates[k : k + batch_size]
-        updated = clear_results(working, batch)
         saved = 0
-        for mi in sorted({r.message_index for r in batch}):
-            new = est.message(updated[mi]).tokens
+        for mi in sorted(_clear_into(working, batch)):
+            new = est.message(working[mi]).tokens
             saved += tokens[mi] - new
             tokens[mi] = new
-        working = updated
         total -= saved
         batches.append(ClearBatch(len(batches), batch, saved))
         if total <= budget:

@@ -29,10 +29,11 @@ _CLEARING = (
         r"(results?|outputs?)",
         re.I | re.S,
     ),
-    re.compile(r"(стар|прежн|предыдущ)\w*\s+результат\w*.{0,80}?(очища|удаля|убира)", re.I | re.S),
+    # Stems, not one inflection: "очищаются"/"очищены", "удаляются"/"будут удалены", "убираются"/"уберут".
+    re.compile(r"(стар|прежн|предыдущ)\w*\s+результат\w*.{0,80}?(очищ|очист|удал|убира|убер|убра)", re.I | re.S),
 )
 _KEEP_GOING = (
-    re.compile(r"\b(do\s+not|don't|never)\s+stop\b", re.I),
+    re.compile(r"\b(do\s+not|don['’]t|never)\s+stop\b", re.I),  # typographic apostrophe too
     re.compile(r"\b(re-?read|run\s+the\s+tool\s+again|call\s+the\s+tool\s+again)", re.I),
     re.compile(r"не\s+останавлива|прочита\w*\s+(файл\s+)?снова|запусти\w*\s+.{0,30}снова", re.I),
 )
