@@ -12,6 +12,11 @@ from fitting.report import Report
 BAR_WIDTH = 50
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``, ``1,204 turns``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def budget_bar(tokens: int, budget: int | None, window: int | None) -> Text:
     """``[██████░░░░|░░░░░]`` with the budget marked ``|`` and the window as the end."""
     scale = max(x for x in (tokens, budget or 0, window or 0))
@@ -34,10 +39,11 @@ def budget_bar(tokens: int, budget: int | None, window: int | None) -> Text:
 
 
 def render_report(report: Report) -> RenderableType:
-    title = Text.assemble((escape(report.path), "bold"), f"  ({report.format}, {report.dialect})")
+    title = Text.assemble((report.path, "bold"), f"  ({report.format}, {report.dialect})")  # Text: not markup
     counts = Text(
-        f"{report.messages:,} messages · {report.turns:,} turns · {report.rounds:,} tool rounds · "
-        f"{report.tool_calls:,} tool calls · {report.tool_results:,} tool results"
+        f"{plural(report.messages, 'message')} · {plural(report.turns, 'turn')} · "
+        f"{plural(report.rounds, 'tool round')} · {plural(report.tool_calls, 'tool call')} · "
+        f"{plural(report.tool_results, 'tool result')}"
         + (f" · {report.skipped_lines:,} lines skipped" if report.skipped_lines else "")
     )
     scripts = Table(title="Tokens by script", title_justify="left", show_edge=False)

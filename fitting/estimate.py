@@ -64,6 +64,8 @@ CJK_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 _CJK_RUN = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in CJK_RANGES) + "]+")
+_BELOW_U0800_RUN = re.compile("[\x00-\u07ff]+")
+"""Runs of 1- and 2-byte characters (ASCII, Latin, Greek, Cyrillic, Arabic, ...): never CJK."""
 _BELOW_3_BYTE_LEADS = bytes(range(0xE0))
 _BELOW_4_BYTE_LEADS = bytes(range(0xF0))
 
@@ -105,7 +107,14 @@ def count_chars(text: str) -> CharCounts:
     # UTF-8: len(data) = a + 2*two + 3*three + 4*four and n = a + two + three + four
     two = len(data) - n - 2 * three - 3 * four
     ascii_ = n - two - three - four
-    cjk = n - len(_CJK_RUN.sub("", text)) if leads else 0
+    if not leads:
+        cjk = 0
+    elif 2 * (three + four) < n:
+        # Mostly 1- and 2-byte text with a few others (dashes, arrows, emoji): look at the few only.
+        wide = _BELOW_U0800_RUN.sub("", text)
+        cjk = len(wide) - len(_CJK_RUN.sub("", wide))
+    else:
+        cjk = n - len(_CJK_RUN.sub("", text))
     return CharCounts(ascii_, cjk, n - ascii_ - cjk)
 
 
@@ -116,6 +125,13 @@ def image_tokens(width: int | None, height: int | None, unknown: int = IMAGE_TOK
         return unknown
     scale = min(1.0, IMAGE_MAX_EDGE / max(width, height), math.sqrt(IMAGE_MAX_PIXELS / (width * height)))
     return max(1, math.ceil((width * scale) * (height * scale) / IMAGE_PIXELS_PER_TOKEN))
+
+
+def _integer_weights(*chars_per_token: Fraction) -> tuple[int, ...]:
+    """Integer weights and a common denominator D with ``w_i / D == 1 / chars_per_token_i``."""
+    per_char = [1 / Fraction(c) for c in chars_per_token]
+    denominator = math.lcm(*(f.denominator for f in per_char))
+    return (*(int(f * denominator) for f in per_char), denominator)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +146,7 @@ class ScriptRule:
     block_overhead_tokens: int = BLOCK_OVERHEAD_TOKENS
     tool_def_overhead_tokens: int = TOOL_DEF_OVERHEAD_TOKENS
     image_tokens_unknown: int = IMAGE_TOKENS_UNKNOWN
+    _weights: tuple[int, ...] = field(init=False, repr=False, compare=False, hash=False, default=())
 
     def scaled_overhead(self, factor: float) -> ScriptRule:
         """The same rule with every structural overhead multiplied by
@@ -149,14 +166,17 @@ class ScriptRule:
             float(counts.other / self.other_chars_per_token),
         )
 
+    def __post_init__(self) -> None:
+        for cpt in (self.ascii_chars_per_token, self.cjk_chars_per_token, self.other_chars_per_token):
+            if cpt <= 0:
+                raise ValueError(f"chars per token must be positive, not {cpt}")
+        weights = _integer_weights(self.ascii_chars_per_token, self.cjk_chars_per_token, self.other_chars_per_token)
+        object.__setattr__(self, "_weights", weights)
+
     def text_tokens(self, counts: CharCounts) -> int:
-        """``ceil(ascii/a + cjk/c + other/o)``, computed exactly."""
-        total = (
-            counts.ascii / self.ascii_chars_per_token
-            + counts.cjk / self.cjk_chars_per_token
-            + counts.other / self.other_chars_per_token
-        )
-        return math.ceil(total)
+        """``ceil(ascii/a + cjk/c + other/o)``, computed exactly in integers."""
+        wa, wc, wo, denominator = self._weights
+        return -(-(counts.ascii * wa + counts.cjk * wc + counts.other * wo) // denominator)
 
 
 SEED = ScriptRule()

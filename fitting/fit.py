@@ -211,7 +211,7 @@ def _result_refs(messages: Sequence[Message], estimator: Estimator) -> tuple[Res
         for bi, block in enumerate(message.content):
             if isinstance(block, ToolResult):
                 tool = names.get(block.call_id) or block.name
-                tokens = estimator.block(block)
+                tokens = estimator.message(message).block_tokens[bi]
                 stub = estimator.block(_stub(block, ResultRef(mi, bi, block.call_id, tool, tokens, 0)))
                 refs.append(ResultRef(mi, bi, block.call_id, tool, tokens, stub))
     return tuple(refs)
@@ -326,30 +326,43 @@ def plan_fit(
     units_from = opener[1] if opener else head[1]
     units = split_units(working, units_from, len(working))
     unit_tokens = [sum(tokens[u.start : u.stop]) for u in units]
-    used = fixed + (tokens[opener[0]] if opener else 0)
-    keep_units = 0
+    floor = fixed + (tokens[opener[0]] if opener else 0)
+    used, keep_units = floor, 0
     for cost in reversed(unit_tokens):
         if used + cost > budget:
             break
         used += cost
         keep_units += 1
     stages = (*stages, 2, 3)
-    # Too long keeps what stage 3 would at the least: the newest unit.
-    take = keep_units or min(1, len(units))
+    # The tail must reach back to the newest tool round: a tail of only a trailing
+    # assistant reply has not kept the work, so that request is too long too.
+    rounds_at = [i for i, u in enumerate(units) if isinstance(u, Round)]
+    newest = rounds_at[-1] if rounds_at else len(units) - 1
+    fits = keep_units > 0 and len(units) - keep_units <= newest
+    # Too long keeps what stage 3 would at the least: everything from the newest round on.
+    take = keep_units if fits else len(units) - newest if units else 0
     start = units[len(units) - take].start if take else len(working)
     kept = ((opener,) if opener else ()) + (((start, len(working)),) if take else ())
     dropped = _dropped_turns(working, tokens, head[1], last.start if opener else head[1]) + _dropped_units(
         units[: len(units) - take], tokens
     )
-    if keep_units:
+    if fits:
         return replace(
             truncated, outcome="rounds-dropped", tokens_after=used, stages=stages, kept=kept, dropped=dropped
         )
-    cause = _cause(tokens, results, units, budget=budget, preamble=preamble, fixed=used, has_opener=opener is not None)
+    cause = _cause(
+        tokens,
+        results,
+        units[newest] if units else None,
+        budget=budget,
+        preamble=preamble,
+        floor=floor,
+        has_opener=opener is not None,
+    )
     return replace(
         truncated,
         outcome="too-long",
-        tokens_after=used + (unit_tokens[-1] if units else 0),
+        tokens_after=floor + sum(unit_tokens[len(units) - take :]),
         stages=stages,
         kept=kept,
         dropped=dropped,
@@ -377,31 +390,31 @@ def _dropped_units(units: Sequence[Unit], tokens: Sequence[int]) -> tuple[Droppe
 def _cause(
     tokens: Sequence[int],
     results: Sequence[ResultRef],
-    units: Sequence[Unit],
+    newest: Unit | None,
     *,
     budget: int,
     preamble: int,
-    fixed: int,
+    floor: int,
     has_opener: bool,
 ) -> str:
-    """Why nothing fits, in words, naming the biggest part."""
+    """Why nothing fits, in words, naming the biggest part. ``floor`` is what
+    every stage-3 request carries: preamble, head, note and opener."""
     if preamble > budget:
         return f"the system prompt and tool definitions alone are {preamble:,} tokens; budget {budget:,}"
-    if not units:
+    if newest is None:
         return f"the newest message alone is {max(tokens, default=0):,} tokens; budget {budget:,}"
-    newest = units[-1]
     in_unit = [r for r in results if newest.start <= r.message_index < newest.stop]
     if in_unit:
         largest = max(in_unit, key=lambda r: r.tokens)
         if largest.tokens > budget / 2:
             which = "newest tool result" if largest is in_unit[-1] else f"tool result {largest.call_id}"
             return f"the {which} alone is {largest.tokens:,} tokens; budget {budget:,}"
-    if fixed - preamble > budget / 2:
+    if floor - preamble > budget / 2:
         what = "the first message and the opening of the last turn are" if has_opener else "the first message is"
-        return f"{what} {fixed - preamble:,} tokens on their own; budget {budget:,}"
+        return f"{what} {floor - preamble:,} tokens on their own; budget {budget:,}"
     unit_cost = sum(tokens[newest.start : newest.stop])
     kind = "tool round" if isinstance(newest, Round) else "message"
-    return f"the first message plus the newest {kind} come to {fixed + unit_cost:,} tokens; budget {budget:,}"
+    return f"the first message plus the newest {kind} come to {floor + unit_cost:,} tokens; budget {budget:,}"
 
 
 def apply_plan(transcript: Transcript, plan: Plan) -> Transcript:

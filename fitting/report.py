@@ -153,7 +153,8 @@ def build_report(
         by_role[message.role] += est.tokens
         for block, tokens in zip(message.content, est.block_tokens, strict=True):
             by_kind[_kind(block)] += tokens
-        by_kind["message overhead"] += estimator.rule.message_overhead_tokens
+        if estimator.rule.message_overhead_tokens:  # no row of zeros under --overhead 0
+            by_kind["message overhead"] += estimator.rule.message_overhead_tokens
     system = estimator.blocks(transcript.system) if transcript.system else None
     preamble = estimator.preamble(transcript)
     if system is not None:
@@ -186,8 +187,8 @@ def build_report(
     names = tool_names(messages)
     results: list[ResultRow] = []
     per_tool: dict[str, list[int]] = defaultdict(list)
-    for mi, _bi, result in iter_tool_results(messages):
-        tokens = estimator.block(result)
+    for mi, bi, result in iter_tool_results(messages):
+        tokens = estimator.message(messages[mi]).block_tokens[bi]
         name = names.get(result.call_id) or result.name or "?"
         results.append(ResultRow(name, result.call_id, tokens, mi, messages[mi].source.line))
         per_tool[name].append(tokens)

@@ -129,7 +129,9 @@ def check_messages(messages: Sequence[Message], dialect: Dialect = "anthropic") 
                 )
             )
         i = j
-    return tuple(found)
+    # A round's unanswered calls are only known after its results were read: put them back in
+    # message order (a stable sort keeps the order within one message).
+    return tuple(sorted(found, key=lambda v: v.message_index))
 
 
 def check_request(transcript: Transcript, dialect: Dialect | None = None) -> tuple[Violation, ...]:

@@ -431,3 +431,16 @@ def test_field_report_eight_subagents_legacy_rejected_windowfit_fits() -> None:
         if plan.fits and total(out, estimator) <= budget and check_request(out) == ():
             fitted_after += 1
     assert (rejected_before, fitted_after) == (8, 8)
+
+
+def test_a_tail_without_any_tool_round_is_too_long() -> None:
+    # Regression (helper review of the Russian sample at --budget 3000): the newest round
+    # (2 + 1,000 tokens) cannot fit a 500 budget, but the trailing assistant reply "done"
+    # (1 token) could. Keeping only that reply has not kept the newest round: too long.
+    t = subagent([4000] * 3)
+    t = replace(t, messages=(*t.messages, Message("assistant", (Text("done"),))))
+    plan = plan_fit(t, budget=500, estimator=bare())
+    assert plan.outcome == "too-long"
+    assert plan.cause == "the newest tool result alone is 1,000 tokens; budget 500"
+    out = apply_plan(t, plan)
+    assert out.messages[-3:] == t.messages[-3:]  # the smallest attempt keeps the newest round and the reply

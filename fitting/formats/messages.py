@@ -92,6 +92,8 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
 
 def sniff(head: bytes) -> bool:
     text = head.lstrip()
+    while text.startswith(b"//"):  # comment lines, which the line reader skips
+        text = text.partition(b"\n")[2].lstrip()
     return text.startswith((b"{", b"[")) and (b'"role"' in head or b'"messages"' in head)
 
 

@@ -168,8 +168,11 @@ def block_summary(block: Block) -> Any:
 
 
 def _content_to_json(blocks: tuple[Block, ...]) -> str | list[dict[str, Any]]:
-    if all(isinstance(b, Text) for b in blocks):
-        return "".join(b.text for b in blocks if isinstance(b, Text))
+    # A string only for zero or one text block: joining several would glue their texts together.
+    if not blocks:
+        return ""
+    if len(blocks) == 1 and isinstance(blocks[0], Text):
+        return blocks[0].text
     return [_part_to_json(b) for b in blocks]
 
 

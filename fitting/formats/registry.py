@@ -51,7 +51,10 @@ class Input:
                     value = orjson.loads(line)
                 except orjson.JSONDecodeError:
                     # A document spread over lines, or JSON Lines whose first line is broken:
-                    # in the second case the next non-blank line is a whole value.
+                    # in the second case the next non-blank line is a whole value. A broken
+                    # first line opening an array is a document (a message line is an object).
+                    if line.lstrip().startswith(b"["):
+                        return True
                     for nxt in f:
                         if nxt.strip():
                             try:
