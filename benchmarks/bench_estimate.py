@@ -1,0 +1,155 @@
+"""Throughput of ``fitting.estimate.count_chars`` on ASCII-heavy, Cyrillic and
+CJK text, as a ratio to a naive per-character loop timed in the same process.
+
+Run ``python benchmarks/bench_estimate.py`` (``--quick`` for a short run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: make the repository importable
+    sys.path.insert(0, str(ROOT))
+
+from rich.console import Console  # noqa: E402  (after the sys.path fix above)
+from rich.table import Table  # noqa: E402
+
+from fitting.estimate import CharCounts, count_chars, is_cjk  # noqa: E402
+from sample_transcripts import prose  # noqa: E402
+
+MB = 1_000_000
+BLOCK_CHARS = 8192
+"""Chunk size for the per-block column: tool results arrive in pieces this big."""
+
+
+def cjk_text(rng: random.Random, n_chars: int) -> str:
+    """Japanese prose with about 40% Chinese paragraphs."""
+    return prose.japanese_prose(rng, n_chars, chinese_share=0.4)
+
+
+TEXTS: dict[str, Callable[[random.Random, int], str]] = {
+    "ascii-heavy (1% non-ASCII)": prose.ascii_heavy_text,
+    "cyrillic prose": prose.russian_prose,
+    "cjk prose (ja+zh)": cjk_text,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One text's measurements."""
+
+    name: str
+    megabytes: float
+    non_ascii_share: float
+    whole_mb_s: float
+    blocks_mb_s: float
+    naive_mb_s: float
+
+    @property
+    def speedup(self) -> float:
+        return self.whole_mb_s / self.naive_mb_s
+
+
+def best_of(repeat: int, run: Callable[[], object]) -> float:
+    """The fastest of ``repeat`` runs, in seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def naive_count(text: str) -> CharCounts:
+    """The obvious loop: classify every character in Python."""
+    ascii_ = cjk = other = 0
+    for char in text:
+        if ord(char) < 128:
+            ascii_ += 1
+        elif is_cjk(char):
+            cjk += 1
+        else:
+            other += 1
+    return CharCounts(ascii_, cjk, other)
+
+
+def make_text(make: Callable[[random.Random, int], str], seed: int, target_bytes: int) -> str:
+    """About ``target_bytes`` of UTF-8 text, sized from a small probe's bytes per character."""
+    probe = make(random.Random(seed + 1), 100_000)
+    bytes_per_char = len(probe.encode()) / len(probe)
+    return make(random.Random(seed), int(target_bytes / bytes_per_char))
+
+
+def count_blocks(blocks: list[str]) -> CharCounts:
+    total = CharCounts()
+    for block in blocks:
+        total = total + count_chars(block)
+    return total
+
+
+def measure(name: str, text: str, *, repeat: int, naive_chars: int) -> Row:
+    """Time ``count_chars`` on the whole text and on 8 K blocks, and the naive loop on a slice."""
+    size = len(text.encode())
+    blocks = [text[i : i + BLOCK_CHARS] for i in range(0, len(text), BLOCK_CHARS)]
+    sample = text[:naive_chars]
+    sample_size = len(sample.encode())
+    whole = count_chars(text)
+    if count_blocks(blocks) != whole:
+        raise AssertionError(f"{name}: per-block counts differ from the whole text")
+    if naive_count(sample) != count_chars(sample):
+        raise AssertionError(f"{name}: count_chars and the naive loop disagree")
+    return Row(
+        name=name,
+        megabytes=size / MB,
+        non_ascii_share=1 - whole.ascii / whole.total,
+        whole_mb_s=size / MB / best_of(repeat, lambda: count_chars(text)),
+        blocks_mb_s=size / MB / best_of(repeat, lambda: count_blocks(blocks)),
+        naive_mb_s=sample_size / MB / best_of(max(1, repeat // 2), lambda: naive_count(sample)),
+    )
+
+
+def render(rows: list[Row], *, repeat: int, naive_chars: int) -> Table:
+    table = Table(title=f"count_chars throughput (best of {repeat}; naive loop on the first {naive_chars:,} chars)")
+    for header in ("text", "MB", "non-ASCII", "count_chars MB/s", f"per {BLOCK_CHARS} chars MB/s", "naive MB/s"):
+        table.add_column(header, justify="left" if header == "text" else "right")
+    table.add_column("speed-up", justify="right")
+    for r in rows:
+        table.add_row(
+            r.name,
+            f"{r.megabytes:.1f}",
+            f"{r.non_ascii_share:.1%}",
+            f"{r.whole_mb_s:,.0f}",
+            f"{r.blocks_mb_s:,.0f}",
+            f"{r.naive_mb_s:,.1f}",
+            f"{r.speedup:,.0f}x",
+        )
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="~4 MB per text and fewer repeats")
+    parser.add_argument("--megabytes", type=float, help="UTF-8 size of each text (default 32, quick 4)")
+    parser.add_argument("--repeat", type=int, help="best of N runs (default 5, quick 2)")
+    args = parser.parse_args(argv)
+    target = int((args.megabytes or (4 if args.quick else 32)) * MB)
+    repeat = args.repeat or (2 if args.quick else 5)
+    naive_chars = 200_000 if args.quick else 1_000_000
+    console = Console(width=130)
+    rows = []
+    for seed, (name, make) in enumerate(TEXTS.items()):
+        with console.status(f"generating and timing {name}"):
+            rows.append(measure(name, make_text(make, seed, target), repeat=repeat, naive_chars=naive_chars))
+    console.print(render(rows, repeat=repeat, naive_chars=naive_chars))
+    console.print("Counts agree with the naive loop on each slice, and per-block sums equal whole-text counts.")
+
+
+if __name__ == "__main__":
+    main()

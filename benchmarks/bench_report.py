@@ -1,0 +1,254 @@
+"""Loading and reporting a large messages-JSONL transcript, as ratios to a
+baseline that only parses every line with orjson, timed in the same process.
+
+Run ``python benchmarks/bench_report.py`` (``--quick`` for ~20 MB instead of
+~200 MB). The transcript is generated once into ``benchmarks/out/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: make the repository importable
+    sys.path.insert(0, str(ROOT))
+
+from rich.console import Console  # noqa: E402  (after the sys.path fix above)
+from rich.table import Table  # noqa: E402
+
+import fitting  # noqa: E402
+from sample_transcripts import prose  # noqa: E402
+
+MB = 1_000_000
+OUT = Path(__file__).resolve().parent / "out"
+GENERATOR_VERSION = 1
+"""Bump when the generated transcript changes, so an old file is not reused."""
+POOL_PER_LANGUAGE = 64
+ROUNDS_PER_TURN = 40
+
+Json = dict[str, Any]
+
+
+# --------------------------------------------------------------------------
+# The transcript
+
+
+def result_pool(rng: random.Random) -> list[str]:
+    """Tool-result bodies in English code, Russian prose and Japanese docs (2–12 K chars)."""
+    makers: tuple[Callable[[random.Random, int], str], ...] = (
+        prose.python_module,
+        prose.russian_prose,
+        prose.japanese_doc,
+    )
+    return [prose.numbered(make(rng, rng.randint(2000, 12000))) for make in makers for _ in range(POOL_PER_LANGUAGE)]
+
+
+def user_turn(rng: random.Random, index: int) -> Json:
+    """A human message in one of the three languages."""
+    ask = rng.choice((prose.english_sentence, prose.russian_sentence, prose.japanese_sentence))(rng)
+    return {"role": "user", "content": f"Task {index}: {ask}"}
+
+
+def tool_round(rng: random.Random, index: int, pool: list[str]) -> tuple[Json, Json]:
+    """An assistant message with 1–3 Read calls and the user message with their results.
+
+    Each result gets a unique first line so no two messages are equal (the
+    estimator memoises per message).
+    """
+    calls, results = [], []
+    for k in range(rng.choice((1, 1, 1, 2, 3))):
+        call_id = f"toolu_{index:08d}_{k}"
+        path = f"src/file_{rng.randrange(10_000):04d}.txt"
+        calls.append({"type": "tool_use", "id": call_id, "name": "Read", "input": {"file_path": path}})
+        body = f"read {index}.{k} of {path}\n{rng.choice(pool)}"
+        results.append({"type": "tool_result", "tool_use_id": call_id, "content": body})
+    text = {"type": "text", "text": prose.english_sentence(rng)}
+    return {"role": "assistant", "content": [text, *calls]}, {"role": "user", "content": results}
+
+
+def messages(seed: int, pool: list[str]) -> Iterator[Json]:
+    """An endless session: a system prompt, then turns of ``ROUNDS_PER_TURN`` tool rounds."""
+    rng = random.Random(seed)
+    yield {"role": "system", "content": "You are a coding agent. " + prose.english_paragraph(rng, 4)}
+    index = 0
+    while True:
+        if index % ROUNDS_PER_TURN == 0:
+            yield user_turn(rng, index // ROUNDS_PER_TURN)
+        yield from tool_round(rng, index, pool)
+        index += 1
+
+
+def write_until(out: BinaryIO, target_bytes: int, items: Iterator[Json]) -> int:
+    """Stream JSON lines until at least ``target_bytes`` are written, ending on an answered round."""
+    written = 0
+    for item in items:
+        line = orjson.dumps(item) + b"\n"
+        out.write(line)
+        written += len(line)
+        if written >= target_bytes and item["role"] == "user" and isinstance(item["content"], list):
+            return written
+    raise AssertionError("the message stream ended")
+
+
+def ensure_transcript(target_bytes: int, console: Console) -> Path:
+    """The generated transcript, reused when a complete one of this size is there."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"report_{target_bytes // MB}mb.jsonl"
+    manifest = path.with_suffix(".json")
+    if path.exists() and manifest.exists():
+        meta = orjson.loads(manifest.read_bytes())
+        if meta == {"bytes": path.stat().st_size, "version": GENERATOR_VERSION}:
+            return path
+    partial = path.with_suffix(".partial")
+    with console.status(f"writing {path.name} ({target_bytes / MB:.0f} MB)"):
+        pool = result_pool(random.Random(7))
+        with open(partial, "wb") as out:
+            size = write_until(out, target_bytes, messages(8, pool))
+        partial.replace(path)
+        manifest.write_bytes(orjson.dumps({"bytes": size, "version": GENERATOR_VERSION}))
+    return path
+
+
+# --------------------------------------------------------------------------
+# Timing
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One measured step: best seconds over the repeats."""
+
+    name: str
+    seconds: float
+    reads_file: bool = True
+    """False for a step whose time does not depend on the file (MB/s is meaningless)."""
+
+
+def best_of(repeat: int, run: Callable[[], object]) -> float:
+    """The fastest of ``repeat`` runs, in seconds. Garbage is collected before
+    each run, and what a run returns is freed after its clock stops."""
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        kept = run()
+        best = min(best, time.perf_counter() - start)
+        del kept
+    return best
+
+
+def parse_lines(path: Path) -> int:
+    """The baseline: read the file and ``orjson.loads`` every line."""
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            orjson.loads(line)
+            n += 1
+    return n
+
+
+def load_and_report(path: Path, split: dict[str, float]) -> tuple[fitting.Transcript, fitting.Report]:
+    """What ``windowfit report`` does in-process; records load and report seconds in ``split``.
+    Returns the transcript too, so that freeing it is not timed (the CLI exits instead)."""
+    start = time.perf_counter()
+    (transcript,) = fitting.load_path(path)
+    loaded = time.perf_counter()
+    report = fitting.build_report(transcript, fitting.make_estimator())
+    split["load"] = min(split.get("load", float("inf")), loaded - start)
+    split["report"] = min(split.get("report", float("inf")), time.perf_counter() - loaded)
+    return transcript, report
+
+
+def windowfit_command() -> list[str]:
+    """The installed ``windowfit`` next to this interpreter, or the one on PATH."""
+    beside = Path(sys.executable).with_name("windowfit")
+    found = str(beside) if beside.exists() else shutil.which("windowfit")
+    if found is None:
+        raise SystemExit("windowfit is not installed: pip install -e . first")
+    return [found]
+
+
+def run_cli(*args: str) -> None:
+    """``windowfit ARGS > /dev/null``; raises if it fails."""
+    done = subprocess.run(
+        [*windowfit_command(), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["(no stderr)"]
+        raise RuntimeError(f"windowfit exited {done.returncode}: {tail[0]}")
+
+
+def measure(path: Path, repeat: int, console: Console) -> tuple[list[Step], str | None, fitting.Report]:
+    """Time the baseline, the library and the CLI; the CLI's error, if it failed."""
+    split: dict[str, float] = {}
+    last: list[fitting.Report] = []
+
+    def library_run() -> fitting.Transcript:
+        transcript, report = load_and_report(path, split)
+        last[:] = [report]
+        return transcript
+
+    with console.status("baseline: orjson.loads per line"):
+        baseline = best_of(repeat, lambda: parse_lines(path))
+    with console.status("library: load_path + build_report"):
+        library = best_of(repeat, library_run)
+    steps = [Step("(a) baseline: read + orjson.loads per line", baseline)]
+    steps.append(Step("    load_path", split["load"]))
+    steps.append(Step("    build_report", split["report"]))
+    steps.append(Step("(b) load_path + build_report", library))
+    cli_error = None
+    with console.status("CLI: windowfit report --json"):
+        try:
+            cli = best_of(repeat, lambda: run_cli("report", str(path), "--json"))
+            startup = best_of(repeat, lambda: run_cli("--help"))
+            steps.append(Step("(c) windowfit report --json (subprocess)", cli))
+            steps.append(Step("    of which start-up (windowfit --help)", startup, reads_file=False))
+        except RuntimeError as exc:
+            cli_error = str(exc)
+    return steps, cli_error, last[0]
+
+
+def render(steps: list[Step], size: int, repeat: int, title: str) -> Table:
+    table = Table(title=title + f" (best of {repeat})")
+    table.add_column("step")
+    for header in ("seconds", "MB/s", "x baseline"):
+        table.add_column(header, justify="right")
+    baseline = steps[0].seconds
+    for step in steps:
+        speed = f"{size / MB / step.seconds:,.0f}" if step.reads_file else "-"
+        table.add_row(step.name, f"{step.seconds:.2f}", speed, f"{step.seconds / baseline:.2f}")
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="a ~20 MB transcript instead of ~200 MB")
+    parser.add_argument("--megabytes", type=int, help="transcript size (default 200, quick 20)")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N runs of each step (default 3)")
+    args = parser.parse_args(argv)
+    console = Console(width=130)
+    path = ensure_transcript((args.megabytes or (20 if args.quick else 200)) * MB, console)
+    size = path.stat().st_size
+    steps, cli_error, report = measure(path, args.repeat, console)
+    title = f"{path.name}: {size / MB:,.0f} MB, {report.messages:,} messages, {report.tokens:,} tokens"
+    console.print(render(steps, size, args.repeat, title))
+    if cli_error:
+        console.print(f"(c) skipped: {cli_error}", style="red")
+
+
+if __name__ == "__main__":
+    main()
