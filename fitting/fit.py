@@ -24,6 +24,7 @@ from .transcript import (
     ToolResult,
     Transcript,
     Unit,
+    iter_units,
     split_turns,
     split_units,
     tool_names,
@@ -174,7 +175,9 @@ class Plan:
 
 
 def _stub(result: ToolResult, ref: ResultRef) -> ToolResult:
-    return replace(result, content=(Text(stub_text(ref.tool, ref.call_id, ref.tokens)),))
+    # Constructors, not dataclasses.replace: this runs once per cleared result.
+    stub = Text(stub_text(ref.tool, ref.call_id, ref.tokens))
+    return ToolResult(result.call_id, (stub,), result.is_error, result.name, result.extra)
 
 
 def _clear_into(messages: list[Message], refs: Sequence[ResultRef]) -> set[int]:
@@ -189,7 +192,8 @@ def _clear_into(messages: list[Message], refs: Sequence[ResultRef]) -> set[int]:
             block = content[ref.block_index]
             assert isinstance(block, ToolResult) and block.call_id == ref.call_id
             content[ref.block_index] = _stub(block, ref)
-        messages[mi] = replace(messages[mi], content=tuple(content))
+        old = messages[mi]
+        messages[mi] = Message(old.role, tuple(content), old.source, old.extra)
     return set(by_message)
 
 
@@ -233,7 +237,7 @@ def _head(messages: Sequence[Message]) -> tuple[int, int]:
     """The first message, extended to its whole round if it calls tools."""
     if not messages:
         return (0, 0)
-    first = split_units(messages, 0, len(messages))[0]
+    first = next(iter_units(messages, 0, len(messages)))
     return (0, first.stop if isinstance(first, Round) else 1)
 
 
@@ -299,7 +303,8 @@ def plan_fit(
 
     # Stage 2: the head, a note, and the newest whole turns that fit.
     head = _head(working)
-    fixed = preamble + sum(tokens[head[0] : head[1]]) + est.message(_note_message()).tokens
+    note_tokens = est.message(_note_message()).tokens
+    fixed = preamble + sum(tokens[head[0] : head[1]]) + note_tokens
     truncated = replace(base, batches=tuple(batches), head=head, note=TRUNCATION_NOTE)
     all_turns = split_turns(working)
     turns = [t for t in all_turns if t.start >= head[1]]
@@ -357,6 +362,7 @@ def plan_fit(
         budget=budget,
         preamble=preamble,
         floor=floor,
+        note=note_tokens,
         has_opener=opener is not None,
     )
     return replace(
@@ -395,10 +401,11 @@ def _cause(
     budget: int,
     preamble: int,
     floor: int,
+    note: int,
     has_opener: bool,
 ) -> str:
     """Why nothing fits, in words, naming the biggest part. ``floor`` is what
-    every stage-3 request carries: preamble, head, note and opener."""
+    every stage-3 request carries: preamble, head, ``note`` and opener."""
     if preamble > budget:
         return f"the system prompt and tool definitions alone are {preamble:,} tokens; budget {budget:,}"
     if newest is None:
@@ -409,12 +416,16 @@ def _cause(
         if largest.tokens > budget / 2:
             which = "newest tool result" if largest is in_unit[-1] else f"tool result {largest.call_id}"
             return f"the {which} alone is {largest.tokens:,} tokens; budget {budget:,}"
-    if floor - preamble > budget / 2:
+    first = floor - preamble - note
+    if first > budget / 2:
         what = "the first message and the opening of the last turn are" if has_opener else "the first message is"
-        return f"{what} {floor - preamble:,} tokens on their own; budget {budget:,}"
+        return f"{what} {first:,} tokens on their own; budget {budget:,}"
     unit_cost = sum(tokens[newest.start : newest.stop])
     kind = "tool round" if isinstance(newest, Round) else "message"
-    return f"the first message plus the newest {kind} come to {floor + unit_cost:,} tokens; budget {budget:,}"
+    return (
+        f"the smallest request (system prompt, first message, truncation note and the newest {kind}) "
+        f"is {floor + unit_cost:,} tokens; budget {budget:,}"
+    )
 
 
 def apply_plan(transcript: Transcript, plan: Plan) -> Transcript:
