@@ -56,8 +56,9 @@ def report(
     from_: FromFormat = None,
     top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest tool results to list.")] = 10,
 ) -> None:
-    """Measure transcripts: counts, tokens by script, role and block kind, the
-    largest tool results, and the request against the budget and the window.
+    """Measure transcripts: tokens by script, role and block kind, and the largest tool results.
+
+    Shows message, turn and tool-round counts, and a bar of the request against the budget and the window.
 
     Example: windowfit report sample_transcripts/ru_subagent_chapters.jsonl --budget 400000 --window 1000000
     """

@@ -152,8 +152,9 @@ def fit(
     skip_invalid: SkipInvalid = False,
     from_: FromFormat = None,
 ) -> None:
-    """Fit a transcript to a budget: clear old tool results in batches, then keep
-    whole turns, then whole tool rounds. Shows what was cleared or dropped and why.
+    """Fit a transcript to a budget and show what was cleared or dropped, and why.
+
+    Clears old tool results in batches, then keeps whole turns, then whole tool rounds.
 
     Exit code 1 when even the newest round cannot fit (too-long): nothing is written.
 
@@ -241,6 +242,7 @@ def check(
     from_: FromFormat = None,
 ) -> None:
     """Pre-flight transcripts in CI: one line each with its outcome and tokens.
+
     Exit code 1 if any would be too long (or, with --fail-on, any milder outcome).
 
     Example: windowfit check sample_transcripts/ --budget 100000 --format github

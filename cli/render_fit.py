@@ -80,7 +80,7 @@ def render_batches(plan: Plan, transcript: Transcript, *, full: bool = False) ->
                 "",
                 "",
                 "",
-                Text(f"{hidden} more batches (--diff full shows all)", style="dim"),
+                Text(f"{hidden} more batch{'es' if hidden > 1 else ''} (--diff full shows all)", style="dim"),
                 "",
                 end_section=True,
             )

@@ -55,6 +55,8 @@ class Input:
                     # first line opening an array is a document (a message line is an object).
                     if line.lstrip().startswith(b"["):
                         return True
+                    if line.strip().startswith(b"{") and line.strip().endswith(b"}"):
+                        return False  # shaped like a whole object: a broken JSON Lines line
                     for nxt in f:
                         if nxt.strip():
                             try:

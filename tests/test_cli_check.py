@@ -1,0 +1,182 @@
+"""``windowfit check``: the CI pre-flight. One line per transcript, a summary,
+exit codes, ``--fail-on``, JSON and GitHub annotations.
+
+All runs use ``--budget 2000 --overhead 0`` on ``tests/data/fit`` (see
+``test_cli_fit.py`` for how each number is hand-computed):
+
+| file | before | after | outcome |
+| --- | --- | --- | --- |
+| cleared.jsonl | 2,601 | 582 | cleared (t1..t4 stubbed) |
+| fits.jsonl | 18 | 18 | fits (4+1+2+3+3+2+3: "You are terse." 14 chars -> 4, ...) |
+| long/toolong.jsonl | 3,010 | 3,052 | too-long (the newest result alone is 3,000) |
+| rounds.jsonl | 834 | 834 | fits |
+| turns.jsonl | 707 | 707 | fits |
+
+fits.jsonl without overheads: "You are terse." 4, "Hi" 1, "Hello." 2,
+"List files." 3, "Listing." + "ls" + "{}" = 12 chars -> 3, "a.txt" 2,
+"One file." 3: 18.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import Result
+
+from cli.fit_cmd import _gh
+
+DATA = Path(__file__).parent / "data" / "fit"
+OPTIONS = ("--budget", "2000", "--overhead", "0")
+TOO_LONG_CAUSE = "the newest tool result alone is 3,000 tokens; budget 2,000"
+
+Run = Callable[..., Result]
+Golden = Callable[[str, str], None]
+
+
+@pytest.fixture
+def in_data(monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(DATA)
+    return DATA
+
+
+def test_text_lists_every_transcript_found_recursively(run_cli: Run, golden: Golden, in_data: Path) -> None:
+    result = run_cli("check", ".", *OPTIONS)
+    assert result.exit_code == 1
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines == [
+        "ok   cleared.jsonl  cleared: 2,601 → 582 tokens (budget 2,000)",
+        "ok   fits.jsonl  fits: 18 → 18 tokens (budget 2,000)",
+        f"FAIL long/toolong.jsonl  too-long: 3,010 → 3,052 tokens (budget 2,000) — {TOO_LONG_CAUSE}",
+        "ok   rounds.jsonl  fits: 834 → 834 tokens (budget 2,000)",
+        "ok   turns.jsonl  fits: 707 → 707 tokens (budget 2,000)",
+        "5 checked, 1 failed (fail on: too-long or worse)",
+    ]
+    golden("check_text.txt", result.stdout)
+
+
+def test_passes_when_everything_fits_or_is_cleared(run_cli: Run, in_data: Path) -> None:
+    result = run_cli("check", "fits.jsonl", "cleared.jsonl", "turns.jsonl", "rounds.jsonl", *OPTIONS)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == "4 checked, 0 failed (fail on: too-long or worse)"
+    assert "FAIL" not in result.stdout
+
+
+def test_fail_on_cleared_fails_a_cleared_transcript_but_not_one_that_fits(run_cli: Run, in_data: Path) -> None:
+    result = run_cli("check", "fits.jsonl", "cleared.jsonl", *OPTIONS, "--fail-on", "cleared")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        "ok   fits.jsonl  fits: 18 → 18 tokens (budget 2,000)",
+        "FAIL cleared.jsonl  cleared: 2,601 → 582 tokens (budget 2,000)",
+        "2 checked, 1 failed (fail on: cleared or worse)",
+    ]
+
+
+def test_fail_on_is_a_threshold(run_cli: Run, in_data: Path) -> None:
+    # rounds.jsonl at 500 with --min-clear-ratio 10 is rounds-dropped: it fails "turns-dropped or worse"
+    # and passes "too-long".
+    args = ("check", "rounds.jsonl", "--budget", "500", "--overhead", "0", "--min-clear-ratio", "10")
+    assert run_cli(*args, "--fail-on", "turns-dropped").exit_code == 1
+    assert run_cli(*args, "--fail-on", "too-long").exit_code == 0
+
+
+def test_window_fails_a_transcript_over_it(run_cli: Run, in_data: Path) -> None:
+    # cleared.jsonl is 582 after fitting: under the 2,000 budget but over a 500 window
+    result = run_cli("check", "cleared.jsonl", *OPTIONS, "--window", "500")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("FAIL cleared.jsonl")
+
+
+def test_json_format(run_cli: Run, golden: Golden, in_data: Path) -> None:
+    result = run_cli("check", ".", *OPTIONS, "--format", "json")
+    assert result.exit_code == 1
+    assert result.stderr == ""
+    document = json.loads(result.stdout)
+    assert {"schema", "estimator", "budget", "window", "fail_on", "passed", "transcripts"} <= document.keys()
+    assert document["budget"] == 2000
+    assert document["window"] is None
+    assert document["fail_on"] == "too-long"
+    assert document["passed"] is False
+    rows = [
+        (t["path"], t["outcome"], t["tokens_before"], t["tokens_after"], t["failed"]) for t in document["transcripts"]
+    ]
+    assert rows == [
+        ("cleared.jsonl", "cleared", 2601, 582, False),
+        ("fits.jsonl", "fits", 18, 18, False),
+        ("long/toolong.jsonl", "too-long", 3010, 3052, True),
+        ("rounds.jsonl", "fits", 834, 834, False),
+        ("turns.jsonl", "fits", 707, 707, False),
+    ]
+    assert [t["cause"] for t in document["transcripts"]] == [None, None, TOO_LONG_CAUSE, None, None]
+    golden("check_json.json", result.stdout)
+
+
+def test_json_format_passes(run_cli: Run, in_data: Path) -> None:
+    result = run_cli("check", "fits.jsonl", *OPTIONS, "--format", "json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["passed"] is True
+
+
+def test_github_format(run_cli: Run, golden: Golden, in_data: Path) -> None:
+    result = run_cli("check", ".", *OPTIONS, "--format", "github")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines == [
+        "::warning file=cleared.jsonl,title=windowfit cleared::cleared: 2,601 → 582 tokens (budget 2,000)",
+        "::notice file=fits.jsonl,title=windowfit fits::fits: 18 → 18 tokens (budget 2,000)",
+        "::error file=long/toolong.jsonl,title=windowfit too-long::This conversation has grown too long for the "
+        "model to read in one go. Start a new chat for the next step — everything built so far is kept. "
+        f"(Cause: {TOO_LONG_CAUSE}.)",
+        "::notice file=rounds.jsonl,title=windowfit fits::fits: 834 → 834 tokens (budget 2,000)",
+        "::notice file=turns.jsonl,title=windowfit fits::fits: 707 → 707 tokens (budget 2,000)",
+    ]
+    golden("check_github.txt", result.stdout)
+
+
+def test_github_format_escapes_properties(run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "%" -> %25 everywhere; in properties also "," -> %2C and ":" -> %3A
+    shutil.copy(DATA / "fits.jsonl", tmp_path / "50%,a:b.jsonl")
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("check", ".", *OPTIONS, "--format", "github")
+    assert result.exit_code == 0
+    assert (
+        result.stdout == "::notice file=50%25%2Ca%3Ab.jsonl,title=windowfit fits::fits: 18 → 18 tokens (budget 2,000)\n"
+    )
+
+
+def test_github_escaping_of_messages_and_properties() -> None:
+    assert _gh("100% done\r\nnext line") == "100%25 done%0D%0Anext line"
+    # a message keeps its commas and colons; only properties escape them
+    assert _gh("a, b: c") == "a, b: c"
+    assert _gh("a, b: c\n%", prop=True) == "a%2C b%3A c%0A%25"
+
+
+def test_missing_budget_is_a_usage_error(run_cli: Run, in_data: Path) -> None:
+    result = run_cli("check", ".")
+    assert result.exit_code == 2
+    assert "--budget" in result.stderr
+    assert result.stdout == ""
+
+
+def test_zero_budget_is_a_usage_error(run_cli: Run, in_data: Path) -> None:
+    result = run_cli("check", ".", "--budget", "0")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+
+
+def test_unreadable_transcript_exits_3(run_cli: Run, tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"role":"user","content":"hi"}\nnot json\n', encoding="utf-8")
+    result = run_cli("check", str(tmp_path), *OPTIONS)
+    assert result.exit_code == 3
+    assert f"{tmp_path / 'bad.jsonl'}:2:1" in " ".join(result.stderr.split())
+
+
+def test_directory_without_transcripts_exits_3(run_cli: Run, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("nothing here", encoding="utf-8")
+    result = run_cli("check", str(tmp_path), *OPTIONS)
+    assert result.exit_code == 3
+    assert "no transcript files" in " ".join(result.stderr.split())

@@ -1,0 +1,308 @@
+"""``fitting.request``: the harness API. Fit an Anthropic or OpenAI request
+body (a dict) before sending it; reuse one ``Fitter`` per conversation.
+
+Hand computation (default overheads: +4 per message, +3 per block, +3 more for
+the text block nested in a tool result; tool definitions +8):
+
+- system "You read files." 15 chars -> 4 + 4 + 3 = 11;
+- tool ``read``: "read" 4 + "Read a file." 12 + schema
+  ``{"type":"object","properties":{"path":{"type":"string"}}}`` 57 = 73 chars -> 19 + 8 = 27;
+  so the preamble is 11 + 27 = 38 in both dialects;
+- a call ``read`` + ``{"path":"a.txt"}`` is 20 chars -> 5 tokens (+3 per block);
+- a result of 4000 ASCII chars is 1000 + 3 + 3 = 1006 as a block; of 400 chars, 106;
+- the stub of ``read``/``t1``/``1,006`` is 171 + 4 + 2 + 5 = 182 chars -> 46, + 3 + 3 = 52 as a block.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from fitting.notice import NOTICE
+from fitting.request import Fitter, fit_request
+
+STUB_START = "[windowfit: tool result cleared]"
+SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
+
+
+def anthropic_body() -> dict[str, Any]:
+    # messages (default overheads):
+    #   0 user "Read a.txt and b.txt." 21 chars -> 6 + 7 = 13
+    #   1 assistant text "Reading both." 13 + two calls 20 + 20 = 53 chars -> 14, + 4 + 3*3 = 27
+    #   2 user results t1, t2 of 4000 chars each -> 2000 + 4 + 2*(3+3) = 2016
+    #   3 assistant call t3 -> 5 + 4 + 3 = 12
+    #   4 user result t3 of 400 chars -> 100 + 4 + 6 = 110
+    # total 38 + 13 + 27 + 2016 + 12 + 110 = 2216
+    return {
+        "model": "claude-x",
+        "max_tokens": 1024,
+        "system": [{"type": "text", "text": "You read files.", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "read", "description": "Read a file.", "input_schema": SCHEMA}],
+        "messages": [
+            {"role": "user", "content": "Read a.txt and b.txt."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Reading both."},
+                    {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "a.txt"}},
+                    {"type": "tool_use", "id": "t2", "name": "read", "input": {"path": "b.txt"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "a" * 4000},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t2",
+                        "content": "b" * 4000,
+                        "cache_control": {"type": "ephemeral"},
+                    },
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t3", "name": "read", "input": {"path": "c.txt"}}],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t3", "content": "c" * 400}]},
+        ],
+    }
+
+
+def openai_call(call_id: str, path: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "read", "arguments": f'{{"path":"{path}"}}'}}
+
+
+def openai_body() -> dict[str, Any]:
+    # the system message is the preamble (11), tools 27 -> 38; then
+    #   0 user 21 chars -> 13
+    #   1 assistant with two calls 40 chars -> 10 + 4 + 2*3 = 20
+    #   2 tool t1 4000 chars -> 1000 + 4 + 3 + 3 = 1010
+    #   3 tool t2 -> 1010
+    #   4 assistant call t3 -> 5 + 4 + 3 = 12
+    #   5 tool t3 400 chars -> 100 + 10 = 110
+    # total 38 + 13 + 20 + 1010 + 1010 + 12 + 110 = 2213
+    return {
+        "model": "gpt-x",
+        "max_tokens": 512,
+        "tools": [
+            {"type": "function", "function": {"name": "read", "description": "Read a file.", "parameters": SCHEMA}}
+        ],
+        "messages": [
+            {"role": "system", "content": "You read files."},
+            {"role": "user", "content": "Read a.txt and b.txt."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [openai_call("t1", "a.txt"), openai_call("t2", "b.txt")],
+            },
+            {"role": "tool", "tool_call_id": "t1", "content": "a" * 4000},
+            {"role": "tool", "tool_call_id": "t2", "content": "b" * 4000},
+            {"role": "assistant", "content": None, "tool_calls": [openai_call("t3", "c.txt")]},
+            {"role": "tool", "tool_call_id": "t3", "content": "c" * 400},
+        ],
+    }
+
+
+def anthropic_pairs_ok(messages: list[dict[str, Any]]) -> bool:
+    """Every tool_use is answered by a tool_result in the very next message, and every result has its call."""
+    for i, message in enumerate(messages):
+        blocks = message["content"] if isinstance(message["content"], list) else []
+        calls = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+        results = {b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"}
+        if results:
+            before = messages[i - 1]["content"] if i else []
+            called = {b["id"] for b in before if isinstance(b, dict) and b.get("type") == "tool_use"}
+            if not results <= called:
+                return False
+        if calls:
+            if i + 1 == len(messages):
+                return False
+            after = messages[i + 1]["content"]
+            answered = {b["tool_use_id"] for b in after if isinstance(b, dict) and b.get("type") == "tool_result"}
+            if not calls <= answered:
+                return False
+    return True
+
+
+def openai_pairs_ok(messages: list[dict[str, Any]]) -> bool:
+    """Every tool call is answered by the ``tool`` messages right after it, and no tool message is stray."""
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        if message["role"] == "tool":
+            return False  # a tool message not right after its calls
+        calls = {c["id"] for c in message.get("tool_calls") or ()}
+        i += 1
+        while i < len(messages) and messages[i]["role"] == "tool":
+            if messages[i]["tool_call_id"] not in calls:
+                return False
+            calls.discard(messages[i]["tool_call_id"])
+            i += 1
+        if calls:
+            return False
+    return True
+
+
+def anthropic_result_texts(body: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for message in body["messages"]:
+        if isinstance(message["content"], list):
+            for block in message["content"]:
+                if block.get("type") == "tool_result":
+                    inner = block["content"]
+                    out[block["tool_use_id"]] = inner if isinstance(inner, str) else "".join(b["text"] for b in inner)
+    return out
+
+
+# --------------------------------------------------------------------------
+# A body that fits
+
+
+@pytest.mark.parametrize("make", [anthropic_body, openai_body])
+def test_a_body_that_fits_comes_back_as_the_same_object(make: Any) -> None:
+    body = make()
+    original = copy.deepcopy(body)
+    fitted = fit_request(body, budget=100_000)
+    assert fitted.body is body
+    assert fitted.plan.outcome == "fits"
+    assert body == original
+
+
+def test_estimates_match_the_hand_computation() -> None:
+    assert fit_request(anthropic_body(), budget=100_000).plan.tokens_before == 2216
+    assert fit_request(openai_body(), budget=100_000).plan.tokens_before == 2213
+    # the boundary is inclusive: exactly the estimate still fits, as the same object
+    body = anthropic_body()
+    assert fit_request(body, budget=2216).body is body
+
+
+# --------------------------------------------------------------------------
+# Over budget: same dialect, oldest results stubbed
+
+
+def test_anthropic_body_over_budget_is_cleared_in_the_same_dialect() -> None:
+    body = anthropic_body()
+    original = copy.deepcopy(body)
+    fitted = fit_request(body, budget=1500)
+    # Protected (allowance 375): t3 106; + t2 1006 > 375, so t1 and t2 are the candidates: one short batch.
+    # Message 2 becomes two stubs: 2 x 182 = 364 chars -> 91, + 4 + 2*(3+3) = 107; saved 2016 - 107 = 1909.
+    # 2216 - 1909 = 307.
+    assert fitted.plan.outcome == "cleared"
+    assert fitted.plan.tokens_after == 307
+    assert [r.call_id for r in fitted.plan.cleared] == ["t1", "t2"]
+    out = fitted.body
+    assert out is not body
+    assert body == original
+    assert out["model"] == "claude-x"
+    assert out["max_tokens"] == 1024
+    assert out["system"] == original["system"]  # cache_control included
+    assert out["tools"] == original["tools"]
+    assert len(out["messages"]) == 5
+    texts = anthropic_result_texts(out)
+    assert texts["t1"].startswith(STUB_START)
+    assert "(call t1, about 1,006 tokens)" in texts["t1"]
+    assert texts["t2"].startswith(STUB_START)
+    assert texts["t3"] == "c" * 400
+    assert anthropic_pairs_ok(out["messages"])
+    # the cleared block keeps its call id and its cache_control
+    t2 = out["messages"][2]["content"][1]
+    assert t2["tool_use_id"] == "t2"
+    assert t2["cache_control"] == {"type": "ephemeral"}
+
+
+def test_openai_body_over_budget_is_cleared_in_the_same_dialect() -> None:
+    body = openai_body()
+    original = copy.deepcopy(body)
+    fitted = fit_request(body, budget=1500)
+    # As in the Anthropic case, t1 and t2 form one batch. Each tool message becomes a stub:
+    # 182 chars -> 46, + 4 + 3 + 3 = 56; saved 2 x (1010 - 56) = 1908. 2213 - 1908 = 305.
+    assert fitted.plan.outcome == "cleared"
+    assert fitted.plan.tokens_after == 305
+    out = fitted.body
+    assert body == original
+    assert "system" not in out
+    assert out["model"] == "gpt-x"
+    assert out["max_tokens"] == 512
+    assert out["tools"] == original["tools"]
+    messages = out["messages"]
+    assert messages[0] == {"role": "system", "content": "You read files."}
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "tool", "assistant", "tool"]
+    tools = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
+    assert tools["t1"].startswith(STUB_START)
+    assert tools["t2"].startswith(STUB_START)
+    assert tools["t3"] == "c" * 400
+    assert messages[2]["tool_calls"] == original["messages"][2]["tool_calls"]
+    assert openai_pairs_ok(messages)
+
+
+@pytest.mark.parametrize("make", [anthropic_body, openai_body])
+def test_too_long_body_says_so_and_keeps_pairs(make: Any) -> None:
+    body = make()
+    original = copy.deepcopy(body)
+    fitted = fit_request(body, budget=100)
+    assert fitted.plan.outcome == "too-long"
+    assert not fitted.plan.fits
+    assert body == original
+    ok = anthropic_pairs_ok if "system" in original else openai_pairs_ok
+    assert ok(fitted.body["messages"])
+
+
+def test_add_notice_changes_even_a_body_that_fits() -> None:
+    body = anthropic_body()
+    original = copy.deepcopy(body)
+    fitted = fit_request(body, budget=100_000, add_notice=True)
+    assert fitted.plan.outcome == "fits"
+    assert fitted.plan.notice_added
+    assert fitted.body is not body
+    assert fitted.body["system"] == [*original["system"], {"type": "text", "text": NOTICE}]
+    assert body == original
+
+
+def test_dialect_can_be_forced() -> None:
+    # an OpenAI-looking body read as OpenAI explicitly gives the same answer as detection
+    detected = fit_request(openai_body(), budget=1500)
+    forced = fit_request(openai_body(), budget=1500, dialect="openai")
+    assert forced.body == detected.body
+
+
+# --------------------------------------------------------------------------
+# One Fitter per conversation
+
+
+def test_fitter_memoises_across_a_growing_conversation() -> None:
+    fitter = Fitter(budget=100_000)
+    body = anthropic_body()
+    assert fitter.fit(body).body is body
+    memo = fitter.estimator._memo  # the estimator's per-message cache
+    assert len(memo) == 5  # one entry per message
+    grown = copy.deepcopy(body)
+    grown["messages"] += [
+        {"role": "assistant", "content": "Both read."},
+        {"role": "user", "content": "Now summarise them."},
+    ]
+    assert fitter.fit(grown).body is grown
+    assert len(memo) == 7  # only the two new messages were estimated
+
+
+def test_fitter_memoises_while_clearing_the_same_batch() -> None:
+    fitter = Fitter(budget=1500)
+    body = anthropic_body()
+    first = fitter.fit(body)
+    assert [r.call_id for r in first.plan.cleared] == ["t1", "t2"]
+    size = len(fitter.estimator._memo)
+    grown = copy.deepcopy(body)
+    grown["messages"] += [
+        {"role": "assistant", "content": "Both read."},
+        {"role": "user", "content": "Now summarise them."},
+    ]
+    second = fitter.fit(grown)
+    # the same batch is cleared, so the stubbed message is the same value and is not estimated again:
+    # "Both read." 10 chars -> 3 + 7 = 10; "Now summarise them." 19 chars -> 5 + 7 = 12; 307 + 22 = 329
+    assert [r.call_id for r in second.plan.cleared] == ["t1", "t2"]
+    assert second.plan.tokens_after == 329
+    assert len(fitter.estimator._memo) == size + 2
+    # the cleared prefix is byte-identical between the two requests (the prefix cache keeps working)
+    assert second.body["messages"][:5] == first.body["messages"]
