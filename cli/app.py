@@ -36,6 +36,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
+
 @app.callback()
 def _root() -> None:
     """Keep long LLM agent conversations inside the context window.

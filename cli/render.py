@@ -44,7 +44,7 @@ def render_report(report: Report) -> RenderableType:
         f"{plural(report.messages, 'message')} · {plural(report.turns, 'turn')} · "
         f"{plural(report.rounds, 'tool round')} · {plural(report.tool_calls, 'tool call')} · "
         f"{plural(report.tool_results, 'tool result')}"
-        + (f" · {report.skipped_lines:,} lines skipped" if report.skipped_lines else "")
+        + (f" · {plural(report.skipped_lines, 'line')} skipped" if report.skipped_lines else "")
     )
     scripts = Table(title="Tokens by script", title_justify="left", show_edge=False)
     for col in ("class", "chars", "chars/token", "tokens", "share"):
@@ -100,8 +100,9 @@ def render_report(report: Report) -> RenderableType:
     parts += [
         Text(),
         Text.assemble(budget_bar(report.tokens, report.budget, report.window), f" {report.tokens:,} tokens"),
-        Text(report.verdict, style=verdict_style),
     ]
+    if report.budget is not None or report.window is not None:
+        parts.append(Text(report.verdict, style=verdict_style))
     return Group(*parts)
 
 

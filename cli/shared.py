@@ -21,7 +21,7 @@ from fitting.formats import FORMATS, Input, discover, load
 from .exit_codes import ExitCode
 
 out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)  # one error, one line, even in CI logs
 
 Files = Annotated[
     list[str],
@@ -107,5 +107,3 @@ def _loc(path: str) -> Location:
 
 def print_json(document: object) -> None:
     sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
-
-

@@ -36,7 +36,9 @@ TOOL_DEF_OVERHEAD_TOKENS = 8
 """Per tool definition: the wrapper around its name, description and schema."""
 
 IMAGE_TOKENS_UNKNOWN = 1600
-"""An image whose dimensions are unknown. Anthropic's rule caps an image at
+"""An image whose dimensions are unknown, and any other binary payload (a
+base64 PDF, audio or file in a block windowfit does not model): such data is
+never counted as characters. For an image whose dimensions are unknown: Anthropic's rule caps an image at
 about 1,600 tokens (1.15 megapixels / 750); OpenAI high detail at 1024x1024 is
 765. Erring high, like the text rule."""
 
@@ -219,7 +221,8 @@ class Estimator:
         if isinstance(block, Image):
             return ZERO, overhead + image_tokens(block.width, block.height, self.rule.image_tokens_unknown)
         if isinstance(block, Other):
-            return count_chars(block.raw), overhead
+            binary = block.binary_payloads * self.rule.image_tokens_unknown
+            return count_chars(block.counted or block.raw), overhead + binary
         raise TypeError(f"not a block: {block!r}")
 
     def block(self, block: Block) -> int:

@@ -53,6 +53,9 @@ class ToolCall:
     input_json: JsonText
     """The call's input as compact JSON; counted as text by the estimator."""
     extra: JsonText = ""
+    arguments: str = ""
+    """The input exactly as the format sent it, when that is a string (OpenAI
+    ``arguments``) that differs from ``input_json``; written back verbatim."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,11 @@ class Other:
 
     kind: str
     raw: JsonText
+    counted: JsonText = ""
+    """``raw`` with binary payloads (base64 data) cut out: what the estimator
+    counts as text. Empty when it equals ``raw``."""
+    binary_payloads: int = 0
+    """How many base64 payloads were cut out; each costs a fixed estimate."""
 
 
 @dataclass(frozen=True, slots=True)

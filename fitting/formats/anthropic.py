@@ -11,7 +11,6 @@ from ..transcript import (
     Block,
     Image,
     Message,
-    Other,
     Source,
     Text,
     Thinking,
@@ -20,7 +19,7 @@ from ..transcript import (
     ToolResult,
     Transcript,
 )
-from .common import dumps, extras, loads, merge_extra
+from .common import dumps, extras, loads, merge_extra, other_block
 
 _TEXT = frozenset({"type", "text"})
 _THINKING = frozenset({"type", "thinking"})
@@ -79,11 +78,11 @@ def block_from_json(obj: Any, where: Location) -> Block:
         elif isinstance(raw, list):
             content = tuple(block_from_json(b, where) for b in raw)
         else:
-            content = (Other("content", dumps(raw)),)
+            content = (other_block("content", raw),)
         return ToolResult(obj["tool_use_id"], content, bool(obj.get("is_error", False)), "", extras(obj, _TOOL_RESULT))
     if kind == "image":
         return image_from_json(obj)
-    return Other(kind, dumps(obj))
+    return other_block(kind, obj)
 
 
 def message_from_json(obj: dict[str, Any], source: Source) -> Message:

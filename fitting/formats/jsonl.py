@@ -11,6 +11,9 @@ import orjson
 from ..errors import InvalidJson, InvalidUtf8, Location
 from ..transcript import Skipped, Source
 
+BOM = b"\xef\xbb\xbf"
+"""A UTF-8 byte order mark, which some editors put at the start of a file."""
+
 
 def _utf8_error(data: bytes, path: str, first_line: int = 1) -> InvalidUtf8 | None:
     try:
@@ -29,7 +32,7 @@ def _utf8_error(data: bytes, path: str, first_line: int = 1) -> InvalidUtf8 | No
 def loads_document(data: bytes, path: str) -> Any:
     """Parse a whole file as one JSON value, or raise a located error."""
     try:
-        return orjson.loads(data)
+        return orjson.loads(data[len(BOM) :] if data.startswith(BOM) else data)
     except orjson.JSONDecodeError as exc:
         bad = _utf8_error(data, path)
         if bad is not None:
@@ -53,6 +56,8 @@ class LineReader:
     def values(self, lines: Iterable[bytes]) -> Iterator[tuple[int, Any]]:
         for lineno, raw in enumerate(lines, start=1):
             line = raw.strip()
+            if lineno == 1 and line.startswith(BOM):
+                line = line[len(BOM) :].strip()
             if not line:
                 continue
             if line.startswith(b"//"):

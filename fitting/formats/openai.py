@@ -23,7 +23,7 @@ from ..transcript import (
     Transcript,
 )
 from .anthropic import tool_from_json
-from .common import dumps, extras, loads, merge_extra
+from .common import dumps, extras, loads, merge_extra, other_block
 
 _MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 _REQUEST = frozenset({"messages", "tools"})
@@ -45,7 +45,7 @@ def _part_from_json(obj: Any, where: Location) -> Block:
             dims = sniff_dimensions(data)
             return Image(media, decoded_size(data), dims[0] if dims else None, dims[1] if dims else None, dumps(obj))
         return Image("", 0, None, None, dumps(obj))
-    return Other(str(kind), dumps(obj))
+    return other_block(str(kind), obj)
 
 
 def _content_from_json(raw: Any, where: Location) -> tuple[Block, ...]:
@@ -90,12 +90,14 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
             if not isinstance(call, dict) or not isinstance(call.get("id"), str):
                 raise UnknownShape(where, "each tool call needs an 'id'")
             fn = call["function"] if isinstance(call.get("function"), dict) else {}
+            raw_args = fn.get("arguments")
             calls.append(
                 ToolCall(
                     call["id"],
                     str(fn.get("name", "")),
-                    _arguments_json(fn.get("arguments")),
+                    compact := _arguments_json(raw_args),
                     extras(call, frozenset({"id", "type", "function"})),
+                    raw_args if isinstance(raw_args, str) and raw_args != compact else "",
                 )
             )
         reasoning = obj.get("reasoning_content")
@@ -176,6 +178,11 @@ def _content_to_json(blocks: tuple[Block, ...]) -> str | list[dict[str, Any]]:
     return [_part_to_json(b) for b in blocks]
 
 
+def _arguments_text(call: ToolCall) -> str:
+    """The arguments string to send: as received, else the compact input."""
+    return call.arguments or call.input_json
+
+
 def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[dict[str, Any]]:
     """OpenAI messages. A user message carrying tool results (Anthropic shape)
     becomes one ``tool`` message per result, then a user message for any rest."""
@@ -206,7 +213,11 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
         obj = {"role": "assistant", "content": _content_to_json(text) if text else None}
         calls = [
             merge_extra(
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.input_json}},
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments or c.input_json},
+                },
                 c.extra if same_dialect else "",
             )
             for c in m.tool_calls

@@ -24,10 +24,13 @@ class Input:
         return io.BytesIO(self.data) if self.data is not None else open(self.path, "rb")
 
     def head(self, size: int = SNIFF_BYTES) -> bytes:
+        """The first bytes, without a UTF-8 byte order mark."""
         if self.data is not None:
-            return self.data[:size]
-        with open(self.path, "rb") as f:
-            return f.read(size)
+            head = self.data[:size]
+        else:
+            with open(self.path, "rb") as f:
+                head = f.read(size)
+        return head[3:] if head.startswith(b"\xef\xbb\xbf") else head
 
     def read_all(self) -> bytes:
         return self.data if self.data is not None else Path(self.path).read_bytes()
@@ -42,7 +45,9 @@ class Input:
         import orjson
 
         with self.open() as f:
-            for line in f:
+            for number, line in enumerate(f):
+                if number == 0 and line.startswith(b"\xef\xbb\xbf"):
+                    line = line[3:]
                 if not line.strip():
                     continue
                 if line.lstrip().startswith(b"//"):
