@@ -510,3 +510,14 @@ def test_same_input_gives_byte_identical_output(run_cli: Run, in_data: Path, tmp
     assert fit(run_cli, "rounds_dropped", "-o", str(a)).exit_code == 0
     assert fit(run_cli, "rounds_dropped", "-o", str(b)).exit_code == 0
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_written_file_gets_the_usual_permissions(run_cli: Run, in_data: Path, tmp_path: Path) -> None:
+    # Regression: the temporary file behind the atomic write is created 0600; the
+    # output must get the mode a plain open() gives (0666 less the umask).
+    out = tmp_path / "out.jsonl"
+    result = fit(run_cli, "cleared", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask
