@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from fitting.fit import Dropped, Plan, clear_results, too_long_message
+from fitting.fit import Dropped, Plan, clear_results, repaired, too_long_message
 from fitting.transcript import Image, Message, Other, Thinking, ToolCall, ToolResult, Transcript
 from fitting.transcript import Text as TextBlock
 
@@ -215,8 +215,28 @@ def render_full(plan: Plan, transcript: Transcript) -> RenderableType:
     return table
 
 
+def render_repairs(plan: Plan) -> RenderableType | None:
+    if not plan.repairs:
+        return None
+    table = Table(
+        title=f"Repaired {len(plan.repairs)} orphan(s) first, so the request is valid",
+        title_justify="left",
+        show_edge=False,
+    )
+    for col in ("repair", "msg", "call id", "why"):
+        table.add_column(col, justify="right" if col == "msg" else "left")
+    for r in plan.repairs:
+        table.add_row(r.kind, str(r.message_index), escape(r.call_id), escape(r.why))
+    return table
+
+
 def render_plan(plan: Plan, transcript: Transcript, *, full: bool = False) -> RenderableType:
+    """The diff. ``transcript`` is the input; indices refer to it after repairs."""
     parts: list[RenderableType] = [render_summary(plan, transcript)]
+    repairs = render_repairs(plan)
+    transcript = repaired(transcript, plan)
+    if repairs is not None:
+        parts += [Text(), repairs]
     for piece in (
         render_batches(plan, transcript, full=full),
         render_dropped(plan, transcript),

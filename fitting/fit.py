@@ -16,6 +16,7 @@ from typing import Literal, TypeAlias
 from .errors import OptionError
 from .estimate import Estimator, make_estimator
 from .notice import with_notice
+from .repair import Repair, repair
 from .transcript import (
     Message,
     Round,
@@ -147,6 +148,9 @@ class Plan:
     note: str = ""
     """The truncation note inserted after the head (stages 2 and 3)."""
     notice_added: bool = False
+    repairs: tuple[Repair, ...] = ()
+    """Orphans fixed before fitting (message indices are the input's); every
+    other index in the plan refers to the repaired messages."""
     cause: str = ""
     """For ``too-long``: why, in words."""
 
@@ -254,8 +258,9 @@ def plan_fit(
     """Decide how to fit ``transcript`` into ``budget`` tokens."""
     options = FitOptions(budget, batch_size, protected_fraction, min_clear_ratio, add_notice)
     est = estimator or make_estimator()
-    source = with_notice(transcript) if add_notice else transcript
-    notice_added = source is not transcript
+    noticed = with_notice(transcript) if add_notice else transcript
+    notice_added = noticed is not transcript
+    source, repairs = repair(noticed)
     messages = source.messages
     preamble = est.preamble(source)
     message_tokens = tuple(est.message(m).tokens for m in messages)
@@ -278,6 +283,7 @@ def plan_fit(
         candidates=tuple(r for r in older if r.tokens >= min_clear_ratio * r.stub_tokens),
         batches=(),
         notice_added=notice_added,
+        repairs=repairs,
     )
     if before <= budget:
         return base
@@ -428,9 +434,15 @@ def _cause(
     )
 
 
+def repaired(transcript: Transcript, plan: Plan) -> Transcript:
+    """The messages the plan's indices refer to: with the notice and the repairs applied."""
+    source = with_notice(transcript) if plan.notice_added else transcript
+    return repair(source)[0] if plan.repairs else source
+
+
 def apply_plan(transcript: Transcript, plan: Plan) -> Transcript:
     """The request ``plan`` describes. The input is never modified."""
-    source = with_notice(transcript) if plan.notice_added else transcript
+    source = repaired(transcript, plan)
     if plan.outcome == "fits":
         return source
     messages = clear_results(source.messages, plan.cleared)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fit import Plan, ResultRef, too_long_message
+from .fit import Plan, ResultRef, repaired, too_long_message
 from .report import Report
 from .transcript import Transcript
 from .validate import Violation
@@ -97,6 +97,7 @@ def plan_to_dict(
         return "candidate"
 
     fates = plan.message_fates()
+    messages = repaired(transcript, plan).messages
     return {
         "schema": SCHEMA,
         "path": transcript.source.path,
@@ -119,7 +120,7 @@ def plan_to_dict(
         "notice_added": plan.notice_added,
         "messages": [
             {"index": i, "role": m.role, "line": m.source.line, "tokens": plan.message_tokens[i], "fate": fates[i]}
-            for i, m in enumerate(transcript.messages)
+            for i, m in enumerate(messages)
         ],
         "results": [
             {
@@ -142,6 +143,9 @@ def plan_to_dict(
         "head": list(plan.head),
         "kept": [list(k) for k in plan.kept],
         "dropped": [{"kind": d.kind, "start": d.start, "stop": d.stop, "tokens": d.tokens} for d in plan.dropped],
+        "repairs": [
+            {"kind": r.kind, "call_id": r.call_id, "message_index": r.message_index, "why": r.why} for r in plan.repairs
+        ],
         "note": plan.note or None,
         "cause": plan.cause or None,
         "person_message": too_long_message(plan) if plan.outcome == "too-long" else None,

@@ -8,7 +8,7 @@ as compact JSON text so that writers can reproduce it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Literal, TypeAlias
 
@@ -148,6 +148,35 @@ class Skipped:
 
 
 @dataclass(frozen=True, slots=True)
+class Defect:
+    """Something wrong in a real file that the loader worked around, with where."""
+
+    source: Source
+    kind: str
+    """E.g. ``unparseable-line``, ``comment-line``, ``truncated-line``, ``unanswered-call``,
+    ``orphan-result``, ``duplicate-history``, ``branch``."""
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What the provider counted for one request, attached where it was measured:
+    that request held ``messages[:before]`` of this transcript."""
+
+    before: int
+    input_tokens: int
+    """Input the provider read without its prompt cache."""
+    cache_creation_tokens: int = 0
+    cache_read_tokens: int = 0
+    source: Source = Source("<memory>")
+
+    @property
+    def total(self) -> int:
+        """The whole request as the provider counted it."""
+        return self.input_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
+
+@dataclass(frozen=True, slots=True)
 class Transcript:
     """A system prompt, tool definitions and ordered messages."""
 
@@ -160,6 +189,33 @@ class Transcript:
     skipped: tuple[Skipped, ...] = ()
     extra: JsonText = ""
     """Request-level keys windowfit does not model (model, max_tokens, ...)."""
+    defects: tuple[Defect, ...] = ()
+    """What the loader found wrong and worked around (reported, never silent)."""
+    usage: tuple[Usage, ...] = ()
+    """Measured request sizes, where the format records them."""
+    line_kinds: tuple[tuple[str, int], ...] = ()
+    """Lines that are not messages, by type (``summary``, ``progress``, ...), counted."""
+    notes: tuple[str, ...] = ()
+    """Decisions the loader took, in words (e.g. which branch it followed)."""
+    context_start: int = 0
+    """Index of the first message of the live context: a compaction restarts the
+    context, and only the messages from here on are sent with the next request."""
+    name: str = ""
+    """Which transcript of its file this is, when a file holds several (e.g.
+    ``subagent agent-a5bdbc1``, ``trajectory 17``); empty otherwise."""
+
+    @property
+    def label(self) -> str:
+        """The file, and the transcript's name within it when it has one."""
+        return f"{self.source.path} [{self.name}]" if self.name else self.source.path
+
+    def live(self) -> Transcript:
+        """The live context: what the next request would carry."""
+        if not self.context_start:
+            return self
+        start = self.context_start
+        usage = tuple(replace(u, before=u.before - start) for u in self.usage if u.before > start)
+        return replace(self, messages=self.messages[start:], usage=usage, context_start=0)
 
 
 # --------------------------------------------------------------------------
