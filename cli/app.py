@@ -56,6 +56,13 @@ def report(
     skip_invalid: SkipInvalid = False,
     from_: FromFormat = None,
     top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest tool results to list.")] = 10,
+    details: Annotated[
+        bool | None,
+        typer.Option(
+            "--details/--table",
+            help="Every report in full, or only the per-transcript table (default: full for up to 5 transcripts).",
+        ),
+    ] = None,
 ) -> None:
     """Measure transcripts: tokens by script, role and block kind, and the largest tool results.
 
@@ -69,7 +76,7 @@ def report(
     if json_:
         print_json(reports_document(reports, estimator=est.rule.name))
     else:
-        print_reports(out, reports)
+        print_reports(out, reports, details=details)
 
 
 app.command()(fit)

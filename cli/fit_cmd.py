@@ -42,6 +42,7 @@ from .shared import (
 
 
 class Target(str, Enum):
+    auto = "auto"
     same = "same"
     anthropic = "anthropic"
     openai = "openai"
@@ -140,8 +141,12 @@ def fit(
     ] = None,
     to: Annotated[
         Target,
-        typer.Option("--to", help="Output shape: the input's own (same), or an Anthropic or OpenAI request body."),
-    ] = Target.same,
+        typer.Option(
+            "--to",
+            help="Output shape: the input's own (same), or an Anthropic or OpenAI request body. "
+            "auto: same, except for logs (Claude Code, Codex, ...), which get their API's request body.",
+        ),
+    ] = Target.auto,
     batch_size: BatchSize = 4,
     protected_fraction: Protected = 0.25,
     min_clear_ratio: MinRatio = 2.0,
@@ -170,11 +175,11 @@ def fit(
     transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid)
     if index >= len(transcripts):
         fail(OptionError(f"{file} holds {len(transcripts)} transcript(s); --index {index} is out of range"))
-    transcript = transcripts[index]
+    transcript = transcripts[index].live()
     plan = _plan(transcript, est, budget, batch_size, protected_fraction, min_clear_ratio, add_notice)
     fitted = apply_plan(transcript, plan)
     before = check_request(transcript)
-    after = check_request(fitted, fitted.dialect if to is Target.same else to.value)
+    after = check_request(fitted, to.value if to in (Target.anthropic, Target.openai) else fitted.dialect)
     added = new_violations(before, after)
     if added:  # a bug in windowfit, not bad input: crash loudly
         raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))
@@ -257,7 +262,7 @@ def check(
     transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
     threshold = OUTCOMES.index(fail_on.value)
     rows = []
-    for t in transcripts:
+    for t in (t.live() for t in transcripts):
         plan = _plan(t, est, budget, batch_size, protected_fraction, min_clear_ratio, False)
         failed = OUTCOMES.index(plan.outcome) >= threshold
         over_window = window is not None and plan.tokens_after > window
@@ -275,6 +280,7 @@ def check(
                 "transcripts": [
                     {
                         "path": t.source.path,
+                        "name": t.name or None,
                         "outcome": p.outcome,
                         "tokens_before": p.tokens_before,
                         "tokens_after": p.tokens_after,
@@ -288,7 +294,9 @@ def check(
     else:
         for t, p, f in rows:
             path = t.source.path
-            summary = f"{p.outcome}: {p.tokens_before:,} → {p.tokens_after:,} tokens (budget {budget:,})"
+            summary = (
+                f"[{t.name}] " if t.name else ""
+            ) + f"{p.outcome}: {p.tokens_before:,} → {p.tokens_after:,} tokens (budget {budget:,})"
             if p.cause:
                 summary += f" — {p.cause}"
             if format_ is CheckFormat.github:

@@ -38,8 +38,77 @@ def budget_bar(tokens: int, budget: int | None, window: int | None) -> Text:
     return bar
 
 
+MAX_DEFECTS_SHOWN = 8
+
+
+def render_provenance(report: Report) -> list[RenderableType]:
+    """What the loader decided and found: the whole session vs the live context,
+    lines that are not messages, defects, and the provider's own counts."""
+    parts: list[RenderableType] = []
+    if report.session_messages != report.messages:
+        parts += [
+            Text(),
+            Text(
+                f"Whole session: {plural(report.session_messages, 'message')}, "
+                f"{report.session_tokens:,} tokens; the live context after the last compaction: "
+                f"{plural(report.messages, 'message')}, {report.tokens:,} tokens (shown above)"
+            ),
+        ]
+    for note in report.notes:
+        parts.append(Text(f"note: {note}", style="dim"))
+    if report.line_kinds:
+        kinds = ", ".join(f"{kind} {n:,}" for kind, n in report.line_kinds)
+        parts.append(Text(f"Lines that are not messages (skipped): {kinds}", style="dim"))
+    if report.defects:
+        counts: dict[str, int] = {}
+        for d in report.defects:
+            counts[d.kind] = counts.get(d.kind, 0) + 1
+        parts += [Text(), Text("Defects: " + ", ".join(f"{k} {n:,}" for k, n in counts.items()), style="yellow")]
+        for d in report.defects[:MAX_DEFECTS_SHOWN]:
+            where = f"{d.source.path}:{d.source.line}" if d.source.line else d.source.path
+            parts.append(Text(f"  {where}: {d.kind}: {d.detail}", style="yellow"))
+        if len(report.defects) > MAX_DEFECTS_SHOWN:
+            parts.append(
+                Text(f"  … {len(report.defects) - MAX_DEFECTS_SHOWN:,} more (--json lists all)", style="yellow")
+            )
+    if report.usage:
+        parts += [Text(), render_usage(report)]
+    return parts
+
+
+def render_usage(report: Report) -> RenderableType:
+    rows = report.usage
+    ratios = sorted(u.ratio for u in rows)
+    median = ratios[len(ratios) // 2]
+    low = sum(1 for r in ratios if r < 1)
+    measured = sum(u.measured for u in rows)
+    cached = sum(u.cache_read for u in rows)
+    table = Table(
+        title=f"Estimated vs measured request size at {plural(len(rows), 'point')}: median ratio "
+        f"{median:.2f}, {low:,} under-estimated; the provider served {cached / max(measured, 1):.0%} "
+        "of the measured input from its prompt cache",
+        title_justify="left",
+        show_edge=False,
+    )
+    for col in ("msgs", "line", "estimated", "measured", "ratio", "cache read"):
+        table.add_column(col, justify="right")
+    shown = sorted(rows, key=lambda u: u.ratio)[:5] if len(rows) > 10 else list(rows)
+    for u in shown:
+        table.add_row(
+            str(u.before),
+            "" if u.line is None else str(u.line),
+            f"{u.estimated:,}",
+            f"{u.measured:,}",
+            Text(f"{u.ratio:.2f}", style="red" if u.ratio < 1 else ""),
+            f"{u.cache_read:,}",
+        )
+    if len(rows) > 10:
+        table.caption = "the 5 points where the estimate is lowest; --json lists all"
+    return table
+
+
 def render_report(report: Report) -> RenderableType:
-    title = Text.assemble((report.path, "bold"), f"  ({report.format}, {report.dialect})")  # Text: not markup
+    title = Text.assemble((report.label, "bold"), f"  ({report.format}, {report.dialect})")  # Text: not markup
     counts = Text(
         f"{plural(report.messages, 'message')} · {plural(report.turns, 'turn')} · "
         f"{plural(report.rounds, 'tool round')} · {plural(report.tool_calls, 'tool call')} · "
@@ -86,6 +155,7 @@ def render_report(report: Report) -> RenderableType:
                 f"{r.tokens / report.budget:.1%}" if report.budget else "",
             )
         parts += [Text(), largest]
+    parts += render_provenance(report)
     data_tools = [t for t in report.tools if t.grows_like_data]
     if data_tools:
         parts += [
@@ -106,18 +176,40 @@ def render_report(report: Report) -> RenderableType:
     return Group(*parts)
 
 
+def short_verdict(report: Report) -> Text:
+    """``fits``, or how far over the budget (and the window) in a few words."""
+    if report.window is not None and not report.fits_window:
+        return Text(f"{report.tokens - report.window:+,} over window", style="bold red")
+    if report.budget is not None and not report.fits_budget:
+        return Text(f"{report.tokens - report.budget:+,} over budget", style="red")
+    return Text("fits" if report.budget is not None or report.window is not None else "", style="green")
+
+
 def render_summary(reports: list[Report]) -> Table:
     table = Table(title="All transcripts", title_justify="left", show_edge=False)
-    for col in ("file", "format", "messages", "tool results", "tokens", "verdict"):
-        table.add_column(col, justify="right" if col in ("messages", "tool results", "tokens") else "left")
+    table.add_column("transcript", overflow="fold", min_width=24, ratio=1)
+    table.add_column("format")
+    for col in ("msgs", "results", "tokens"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
     for r in reports:
         table.add_row(
-            escape(r.path), r.format, f"{r.messages:,}", f"{r.tool_results:,}", f"{r.tokens:,}", escape(r.verdict)
+            Text(r.label), r.format, f"{r.messages:,}", f"{r.tool_results:,}", f"{r.tokens:,}", short_verdict(r)
         )
     return table
 
 
-def print_reports(console: Console, reports: list[Report]) -> None:
+DETAILS_UP_TO = 5
+"""With more transcripts than this, ``report`` shows only the per-transcript table unless --details."""
+
+
+def print_reports(console: Console, reports: list[Report], *, details: bool | None = None) -> None:
+    if details is None:
+        details = len(reports) <= DETAILS_UP_TO
+    if not details:
+        console.print(render_summary(reports))
+        console.print(Text(f"{len(reports):,} transcripts: one line each; --details shows every report", "dim"))
+        return
     for i, report in enumerate(reports):
         if i:
             console.rule()

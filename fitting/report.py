@@ -11,6 +11,7 @@ from itertools import pairwise
 from .estimate import CharCounts, Estimator
 from .transcript import (
     Block,
+    Defect,
     Image,
     Other,
     Text,
@@ -61,7 +62,28 @@ class ToolRow:
 
 
 @dataclass(frozen=True, slots=True)
+class UsageRow:
+    """One request the provider measured, next to our estimate of it."""
+
+    before: int
+    """The request held this many messages of the session."""
+    line: int | None
+    estimated: int
+    measured: int
+    cache_read: int
+    cache_creation: int
+
+    @property
+    def ratio(self) -> float:
+        """Estimated over measured: below 1 means the estimate was too low."""
+        return self.estimated / self.measured if self.measured else float("inf")
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
+    """What ``report`` shows for one transcript. Counts and tokens describe the
+    live context (what the next request carries); ``session_*`` the whole file."""
+
     path: str
     format: str
     dialect: str
@@ -80,6 +102,17 @@ class Report:
     tools: tuple[ToolRow, ...]
     budget: int | None
     window: int | None
+    name: str = ""
+    session_messages: int = 0
+    session_tokens: int = 0
+    usage: tuple[UsageRow, ...] = ()
+    defects: tuple[Defect, ...] = ()
+    line_kinds: tuple[tuple[str, int], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.path} [{self.name}]" if self.name else self.path
 
     @property
     def fits_budget(self) -> bool:
@@ -140,7 +173,10 @@ def build_report(
     window: int | None = None,
     top: int = TOP_RESULTS,
 ) -> Report:
-    """Measure one transcript."""
+    """Measure one transcript: its live context, plus the whole session and the
+    provider's own counts where the file has them."""
+    session = transcript
+    transcript = transcript.live()
     messages = transcript.messages
     counts = CharCounts()
     by_role: dict[str, int] = defaultdict(int)
@@ -204,6 +240,10 @@ def build_report(
     )
     largest = tuple(sorted(results, key=lambda r: (-r.tokens, r.message_index))[:top])
 
+    usage = _usage_rows(session, estimator, preamble)
+    session_tokens = (
+        total if session is transcript else preamble + sum(estimator.message(m).tokens for m in session.messages)
+    )
     return Report(
         path=transcript.source.path,
         format=transcript.format,
@@ -223,4 +263,29 @@ def build_report(
         tools=tools,
         budget=budget,
         window=window,
+        name=session.name,
+        session_messages=len(session.messages),
+        session_tokens=session_tokens,
+        usage=usage,
+        defects=session.defects,
+        line_kinds=session.line_kinds,
+        notes=session.notes,
     )
+
+
+def _usage_rows(session: Transcript, estimator: Estimator, preamble: int) -> tuple[UsageRow, ...]:
+    """Each measured request next to the estimate of the same messages. A request
+    after a compaction holds the messages from ``context_start`` on."""
+    if not session.usage:
+        return ()
+    cumulative = [0]
+    for message in session.messages:
+        cumulative.append(cumulative[-1] + estimator.message(message).tokens)
+    start = session.context_start
+    rows = []
+    for u in session.usage:
+        before = min(u.before, len(session.messages))
+        first = start if before > start else 0
+        estimated = preamble + cumulative[before] - cumulative[first]
+        rows.append(UsageRow(before, u.source.line, estimated, u.total, u.cache_read_tokens, u.cache_creation_tokens))
+    return tuple(rows)

@@ -16,7 +16,12 @@ from .formats import anthropic, openai
 from .formats.bodies import transcript_from_body
 from .transcript import Dialect, Transcript
 
-Target: TypeAlias = Literal["same", "anthropic", "openai"]
+Target: TypeAlias = Literal["auto", "same", "anthropic", "openai"]
+"""What ``fit`` writes: ``same`` keeps the input's shape (messages JSONL or a
+request body; refused for logs), ``anthropic``/``openai`` a request body, and
+``auto`` is ``same`` where that works and the transcript's own dialect's body
+for logs (Claude Code sessions, Codex rollouts, ...)."""
+REQUEST_FORMATS = frozenset({"messages", "request"})
 
 
 def body_from_transcript(transcript: Transcript, *, to: Dialect | None = None) -> dict[str, Any]:
@@ -26,18 +31,18 @@ def body_from_transcript(transcript: Transcript, *, to: Dialect | None = None) -
     return openai.request_to_json(transcript)
 
 
-def write_transcript(transcript: Transcript, *, to: Target = "same") -> bytes:
-    """The bytes ``windowfit fit`` writes: the input's own shape for ``same``
-    (messages JSONL stays JSONL, a request body stays a body), else a body."""
+def write_transcript(transcript: Transcript, *, to: Target = "auto") -> bytes:
+    """The bytes ``windowfit fit`` writes (see ``Target``)."""
+    if to == "auto":
+        to = "same" if transcript.format in REQUEST_FORMATS else transcript.dialect
     if to != "same":
         return orjson.dumps(body_from_transcript(transcript, to=to), option=orjson.OPT_INDENT_2) + b"\n"
     if transcript.format == "request":
         return orjson.dumps(body_from_transcript(transcript), option=orjson.OPT_INDENT_2) + b"\n"
     if transcript.format != "messages":
-        raise OptionError(
-            f"{transcript.format} files are logs, not requests: '--to same' cannot write one "
-            "(use --to anthropic or --to openai)"
-        )
+        error = OptionError(f"{transcript.format} files are logs, not requests: '--to same' cannot write one")
+        error.hint = f"leave --to out to write an {transcript.dialect} request body, or pass --to anthropic|openai"
+        raise error
     body = body_from_transcript(transcript)
     lines = []
     if transcript.dialect == "anthropic" and "system" in body:

@@ -67,6 +67,25 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "fits_budget": report.fits_budget,
         "fits_window": report.fits_window,
         "verdict": report.verdict,
+        "name": report.name or None,
+        "session": {"messages": report.session_messages, "tokens": report.session_tokens},
+        "measured": [
+            {
+                "before": u.before,
+                "line": u.line,
+                "estimated": u.estimated,
+                "measured": u.measured,
+                "cache_read": u.cache_read,
+                "cache_creation": u.cache_creation,
+                "ratio": round(u.ratio, 4),
+            }
+            for u in report.usage
+        ],
+        "defects": [
+            {"kind": d.kind, "path": d.source.path, "line": d.source.line, "detail": d.detail} for d in report.defects
+        ],
+        "line_kinds": dict(report.line_kinds),
+        "notes": list(report.notes),
     }
 
 
@@ -101,6 +120,7 @@ def plan_to_dict(
     return {
         "schema": SCHEMA,
         "path": transcript.source.path,
+        "name": transcript.name or None,
         "format": transcript.format,
         "dialect": transcript.dialect,
         "estimator": estimator,

@@ -306,3 +306,17 @@ def test_every_command_has_help_with_an_example(run_cli: Run, name: str) -> None
     result = run_cli(name, "--help")
     assert result.exit_code == 0
     assert "Example:" in result.stdout
+
+
+def test_many_transcripts_show_one_table_row_each(run_cli: Run, tmp_path: Path) -> None:
+    # Six files: more than DETAILS_UP_TO (5), so only the per-transcript table is shown.
+    for i in range(6):
+        (tmp_path / f"s{i}.jsonl").write_text('{"role":"user","content":"' + "a" * (400 * i) + '"}\n')
+    result = run_cli("report", str(tmp_path), "--budget", "250")
+    assert result.exit_code == 0, result.stderr
+    assert "Tokens by script" not in result.stdout
+    assert "6 transcripts: one line each" in result.stdout
+    # s5 is 2,000 ASCII chars = 500 + 4 + 3 = 507 tokens: 257 over a 250 budget
+    assert "+257 over budget" in result.stdout
+    detailed = run_cli("report", str(tmp_path), "--details")
+    assert detailed.stdout.count("Tokens by script") == 6

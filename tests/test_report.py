@@ -3,12 +3,14 @@ data tools (SPEC section 5), and the verdict against budget and window."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from fitting import SEED, Estimator, Message, Source, Text, ToolCall, ToolResult, Transcript, build_report
 from fitting.report import ClassRow, ResultRow, ToolRow
 from fitting.serialize import report_to_dict, reports_document
-from fitting.transcript import Block, Role, Skipped
+from fitting.transcript import Block, Defect, Role, Skipped, Usage
 
 TEXT_ONLY = Estimator(SEED.scaled_overhead(0))
 
@@ -222,3 +224,45 @@ def test_report_to_dict() -> None:
     assert (d["fits_budget"], d["fits_window"], d["budget"], d["window"]) == (True, True, 200, None)
     assert d["verdict"] == "fits the 200 budget (84 tokens to spare)"
     assert reports_document([r], estimator="seed") == {"schema": 1, "estimator": "seed", "transcripts": [d]}
+
+
+def test_live_context_and_measured_usage_after_a_compaction() -> None:
+    # Four messages of 100 ASCII chars = 25 tokens each with overheads off. A compaction
+    # restarts the context at message 2: the live request is messages 2-3 (50 tokens), the
+    # session 100. Two measured points: before message 1 (held messages 0..0: 25 estimated,
+    # 40 measured: 10 input + 30 cache read) and before message 3 (after the compaction it held
+    # messages 2..2: 25 estimated, 20 measured).
+    messages = tuple(Message("user" if i % 2 == 0 else "assistant", (Text("a" * 100),)) for i in range(4))
+    t = Transcript(
+        (),
+        (),
+        messages,
+        context_start=2,
+        usage=(Usage(1, 10, 0, 30, Source("s", 2)), Usage(3, 20, 0, 0, Source("s", 4))),
+    )
+    report = build_report(t, Estimator(SEED.scaled_overhead(0)))
+    assert (report.messages, report.tokens) == (2, 50)
+    assert (report.session_messages, report.session_tokens) == (4, 100)
+    assert [(u.before, u.line, u.estimated, u.measured, u.cache_read) for u in report.usage] == [
+        (1, 2, 25, 40, 30),
+        (3, 4, 25, 20, 0),
+    ]
+    assert [round(u.ratio, 3) for u in report.usage] == [0.625, 1.25]
+    doc = report_to_dict(report)
+    assert doc["session"] == {"messages": 4, "tokens": 100}
+    assert [m["measured"] for m in doc["measured"]] == [40, 20]
+
+
+def test_defects_line_kinds_and_notes_are_reported() -> None:
+    t = replace(
+        small_transcript(),
+        defects=(Defect(Source("f", 7), "unanswered-call", "call x has no result"),),
+        line_kinds=(("progress", 3),),
+        notes=("followed the chain ending at line 9",),
+        name="subagent a1",
+    )
+    doc = report_to_dict(build_report(t, Estimator()))
+    assert doc["defects"] == [{"kind": "unanswered-call", "path": "f", "line": 7, "detail": "call x has no result"}]
+    assert doc["line_kinds"] == {"progress": 3}
+    assert doc["notes"] == ["followed the chain ending at line 9"]
+    assert doc["name"] == "subagent a1"
