@@ -12,6 +12,7 @@ from fitting.serialize import reports_document
 
 from .fit_cmd import check, fit
 from .render import print_reports
+from .replay_cmd import replay_command
 from .shared import (
     Budget,
     EstimatorName,
@@ -81,6 +82,7 @@ def report(
 
 app.command()(fit)
 app.command()(check)
+app.command("replay")(replay_command)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .fit import Plan, ResultRef, repaired, too_long_message
+from .replay import Run
 from .report import Report
 from .transcript import Transcript
 from .validate import Violation
@@ -185,4 +186,46 @@ def plan_to_dict(
                 for v in output_violations
             ],
         },
+    }
+
+
+def replay_to_dict(
+    runs: tuple[Run, ...], transcript: Transcript, *, budget: int, window: int | None, estimator: str
+) -> dict[str, Any]:
+    """A replay: per policy its totals and every step."""
+    return {
+        "schema": SCHEMA,
+        "path": transcript.source.path,
+        "name": transcript.name or None,
+        "estimator": estimator,
+        "budget": budget,
+        "window": window,
+        "runs": [
+            {
+                "policy": run.policy,
+                "requests": run.requests,
+                "rejections": run.rejections,
+                "sent_tokens": run.sent_tokens,
+                "cached_tokens": run.cached_tokens,
+                "uncached_tokens": run.uncached_tokens,
+                "prefix_breaks": run.prefix_breaks,
+                "outcomes": {name: round(share, 4) for name, share in run.outcome_shares()},
+                "steps": [
+                    {
+                        "index": s.index,
+                        "messages": s.messages,
+                        "line": s.line,
+                        "raw_tokens": s.raw_tokens,
+                        "sent_tokens": s.sent_tokens,
+                        "outcome": s.outcome,
+                        "cleared": s.cleared,
+                        "shared_prefix_tokens": s.shared_prefix_tokens,
+                        "prefix_break": s.prefix_break,
+                        "rejected": s.rejected,
+                    }
+                    for s in run.steps
+                ],
+            }
+            for run in runs
+        ],
     }

@@ -1,0 +1,95 @@
+"""The replay's policy table and a terminal chart of sent tokens per step."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from fitting.replay import Run
+
+CHART_HEIGHT = 12
+CHART_WIDTH = 64
+
+
+def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Table:
+    table = Table(
+        title=f"Policies side by side (budget {budget:,}" + (f", window {window:,})" if window else ")"),
+        title_justify="left",
+        show_edge=False,
+    )
+    for col in (
+        "policy",
+        "requests",
+        "rejected",
+        "sent tokens",
+        "cacheable",
+        "not cacheable",
+        "prefix breaks",
+        "outcomes",
+    ):
+        table.add_column(col, justify="left" if col in ("policy", "outcomes") else "right")
+    for run in runs:
+        shares = ", ".join(f"{name} {share:.0%}" for name, share in run.outcome_shares())
+        table.add_row(
+            run.policy,
+            f"{run.requests:,}",
+            Text(f"{run.rejections:,}", style="bold red" if run.rejections else "green"),
+            f"{run.sent_tokens:,}",
+            f"{run.cached_tokens:,}",
+            f"{run.uncached_tokens:,}",
+            f"{run.prefix_breaks:,}",
+            shares,
+        )
+    return table
+
+
+def render_chart(run: Run, *, budget: int, window: int | None) -> RenderableType:
+    """Sent tokens per step (columns are groups of steps, each showing its
+    largest request), the budget (``B``) and window (``W``) lines, and marks
+    under the steps where the prefix broke (``▲``) or a request was rejected (``✗``)."""
+    steps = run.steps
+    if not steps:
+        return Text("no requests to replay", style="dim")
+    width = min(CHART_WIDTH, len(steps))
+    groups = [steps[i * len(steps) // width : (i + 1) * len(steps) // width] for i in range(width)]
+    top = max([max(s.sent_tokens for s in steps), budget, window or 0])
+    rows: list[Text] = []
+
+    def level_of(tokens: int) -> int:
+        return round(CHART_HEIGHT * tokens / top)
+
+    budget_row, window_row = level_of(budget), level_of(window) if window else None
+    for level in range(CHART_HEIGHT, 0, -1):
+        line = Text()
+        label = "W " if level == window_row else "B " if level == budget_row else "  "
+        line.append(label, style="bold")
+        for group in groups:
+            peak = max(s.sent_tokens for s in group)
+            filled = level_of(peak) >= level
+            rejected = any(s.rejected for s in group)
+            if filled:
+                line.append("█", style="red" if rejected else "yellow" if peak > budget else "green")
+            elif level in (budget_row, window_row):
+                line.append("─", style="dim")
+            else:
+                line.append(" ")
+        rows.append(line)
+    marks = Text("  ")
+    for group in groups:
+        if any(s.rejected for s in group):
+            marks.append("✗", style="bold red")
+        elif any(s.prefix_break for s in group):
+            marks.append("▲", style="cyan")
+        else:
+            marks.append(" ")
+    rows.append(marks)
+    caption = Text(
+        f"{run.policy}: sent tokens per request, {len(steps):,} requests "
+        f"({len(steps) / width:.1f} per column); peak {max(s.sent_tokens for s in steps):,}; "
+        "▲ prefix break (clearing batch or cut), ✗ rejected",
+        style="dim",
+    )
+    return Group(*rows, caption)

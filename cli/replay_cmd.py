@@ -1,0 +1,160 @@
+"""``windowfit replay``: every request of a session fitted by several policies,
+with prefix-cache reuse, rejections, a terminal chart and an optional image."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from fitting.errors import OptionError
+from fitting.replay import KeepLastPolicy, LegacyPolicy, PolicyFactory, Run, WindowfitPolicy, replay
+from fitting.serialize import replay_to_dict
+
+from .exit_codes import ExitCode
+from .render_replay import render_chart, render_table
+from .shared import (
+    EstimatorName,
+    FromFormat,
+    JsonFlag,
+    Overhead,
+    SkipInvalid,
+    Window,
+    err,
+    estimator_from,
+    fail,
+    load_all,
+    out,
+    print_json,
+)
+
+
+class PolicyName(str, Enum):
+    windowfit = "windowfit"
+    windowfit_batch_1 = "windowfit-batch-1"
+    legacy = "legacy"
+    keep_last = "keep-last"
+
+
+def factories(names: list[PolicyName], *, batch_size: int, keep: int) -> list[PolicyFactory]:
+    made: list[PolicyFactory] = []
+    for name in names:
+        if name is PolicyName.windowfit:
+            made.append(lambda s, b: WindowfitPolicy(s, b, batch_size=batch_size))
+        elif name is PolicyName.windowfit_batch_1:
+            made.append(lambda s, b: WindowfitPolicy(s, b, batch_size=1))
+        elif name is PolicyName.legacy:
+            made.append(LegacyPolicy)
+        else:
+            made.append(lambda s, b: KeepLastPolicy(s, b, keep=keep))
+    return made
+
+
+def save_plot(runs: tuple[Run, ...], path: Path, *, budget: int, window: int | None, title: str) -> None:
+    """Sent tokens per request for each policy, as an image (needs matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise OptionError("--plot needs matplotlib: pip install 'windowfit[plot]'") from None
+    fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
+    for run in runs:
+        xs = [s.index for s in run.steps]
+        line = ax.plot(xs, [s.sent_tokens for s in run.steps], label=run.policy, linewidth=1.2)[0]
+        breaks = [s for s in run.steps if s.prefix_break]
+        if breaks and run.policy.startswith("windowfit"):
+            ax.scatter(
+                [s.index for s in breaks],
+                [s.sent_tokens for s in breaks],
+                marker="^",
+                s=14,
+                color=line.get_color(),
+                zorder=3,
+            )
+        rejected = [s for s in run.steps if s.rejected]
+        if rejected:
+            ax.scatter(
+                [s.index for s in rejected], [s.sent_tokens for s in rejected], marker="x", s=18, color="red", zorder=4
+            )
+    ax.axhline(budget, color="black", linestyle="--", linewidth=1, label=f"budget {budget:,}")
+    if window:
+        ax.axhline(window, color="red", linestyle=":", linewidth=1, label=f"window {window:,}")
+    ax.set_xlabel("request (one per assistant reply)")
+    ax.set_ylabel("tokens sent")
+    ax.set_title(title + "\n▲ prefix break (a clearing batch or a cut), × rejected (over the window)", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".png", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+        plt.close(fig)
+
+
+def replay_command(
+    file: Annotated[str, typer.Argument(help="One transcript file, or - for stdin.", show_default=False)],
+    budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")],
+    window: Window = None,
+    policy: Annotated[
+        list[PolicyName] | None,
+        typer.Option("--policy", "-p", help="Policies to compare (repeat the option); default: all four."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Batch size of the windowfit policy.")] = 4,
+    keep: Annotated[int, typer.Option("--keep", min=0, help="N for keep-last-N.")] = 3,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Also draw the chart into this image file (needs matplotlib: windowfit[plot])."),
+    ] = None,
+    chart: Annotated[bool, typer.Option("--chart/--no-chart", help="Draw the terminal chart.")] = True,
+    index: Annotated[int, typer.Option("--index", min=0, help="Which transcript, in a file that holds several.")] = 0,
+    json_: JsonFlag = False,
+    estimator: EstimatorName = "seed",
+    overhead: Overhead = 1.0,
+    skip_invalid: SkipInvalid = False,
+    from_: FromFormat = None,
+) -> None:
+    """Replay a session request by request under several policies: rejections, prefix-cache reuse, breaks.
+
+    One request per assistant reply, holding everything before it, fitted as each policy's harness would.
+
+    Example: windowfit replay sample_transcripts/ru_subagent_chapters.jsonl --budget 30000 --window 60000
+    """
+    est = estimator_from(estimator, overhead)
+    transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid)
+    if index >= len(transcripts):
+        fail(OptionError(f"{file} holds {len(transcripts)} transcript(s); --index {index} is out of range"))
+    transcript = transcripts[index].live()
+    names = policy or list(PolicyName)
+    runs = replay(
+        transcript, factories(names, batch_size=batch_size, keep=keep), budget=budget, estimator=est, window=window
+    )
+    if plot is not None:
+        try:
+            save_plot(runs, plot, budget=budget, window=window, title=transcript.label)
+        except OptionError as exc:
+            fail(exc)
+        except OSError as exc:
+            err.print(f"[bold red]error:[/] cannot write {escape(str(plot))}: {escape(exc.strerror or str(exc))}")
+            raise typer.Exit(ExitCode.OUTPUT) from None
+    if json_:
+        print_json(replay_to_dict(runs, transcript, budget=budget, window=window, estimator=est.rule.name))
+        return
+    out.print(f"[bold]{escape(transcript.label)}[/]: {len(runs[0].steps) if runs else 0:,} requests replayed")
+    out.print(render_table(runs, budget=budget, window=window))
+    if chart:
+        for run in runs:
+            out.print()
+            out.print(render_chart(run, budget=budget, window=window))
+    if plot is not None:
+        out.print(f"wrote {escape(str(plot))}")
