@@ -1,0 +1,207 @@
+"""Replay: the incremental policies agree with plan_fit on every request, the
+field report's claims hold on generated sessions, and small replays are
+checked by hand."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from strategies import subagents, transcripts
+
+from fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
+from fitting.estimate import Estimator
+from fitting.fit import plan_fit
+from fitting.replay import (
+    KeepLastPolicy,
+    LegacyPolicy,
+    Run,
+    Session,
+    WindowfitPolicy,
+    replay,
+    standard_policies,
+)
+
+PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def bare() -> Estimator:
+    return make_estimator(overhead=0.0)
+
+
+def subagent(result_chars: list[int]) -> Transcript:
+    """One instruction "go" (1 token), then per result a call ``read({})``
+    (2 tokens) and a result of ``n`` ASCII chars (n/4 tokens), overheads off."""
+    messages = [Message("user", (Text("go"),), Source("t", 1))]
+    for i, n in enumerate(result_chars):
+        messages.append(Message("assistant", (ToolCall(f"c{i}", "read", "{}"),), Source("t", len(messages) + 1)))
+        messages.append(Message("user", (ToolResult(f"c{i}", (Text("a" * n),)),), Source("t", len(messages) + 1)))
+    return Transcript((), (), tuple(messages))
+
+
+def run_of(transcript: Transcript, factory: object, budget: int, window: int | None = None) -> Run:
+    (run,) = replay(transcript, [factory], budget=budget, estimator=bare(), window=window)  # type: ignore[list-item]
+    return run
+
+
+# --------------------------------------------------------------------------
+# The incremental policy is plan_fit, request by request
+
+
+@PROPERTY
+@given(st.one_of(transcripts(), subagents()), st.floats(0.01, 1.2), st.sampled_from((1, 4)))
+def test_incremental_windowfit_equals_plan_fit_on_every_request(t: Transcript, fraction: float, batch: int) -> None:
+    estimator = make_estimator()
+    session = Session.of(t, estimator)
+    budget = max(1, int(estimator.request(t) * fraction))
+    policy = WindowfitPolicy(session, budget, batch_size=batch)
+    for n in session.steps:
+        sent = policy.request(n)
+        plan = plan_fit(replace(t, messages=t.messages[:n]), budget=budget, batch_size=batch, estimator=estimator)
+        assert (sent.outcome, sent.tokens, sent.cleared) == (plan.outcome, plan.tokens_after, len(plan.cleared))
+
+
+@PROPERTY
+@given(st.one_of(transcripts(), subagents()), st.floats(0.01, 1.2), st.integers(1, 5))
+def test_cleared_set_only_grows_and_in_batch_steps(t: Transcript, fraction: float, batch: int) -> None:
+    # SPEC §6.8 over a replay: the cleared count never shrinks, and it is a whole
+    # number of batches unless every candidate is cleared (the last batch may be short).
+    estimator = make_estimator()
+    session = Session.of(t, estimator)
+    policy = WindowfitPolicy(session, max(1, int(estimator.request(t) * fraction)), batch_size=batch)
+    previous = 0
+    for n in session.steps:
+        sent = policy.request(n)
+        assert sent.cleared >= previous
+        assert sent.cleared % batch == 0 or sent.cleared == len(policy.candidates)
+        previous = sent.cleared
+
+
+def clearing_breaks(run: Run) -> tuple[int, int, int]:
+    """(prefix breaks, the final cleared count, breaks that grew an already short last batch)."""
+    short_growth = sum(
+        1 for a, b in zip(run.steps, run.steps[1:], strict=False) if b.cleared > a.cleared and a.cleared % 4 != 0
+    )
+    return run.prefix_breaks, run.steps[-1].cleared if run.steps else 0, short_growth
+
+
+@PROPERTY
+@given(st.lists(st.integers(400, 8000), min_size=8, max_size=60), st.integers(8_000, 30_000))
+def test_batch_of_four_breaks_the_prefix_about_a_quarter_as_often(sizes: list[int], budget: int) -> None:
+    """The bound we prove, for sessions stage 1 alone can fit: with batch size 4,
+    B4 <= min(B1, ceil(N1 / 4)) + E, where B1 and B4 are the prefix breaks with
+    batch sizes 1 and 4, N1 the results batch size 1 has cleared by the end, and E
+    the requests where a short last batch (every candidate already cleared) grew.
+
+    Why: batch 1 clears the fewest results that fit, c1(t), which never shrinks;
+    batch 4 clears c4(t) = min(4 * ceil(c1(t) / 4), |C(t)|). Without short-batch
+    growth, c4 grows only when ceil(c1 / 4) does, which needs c1 to grow (so at
+    most B1 times) and happens at most ceil(N1 / 4) times. So when each request
+    needs at most one more result cleared (B1 = N1), B4 <= ceil(B1 / 4)."""
+    t = subagent(sizes)
+    b4 = run_of(t, lambda s, b: WindowfitPolicy(s, b), budget)
+    b1 = run_of(t, lambda s, b: WindowfitPolicy(s, b, batch_size=1), budget)
+    if any(s.outcome not in ("fits", "cleared") for s in (*b4.steps, *b1.steps)):
+        event("cut: not a clearing-only session")
+        return  # the bound is about clearing; cuts (stages 2 and 3) break the prefix by design
+    breaks4, _, short_growth = clearing_breaks(b4)
+    breaks1, n1, _ = clearing_breaks(b1)
+    event(f"B1 {'>= 8' if breaks1 >= 8 else '< 8'}")
+    assert breaks4 <= min(breaks1, math.ceil(n1 / 4)) + short_growth
+
+
+def test_a_long_steady_session_breaks_a_quarter_as_often_with_batches_of_four() -> None:
+    # 120 chapters of 1,000 tokens, budget 40,000 (protected share 10,000: 10 results).
+    # Batch 1 clears about one more result per request; batch 4 one batch every ~4 requests.
+    t = subagent([4000] * 120)
+    b4 = run_of(t, lambda s, b: WindowfitPolicy(s, b), 40_000)
+    b1 = run_of(t, lambda s, b: WindowfitPolicy(s, b, batch_size=1), 40_000)
+    breaks4, _, short4 = clearing_breaks(b4)
+    breaks1, n1, _ = clearing_breaks(b1)
+    assert short4 == 0
+    assert breaks4 <= math.ceil(n1 / 4)
+    assert breaks1 >= 4 * breaks4 - 4
+    assert b4.cached_tokens > b1.cached_tokens
+
+
+# --------------------------------------------------------------------------
+# The field report's 8 subagents
+
+
+def russian_subagent(n: int, rounds: int) -> Transcript:
+    chapter = ("Глава о том, как агент читает длинные книги и сверяет их с заметками. " * 400)[:24_000]
+    messages = [Message("user", (Text(f"Прочитай главы 1–{rounds}."),))]
+    for i in range(rounds):
+        messages.append(Message("assistant", (Text(f"Читаю главу {i + 1}."), ToolCall(f"s{n}c{i}", "read", "{}"))))
+        messages.append(Message("user", (ToolResult(f"s{n}c{i}", (Text(chapter + str(i)),)),)))
+    messages.append(Message("assistant", (Text("Готово."),)))
+    return Transcript((Text("Ты субагент."),), (), tuple(messages))
+
+
+def test_eight_long_subagents_legacy_rejects_every_one_windowfit_none() -> None:
+    estimator = make_estimator()
+    rejected_legacy = rejected_windowfit = 0
+    for n in range(8):
+        t = russian_subagent(n, rounds=100 + 5 * n)  # ~10,700 tokens a chapter: past 1,000,000 by the end
+        assert estimator.request(t) > 1_000_000
+        windowfit, legacy = replay(
+            t, [lambda s, b: WindowfitPolicy(s, b), LegacyPolicy], budget=400_000, estimator=estimator, window=1_000_000
+        )
+        rejected_legacy += legacy.rejections > 0
+        rejected_windowfit += windowfit.rejections > 0
+        assert all(s.sent_tokens <= 400_000 for s in windowfit.steps)
+    assert (rejected_legacy, rejected_windowfit) == (8, 0)
+
+
+# --------------------------------------------------------------------------
+# A small replay checked by hand
+
+# subagent([4000] * 6) with overheads off: m0 "go" = 1 token; each call 2; each result 1,000.
+# A stub for read/c<i>/1,000 tokens is 182 ASCII chars = 46 tokens (45.5 rounded up), so
+# clearing a result saves 954. Requests hold messages[:n] for the assistant replies at
+# n = 1, 3, 5, 7, 9, 11: raw sizes 1, 1,003, 2,005, 3,007, 4,009, 5,011. Budget 3,000:
+# the protected share is 750, so only the newest result is protected.
+
+
+def test_hand_checked_replay_windowfit_batch_of_four() -> None:
+    run = run_of(subagent([4000] * 6), lambda s, b: WindowfitPolicy(s, b), 3000, window=4500)
+    # n=7: candidates c0, c1 (a short batch) cleared: 3,007 - 2 * 954 = 1,099.
+    # n=9: c2 joins the cleared short batch: 4,009 - 3 * 954 = 1,147.
+    # n=11: c3 fills it: 5,011 - 4 * 954 = 1,195.
+    assert [s.raw_tokens for s in run.steps] == [1, 1003, 2005, 3007, 4009, 5011]
+    assert [s.sent_tokens for s in run.steps] == [1, 1003, 2005, 1099, 1147, 1195]
+    assert [s.cleared for s in run.steps] == [0, 0, 0, 2, 3, 4]
+    assert [s.outcome for s in run.steps] == ["fits", "fits", "fits", "cleared", "cleared", "cleared"]
+    # Shared prefix: the whole previous request while nothing changes; then up to the first
+    # changed message: m0 + m1 = 3; m0..m5 = 1 + 2 + 46 + 2 + 46 + 2 = 99; m0..m7 = 147.
+    assert [s.shared_prefix_tokens for s in run.steps] == [0, 1, 1003, 3, 99, 147]
+    assert [s.prefix_break for s in run.steps] == [False, False, False, True, True, True]
+    assert (run.sent_tokens, run.cached_tokens, run.uncached_tokens) == (6450, 1253, 5197)
+    assert run.rejections == 0
+
+
+def test_hand_checked_replay_batch_of_one_and_legacy_and_keep_last() -> None:
+    t = subagent([4000] * 6)
+    one = run_of(t, lambda s, b: WindowfitPolicy(s, b, batch_size=1), 3000)
+    # n=7: 3,007 - 954 = 2,053 (c0); n=9: 4,009 - 2 * 954 = 2,101 (c0, c1); n=11: 5,011 - 3 * 954 = 2,149.
+    assert [s.sent_tokens for s in one.steps][3:] == [2053, 2101, 2149]
+    assert [s.cleared for s in one.steps][3:] == [1, 2, 3]
+    # first changes: c0 in m2 (shared 3), c1 in m4 (1 + 2 + 46 + 2 = 51), c2 in m6 (99)
+    assert [s.shared_prefix_tokens for s in one.steps][3:] == [3, 51, 99]
+    legacy = run_of(t, LegacyPolicy, 3000, window=4500)
+    # one turn: nowhere to cut, everything is sent; 5,011 > 4,500 is rejected
+    assert [s.sent_tokens for s in legacy.steps] == [1, 1003, 2005, 3007, 4009, 5011]
+    assert [s.rejected for s in legacy.steps] == [False] * 5 + [True]
+    assert legacy.prefix_breaks == 0
+    keep = run_of(t, lambda s, b: KeepLastPolicy(s, b, keep=3), 3000)
+    # over the budget from n=7: clear all but the newest 3 results: none, then c0, then c0 and c1
+    assert [s.cleared for s in keep.steps][3:] == [0, 1, 2]
+    assert [s.sent_tokens for s in keep.steps][3:] == [3007, 4009 - 954, 5011 - 2 * 954]
+    assert [s.outcome for s in keep.steps][3:] == ["over-budget"] * 3
+
+
+def test_standard_policies_are_the_four_of_the_table() -> None:
+    runs = replay(subagent([4000] * 3), standard_policies(), budget=10_000, estimator=bare())
+    assert [r.policy for r in runs] == ["windowfit", "windowfit --batch-size 1", "legacy", "keep-last-3"]
