@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from fitting import Transcript, WindowfitError, make_estimator
-from fitting.errors import InputError, Location
+from fitting.errors import EmptyTranscript, InputError, Location, NoTranscripts, UnknownFormat
 from fitting.estimate import ESTIMATORS, Estimator
 from fitting.formats import FORMATS, Input, discover, load
 
@@ -67,11 +67,15 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
     """Load every transcript named, with a progress bar when it takes a while."""
     try:
         inputs: list[Input] = []
+        scanned: set[str] = set()  # found in a directory, not named by the user
         for name in files:
             if name == "-":
                 inputs.append(Input("<stdin>", sys.stdin.buffer.read()))
             else:
-                inputs.extend(Input(str(p)) for p in discover([name]))
+                found = [Input(str(p)) for p in discover([name])]
+                if Path(name).is_dir():
+                    scanned.update(i.path for i in found)
+                inputs.extend(found)
         for item in inputs:
             if item.data is None and not Path(item.path).exists():
                 raise InputError(_loc(item.path), "no such file")
@@ -90,8 +94,16 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
             task = progress.add_task("loading", total=len(inputs))
             for item in inputs:
                 progress.update(task, description=f"loading {escape(Path(item.path).name)}")
-                transcripts.extend(load(item, fmt=fmt, skip_invalid=skip_invalid))
+                try:
+                    transcripts.extend(load(item, fmt=fmt, skip_invalid=skip_invalid))
+                except (EmptyTranscript, UnknownFormat) as exc:
+                    if item.path not in scanned:
+                        raise
+                    # A directory of real sessions holds empty and foreign files: say so, go on.
+                    err.print(f"[yellow]skipped:[/] {escape(str(exc))}")
                 progress.advance(task)
+        if not transcripts:
+            raise NoTranscripts(_loc(", ".join(files)), "no transcripts found")
         return transcripts
     except WindowfitError as exc:
         fail(exc)

@@ -285,6 +285,8 @@ def _usage_rows(session: Transcript, estimator: Estimator, preamble: int) -> tup
     rows = []
     for u in session.usage:
         before = min(u.before, len(session.messages))
+        if before == 0:
+            continue  # measured before any message the file holds (an excerpt): nothing to compare
         first = start if before > start else 0
         estimated = preamble + cumulative[before] - cumulative[first]
         rows.append(UsageRow(before, u.source.line, estimated, u.total, u.cache_read_tokens, u.cache_creation_tokens))

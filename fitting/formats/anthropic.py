@@ -215,6 +215,9 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
             out.append({"role": "user", "content": [block_to_json(b) for b in blocks], "_tool": m.role == "tool"})
             continue
         content = _results_first(m.content) if m.role == "user" else m.content
+        if not same_dialect:
+            # Reasoning from another provider has no Anthropic signature; Anthropic rejects it.
+            content = tuple(b for b in content if not isinstance(b, Thinking))
         obj: dict[str, Any] = {"role": m.role, "content": [block_to_json(b) for b in content]}
         out.append(merge_extra(obj, m.extra) if same_dialect else obj)
     for obj in out:
