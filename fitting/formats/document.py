@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ..errors import InvalidJson, InvalidUtf8, Location
+from .registry import SNIFF_BYTES, Input
 
 CHUNK_CHARS = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
@@ -34,7 +35,9 @@ def _invalid(path: str, line: int, column: int | None, what: str) -> InvalidJson
 
 
 class _Buffer:
-    """Decoded text read ahead from a stream; ``line`` is the line of ``text[0]``."""
+    """Decoded text read ahead from a stream. Text already consumed is dropped
+    only when more is read, and lines are counted forward from a mark, so many
+    small members cost linear time."""
 
     def __init__(self, stream: BinaryIO, path: str) -> None:
         self.stream = stream
@@ -42,27 +45,40 @@ class _Buffer:
         self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
         self.text = ""
         self.pos = 0
-        self.line = 1
         self.eof = False
+        self.mark = 0
+        """An offset in ``text`` at or before ``pos`` ..."""
+        self.mark_line = 1
+        """... and the line it is on."""
+        self.column = 0
+        """0-based column of ``text[0]`` in its line."""
+
+    def line_at(self, pos: int) -> int:
+        """The 1-based line of ``text[pos]``, for ``pos`` at or after the mark (which moves there)."""
+        self.mark_line += self.text.count("\n", self.mark, pos)
+        self.mark = pos
+        return self.mark_line
+
+    def where(self, pos: int) -> tuple[int, int]:
+        """The 1-based line and column of ``text[pos]``."""
+        newline = self.text.rfind("\n", 0, pos)
+        return self.line_at(pos), pos - newline if newline >= 0 else self.column + pos + 1
 
     def fill(self, chars: int = CHUNK_CHARS) -> None:
+        """Drop the text consumed, then read at least ``chars`` more characters' worth."""
+        if self.pos:
+            line, column = self.where(self.pos)
+            self.text, self.pos, self.mark, self.mark_line, self.column = self.text[self.pos :], 0, 0, line, column - 1
         data = self.stream.read(max(chars, CHUNK_CHARS))
         try:
             self.text += self.decoder.decode(data, final=not data)
         except UnicodeDecodeError as exc:
             raise InvalidUtf8(
-                Location(self.path, self.line + self.text.count("\n")),
+                Location(self.path, self.line_at(len(self.text))),
                 f"invalid UTF-8 (byte 0x{exc.object[exc.start]:02x})",
                 hint="convert the file to UTF-8 first",
             ) from None
         self.eof = not data
-
-    def compact(self) -> None:
-        """Forget the text already read."""
-        if self.pos:
-            self.line += self.text.count("\n", 0, self.pos)
-            self.text = self.text[self.pos :]
-            self.pos = 0
 
     def peek(self) -> str:
         """The next non-blank character ("" at the end of the input)."""
@@ -75,29 +91,25 @@ class _Buffer:
     def expect(self, chars: str) -> str:
         found = self.peek()
         if not found or found not in chars:
-            where = self.line + self.text.count("\n", 0, self.pos)
-            column = self.pos - self.text.rfind("\n", 0, self.pos)
-            raise _invalid(self.path, where, column, f"expected {' or '.join(map(repr, chars))}")
+            raise _invalid(self.path, *self.where(self.pos), f"expected {' or '.join(map(repr, chars))}")
         self.pos += 1
         return found
 
     def value(self) -> tuple[Any, int, str]:
         """The next JSON value, the line it starts on, and its text."""
         self.peek()
-        self.compact()
         while True:
             try:
-                value, end = _DECODER.raw_decode(self.text, 0)
+                value, end = _DECODER.raw_decode(self.text, self.pos)
             except json.JSONDecodeError as exc:
                 if self.eof:
-                    line = self.line + exc.lineno - 1
-                    raise _invalid(self.path, line, exc.colno, exc.msg) from None
-                self.fill(len(self.text))  # doubling: a huge value is re-read O(log n) times
+                    raise _invalid(self.path, *self.where(exc.pos), exc.msg) from None
+                self.fill(len(self.text) - self.pos)  # doubling: a huge value is re-read O(log n) times
                 continue
             # A number cut at the end of the text read so far would parse as a shorter one.
             if end < len(self.text) or self.eof:
-                self.pos = end
-                return value, self.line, self.text[:end]
+                start, self.pos = self.pos, end
+                return value, self.line_at(start), self.text[start:end]
             self.fill()
 
 
@@ -120,7 +132,7 @@ def iter_members(stream: BinaryIO, path: str) -> Iterator[Member]:
                 if first == "{":
                     raw_key, _, _ = buf.value()
                     if not isinstance(raw_key, str):
-                        raise _invalid(path, buf.line, None, "an object key must be a string")
+                        raise _invalid(path, *buf.where(buf.pos), "an object key must be a string")
                     key = raw_key
                     buf.expect(":")
                 value, line, text = buf.value()
@@ -128,7 +140,7 @@ def iter_members(stream: BinaryIO, path: str) -> Iterator[Member]:
                 if buf.expect("," + closing) == closing:
                     break
     if buf.peek():
-        raise _invalid(path, buf.line + buf.text.count("\n", 0, buf.pos), None, "extra data after the document")
+        raise _invalid(path, *buf.where(buf.pos), "extra data after the document")
 
 
 def locate_members(text: str, start: int = 0) -> Iterator[tuple[str | None, int, Any]]:
@@ -242,3 +254,16 @@ def scan_head(head: bytes) -> HeadShape:
         value,
     )
 
+
+def is_document(source: Input) -> bool:
+    """Whether the input is one JSON document rather than JSON Lines, from its
+    first bytes when they tell (reading the first line only when they do not)."""
+    head = source.head()
+    if head.lstrip().startswith(b"//"):
+        return False  # comment lines: JSON Lines
+    shape = scan_head(head)
+    if shape.more:
+        return False
+    if shape.multiline or (shape.complete and len(head) < SNIFF_BYTES):
+        return True
+    return source.is_document()

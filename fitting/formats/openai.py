@@ -81,8 +81,12 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
         return Message("system", content, source, extra)
     if role == "tool":
         call_id = obj.get("tool_call_id")
+        ids = obj.get("tool_call_ids")  # SWE-agent's history: a list, holding one id
+        if call_id is None and isinstance(ids, list) and len(ids) == 1:
+            call_id = ids[0]
+            extra = extras(obj, _MESSAGE | {"tool_call_ids"})
         if not isinstance(call_id, str):
-            raise UnknownShape(where, "a 'tool' message needs a 'tool_call_id'")
+            raise UnknownShape(where, "a 'tool' message needs a 'tool_call_id' (or 'tool_call_ids' holding one id)")
         return Message("tool", (ToolResult(call_id, content, False, str(obj.get("name") or "")),), source, extra)
     if role == "assistant":
         calls = []

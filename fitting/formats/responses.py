@@ -9,18 +9,32 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain, pairwise
 from typing import Any
 
 import orjson
 
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
-from ..transcript import Block, Defect, Image, Message, Skipped, Source, Text, Thinking, ToolCall, ToolDef, ToolResult
-from ..transcript import Transcript
+from ..transcript import (
+    Block,
+    Defect,
+    Image,
+    Message,
+    Skipped,
+    Source,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolDef,
+    ToolResult,
+    Transcript,
+)
 from ..validate import check_messages
 from .anthropic import tool_from_json
 from .common import dumps, other_block
-from .jsonl import LineReader, loads_document
+from .document import Member, is_document, iter_members, locate_members, scan_head
+from .jsonl import LineReader
 from .openai import _arguments_json
 from .registry import Format, Input
 
@@ -107,14 +121,22 @@ def _reasoning_text(item: dict[str, Any]) -> str:
     return "\n\n".join(texts)
 
 
-def _call(item: dict[str, Any], kind: str, where: Location) -> ToolCall:
-    call_id = item.get("call_id") or item.get("id")
+def _call_id(item: dict[str, Any], kind: str, where: Location) -> str:
+    """The id that pairs a call with its output; local shell items may carry only ``id``."""
+    call_id = item.get("call_id") or (item.get("id") if kind.startswith("local_shell") else None)
     if not isinstance(call_id, str) or not call_id:
         raise UnknownShape(where, f"a {kind} item needs a 'call_id'")
+    return call_id
+
+
+def _call(item: dict[str, Any], kind: str, where: Location) -> ToolCall:
+    call_id = _call_id(item, kind, where)
     if kind == "function_call":
         raw = item.get("arguments")
         compact = _arguments_json(raw)
-        return ToolCall(call_id, str(item.get("name", "")), compact, "", raw if isinstance(raw, str) and raw != compact else "")
+        return ToolCall(
+            call_id, str(item.get("name", "")), compact, "", raw if isinstance(raw, str) and raw != compact else ""
+        )
     if kind == "custom_tool_call":
         # A freeform tool's input is raw text (e.g. an apply_patch body), not JSON: it is
         # kept as {"input": text}, the object a function-shaped request can carry.
@@ -189,9 +211,7 @@ class ItemReader:
         elif kind == "web_search_call":
             self._assistant((other_block(kind, item),), source)
         elif kind in OUTPUTS:
-            call_id = item.get("call_id") or item.get("id")
-            if not isinstance(call_id, str) or not call_id:
-                raise UnknownShape(where, f"a {kind} item needs a 'call_id'")
+            call_id = _call_id(item, kind, where)
             content, failed = _output_content(item.get("output"), where)
             self._append(Message("tool", (ToolResult(call_id, content, failed),), source))
         else:
@@ -208,7 +228,7 @@ def defects_of(messages: list[Message], starts: Iterable[int], call_lines: dict[
     (a compaction's replacement history repeats earlier calls: not a defect)."""
     bounds = sorted({0, *starts, len(messages)})
     defects = []
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in pairwise(bounds):
         for v in check_messages(messages[a:b], "openai"):
             source = v.source
             if v.kind == "unanswered-call" and call_lines.get(v.call_id) is not None:
@@ -288,39 +308,45 @@ def _transcript(
     )
 
 
+def _input_items(member: Member, path: str) -> list[tuple[int | None, Any]]:
+    """The items of a body's ``input`` (a list, or a string: one user message), each with its line."""
+    if isinstance(member.value, str):
+        return [(member.line, {"role": "user", "content": member.value})]
+    if not isinstance(member.value, list):
+        raise UnknownShape(Location(path, member.line), "'input' must be a list of items or a string")
+    return [(member.line + member.text.count("\n", 0, at), value) for _, at, value in locate_members(member.text)]
+
+
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
-    if not source.is_document():
-        reader = LineReader(source.path, skip_invalid)
-        return (_transcript(reader.values(source.lines()), source.path, skip_invalid=skip_invalid, skipped=reader.skipped),)
-    value = loads_document(source.read_all(), source.path)
-    body: dict[str, Any] | None = None
-    if isinstance(value, dict) and "input" in value:
-        body, value = value, value["input"]
-        if isinstance(value, str):
-            value = [{"role": "user", "content": value}]
-    elif isinstance(value, dict):
-        value = [value]
-    if not isinstance(value, list):
-        raise UnknownShape(
-            Location(source.path), "not a list of Responses items or a body with an 'input' list", hint="pass --from"
-        )
-    return (_transcript(((None, v) for v in value), source.path, skip_invalid=skip_invalid, skipped=[], body=body),)
+    path = source.path
+    if not is_document(source):
+        reader = LineReader(path, skip_invalid)
+        return (_transcript(reader.values(source.lines()), path, skip_invalid=skip_invalid, skipped=reader.skipped),)
+    with source.open() as stream:
+        members = iter_members(stream, path)
+        first = next(members, None)
+        if first is None:
+            raise EmptyTranscript(Location(path), "no Responses items found", hint="is this the right file?")
+        if first.key is None:  # an array of items, read one by one
+            items = ((m.line, m.value) for m in chain((first,), members))
+            return (_transcript(items, path, skip_invalid=skip_invalid, skipped=[]),)
+        fields = {m.key: m for m in chain((first,), members) if m.key is not None}
+    body = {key: m.value for key, m in fields.items()}
+    if "input" in fields:
+        located = _input_items(fields["input"], path)
+        return (_transcript(located, path, skip_invalid=skip_invalid, skipped=[], body=body),)
+    if item_type(body):  # one item on its own
+        return (_transcript([(first.line, body)], path, skip_invalid=skip_invalid, skipped=[]),)
+    raise UnknownShape(
+        Location(path), "not a list of Responses items or a body with an 'input' list", hint="pass --from"
+    )
 
 
 _ITEM_MARK = re.compile(
     rb'(?<!\\)"type"\s*:\s*"(?:message|reasoning|function_call|function_call_output|custom_tool_call'
     rb'|custom_tool_call_output|local_shell_call|local_shell_call_output|web_search_call)"'
 )
-_INPUT_KEY = re.compile(rb'(?<!\\)"input"\s*:\s*[\["]')
 _MESSAGE_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
-
-
-def _first_line(head: bytes) -> bytes:
-    """The first line that is neither blank nor a ``//`` comment (maybe cut off by the head)."""
-    text = head.lstrip()
-    while text.startswith(b"//"):
-        text = text.partition(b"\n")[2].lstrip()
-    return text.partition(b"\n")[0]
 
 
 def _is_item(obj: Any) -> bool:
@@ -346,29 +372,33 @@ def _is_item(obj: Any) -> bool:
 
 
 def sniff(head: bytes) -> bool:
-    line = _first_line(head)
-    text = head.lstrip()
-    while text.startswith(b"//"):
-        text = text.partition(b"\n")[2].lstrip()
-    if text.startswith(b"["):
-        return bool(_ITEM_MARK.search(text))
-    if not text.startswith(b"{"):
+    """An array holding Responses items, a body with ``input`` (and no
+    ``messages``), or JSON Lines whose first line is an item."""
+    shape = scan_head(head)
+    if shape.opening == "[":
+        return bool(_ITEM_MARK.search(shape.first_line))
+    if shape.opening != "{":
         return False
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        # A body spread over lines, or a first line longer than the head.
-        return bool(_INPUT_KEY.search(text) and _ITEM_MARK.search(text) and b'"payload"' not in line)
-    if isinstance(obj, dict) and "input" in obj and "messages" not in obj:
-        return isinstance(obj["input"], str) or (
-            isinstance(obj["input"], list) and any(_is_item(i) or isinstance(i, dict) and "role" in i for i in obj["input"])
-        )
-    return _is_item(obj)
+    if shape.complete and not shape.multiline:
+        try:
+            obj = orjson.loads(shape.first_line)
+        except orjson.JSONDecodeError:
+            return False
+        if isinstance(obj, dict) and "input" in obj and "messages" not in obj:
+            items = obj["input"]
+            return isinstance(items, str) or (
+                isinstance(items, list) and any(_is_item(i) or (isinstance(i, dict) and "role" in i) for i in items)
+            )
+        return _is_item(obj)
+    if "input" in shape.keys and "messages" not in shape.keys:
+        return bool(_ITEM_MARK.search(shape.first_line))
+    # one long item cut by the head: its type is its first key
+    return shape.keys[:1] == ("type",) and bool(_ITEM_MARK.search(shape.first_line[:200]))
 
 
 FORMAT = Format(
     name="responses",
-    description="OpenAI Responses API input items: a JSON array, a body {\"input\": [...]}, or one item per line",
+    description='OpenAI Responses API input items: a JSON array, a body {"input": [...]}, or one item per line',
     sniff=sniff,
     load=load,
     writes_requests=False,
