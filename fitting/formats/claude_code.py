@@ -1,0 +1,678 @@
+"""Claude Code session logs (``~/.claude/projects/<project>/<session>.jsonl``):
+one envelope per line, linked by ``parentUuid`` into a tree of messages and
+bookkeeping lines. The conversation is the chain that ends at the last message;
+sidechains and ``<session>/subagents/`` files are subagent transcripts of their own."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, TypedDict, cast
+
+import orjson
+
+from ..errors import EmptyTranscript, Location, UnknownShape
+from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript, Usage
+from ..validate import check_messages
+from . import anthropic
+from .jsonl import LineReader
+from .registry import Format, Input
+
+NAME = "claude_code"
+NO_PREAMBLE_NOTE = "Claude Code does not record its system prompt or tools; estimates cover the messages only"
+SUBAGENTS_DIR = "subagents"
+
+
+class Envelope(TypedDict, total=False):
+    """One line of a session file (the keys windowfit reads; values are checked, not trusted).
+    Lines without a uuid (summary, file-history-snapshot, queue-operation) are only counted."""
+
+    type: str
+    uuid: str
+    parentUuid: str | None
+    logicalParentUuid: str
+    """Across a ``compact_boundary`` (whose ``parentUuid`` is null): the line before the compaction."""
+    isSidechain: bool
+    agentId: str
+    subtype: str
+    message: dict[str, Any]
+    """An Anthropic message (``role`` and ``content``); assistant lines add ``id`` and ``usage``."""
+
+
+# Unreadable lines (the corpus has lines broken by a redaction tool) still carry their links:
+# the envelope starts with parentUuid, and uuid comes after the (possibly cut) message.
+_PARENT_RE = re.compile(rb'^\s*\{"parentUuid":(?:null|"([^"]*)")')
+_UUID_RE = re.compile(rb'"uuid":"([^"]*)"')
+_SIDECHAIN_RE = re.compile(rb'"isSidechain":(true|false)')
+
+
+@dataclass(slots=True)
+class _Node:
+    """One line of the parentUuid tree: a message line, a bookkeeping line with a
+    uuid (system, progress, ...), or an unreadable line whose links were recovered."""
+
+    line: int
+    kind: str
+    """``user``, ``assistant``, another line type, or ``""`` for an unreadable line."""
+    uuid: str | None
+    parent: str | None
+    sidechain: bool
+    agent_id: str = ""
+    message_id: str = ""
+    blocks: tuple[Block, ...] = ()
+    usage: tuple[int, int, int] | None = None
+    compact: bool = False
+
+    @property
+    def is_message(self) -> bool:
+        return self.kind in ("user", "assistant")
+
+
+@dataclass(slots=True)
+class _File:
+    """What one pass over a session file yields."""
+
+    path: str
+    nodes: list[_Node] = field(default_factory=list)
+    line_kinds: Counter[str] = field(default_factory=Counter)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------
+# Reading lines
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _shape_error(source: Source, message: str) -> UnknownShape:
+    return UnknownShape(
+        Location(source.path, source.line),
+        message,
+        hint="pass --skip-invalid to skip lines windowfit cannot read",
+    )
+
+
+def _message_node(obj: Envelope, kind: str, source: Source) -> _Node:
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        raise _shape_error(source, f"a {kind} line without a 'message' object")
+    raw = message.get("content")
+    where = Location(source.path, source.line)
+    blocks: tuple[Block, ...]
+    if isinstance(raw, str):
+        blocks = (Text(raw),) if raw else ()
+    elif isinstance(raw, list):
+        blocks = tuple(anthropic.block_from_json(b, where) for b in raw)
+    else:
+        raise _shape_error(source, "message 'content' must be a string or a list of blocks")
+    usage = message.get("usage")
+    counts = (
+        (
+            _int(usage.get("input_tokens")),
+            _int(usage.get("cache_creation_input_tokens")),
+            _int(usage.get("cache_read_input_tokens")),
+        )
+        if kind == "assistant" and isinstance(usage, dict)
+        else None
+    )
+    uuid = obj.get("uuid")
+    message_id = message.get("id")
+    return _Node(
+        source.line or 0,
+        kind,
+        uuid if isinstance(uuid, str) else None,
+        _str_or_none(obj.get("parentUuid")),
+        obj.get("isSidechain") is True,
+        _str(obj.get("agentId")),
+        message_id if isinstance(message_id, str) and kind == "assistant" else f"line {source.line}",
+        blocks,
+        counts,
+    )
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _envelope_node(obj: Envelope, kind: str, line: int) -> _Node | None:
+    """A bookkeeping line with a uuid is a node the conversation may pass through."""
+    uuid = obj.get("uuid")
+    if not isinstance(uuid, str):
+        return None
+    compact = kind == "system" and obj.get("subtype") == "compact_boundary"
+    parent = _str_or_none(obj.get("parentUuid"))
+    if parent is None and compact:
+        parent = _str_or_none(obj.get("logicalParentUuid"))
+    return _Node(line, kind, uuid, parent, obj.get("isSidechain") is True, _str(obj.get("agentId")), compact=compact)
+
+
+def _recovered_node(raw: bytes, line: int) -> _Node | None:
+    """The links of an unreadable line, when its envelope can still be seen."""
+    head = _PARENT_RE.match(raw)
+    if head is None:
+        return None
+    uuids = _UUID_RE.findall(raw)
+    side = _SIDECHAIN_RE.search(raw)
+    return _Node(
+        line,
+        "",
+        uuids[-1].decode("utf-8", "replace") if uuids else None,
+        head.group(1).decode("utf-8", "replace") if head.group(1) is not None else None,
+        side is not None and side.group(1) == b"true",
+    )
+
+
+def _read(source: Input, *, skip_invalid: bool) -> _File:
+    """One pass over the lines: a node per linked line, a count per other line type."""
+    out = _File(source.path)
+    reader = LineReader(source.path, skip_invalid)
+    unread: dict[int, bytes] = {}
+    seen_skipped = 0
+
+    def tap(lines: Iterable[bytes]) -> Iterator[bytes]:
+        for number, raw in enumerate(lines, start=1):
+            unread[number] = raw
+            yield raw
+
+    def recover() -> None:
+        nonlocal seen_skipped
+        for skipped in reader.skipped[seen_skipped:]:
+            raw = unread.get(skipped.source.line or 0)
+            if raw is not None and skipped.reason != "comment line":
+                node = _recovered_node(raw, skipped.source.line or 0)
+                if node is not None:
+                    out.nodes.append(node)
+        seen_skipped = len(reader.skipped)
+        unread.clear()
+
+    for line, value in reader.values(tap(source.lines())):
+        recover()
+        src = Source(source.path, line)
+        if not isinstance(value, dict):
+            error = _shape_error(src, "not a Claude Code line: expected a JSON object")
+            if not skip_invalid:
+                raise error
+            reader.skipped.append(Skipped(src, error.message))
+            seen_skipped += 1
+            continue
+        obj = cast(Envelope, value)
+        kind = _str(obj.get("type")) or "unknown"
+        if kind in ("user", "assistant"):
+            try:
+                out.nodes.append(_message_node(obj, kind, src))
+            except UnknownShape as exc:
+                if not skip_invalid:
+                    raise
+                reader.skipped.append(Skipped(src, exc.message))
+                seen_skipped += 1
+                node = _envelope_node(obj, "", line)  # keep the links through it
+                if node is not None:
+                    out.nodes.append(node)
+            continue
+        out.line_kinds[kind] += 1
+        node = _envelope_node(obj, kind, line)
+        if node is not None:
+            out.nodes.append(node)
+    recover()
+    out.skipped = reader.skipped
+    return out
+
+
+# --------------------------------------------------------------------------
+# The tree of lines
+
+
+@dataclass(slots=True)
+class _Tree:
+    """Parent links between the nodes of one file, by index in file order."""
+
+    nodes: list[_Node]
+    parent: list[int]
+    """Index of each node's parent, or -1 for a root."""
+    guessed: list[bool]
+    """The parent uuid is not in the file; the previous node of the same kind stands in."""
+    children: dict[int, list[int]]
+
+    @classmethod
+    def build(cls, nodes: list[_Node]) -> _Tree:
+        by_uuid: dict[str, int] = {}
+        for i, node in enumerate(nodes):
+            if node.uuid is not None:
+                by_uuid.setdefault(node.uuid, i)
+        parent: list[int] = []
+        guessed: list[bool] = []
+        children: dict[int, list[int]] = {}
+        previous = {False: -1, True: -1}
+        for i, node in enumerate(nodes):
+            p, guess = -1, False
+            if node.parent is not None:
+                found = by_uuid.get(node.parent, -1)
+                if found < 0:
+                    p, guess = previous[node.sidechain], True
+                elif found != i and nodes[found].sidechain == node.sidechain:
+                    p = found  # a sidechain pointing into the main chain starts a subagent
+            parent.append(p)
+            guessed.append(guess)
+            if p >= 0:
+                children.setdefault(p, []).append(i)
+            previous[node.sidechain] = i
+        return cls(nodes, parent, guessed, children)
+
+    def chain(self, leaf: int) -> list[int]:
+        """The nodes from ``leaf`` back to its root (cycles cut)."""
+        out: list[int] = []
+        seen: set[int] = set()
+        i = leaf
+        while i >= 0 and i not in seen:
+            seen.add(i)
+            out.append(i)
+            i = self.parent[i]
+        return out
+
+    def root(self, i: int, memo: dict[int, int]) -> int:
+        path: list[int] = []
+        seen: set[int] = set()
+        while i not in memo and self.parent[i] >= 0 and i not in seen:
+            seen.add(i)
+            path.append(i)
+            i = self.parent[i]
+        top = memo.get(i, i)
+        for j in path:
+            memo[j] = top
+        memo[i] = top
+        return top
+
+    def message_parent(self, i: int) -> int:
+        """The nearest ancestor that is a message line, or -1."""
+        seen: set[int] = set()
+        p = self.parent[i]
+        while p >= 0 and not self.nodes[p].is_message and p not in seen:
+            seen.add(p)
+            p = self.parent[p]
+        return p if p >= 0 and self.nodes[p].is_message else -1
+
+
+def _belongs(node: _Node, message_ids: set[str], call_ids: set[str]) -> bool:
+    """A line off the chain that is part of it: another block of a chained assistant
+    message (parallel tool calls chain one after another), or results of chained calls."""
+    if node.kind == "assistant":
+        return node.message_id in message_ids
+    if node.kind == "user" and node.blocks:
+        return all(isinstance(b, ToolResult) and b.call_id in call_ids for b in node.blocks)
+    return False
+
+
+def _select(tree: _Tree, leaf: int) -> tuple[list[int], set[int]]:
+    """The chain ending at ``leaf``, and every node of the conversation it carries."""
+    chain = tree.chain(leaf)
+    selected = set(chain)
+    nodes = tree.nodes
+    message_ids = {nodes[i].message_id for i in chain if nodes[i].kind == "assistant"}
+    call_ids = {b.id for i in chain for b in nodes[i].blocks if isinstance(b, ToolCall)}
+    added = True
+    while added:  # a result may hang off a call line that is itself added in this round
+        added = False
+        for i in sorted(selected):
+            for c in tree.children.get(i, ()):
+                if c not in selected and _belongs(nodes[c], message_ids, call_ids):
+                    selected.add(c)
+                    added = True
+                    if nodes[c].kind == "assistant":
+                        call_ids.update(b.id for b in nodes[c].blocks if isinstance(b, ToolCall))
+    return chain, selected
+
+
+# --------------------------------------------------------------------------
+# Building one transcript
+
+
+@dataclass(slots=True)
+class _Draft:
+    role: Literal["user", "assistant"]
+    line: int
+    message_id: str
+    results: list[Block] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+
+    def message(self, path: str) -> Message:
+        return Message(self.role, (*self.results, *self.blocks), Source(path, self.line))
+
+
+@dataclass(slots=True)
+class _Built:
+    messages: tuple[Message, ...]
+    usage: tuple[Usage, ...]
+    defects: list[Defect]
+    context_start: int
+    compacted_at: int
+    empty_lines: int
+    unmeasured: int
+
+
+def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
+    """Messages from the selected lines in file order: split assistant lines merged by
+    message id, consecutive result lines merged into one user message (results first)."""
+    drafts: list[_Draft] = []
+    usage: list[Usage] = []
+    defects: list[Defect] = []
+    call_lines: dict[str, int] = {}
+    result_lines: dict[tuple[int, str], int] = {}
+    answered: set[str] = set()
+    context_start = compacted_at = empty = unmeasured = 0
+    for i in sorted(selected):
+        node = nodes[i]
+        if node.compact:
+            context_start, compacted_at = len(drafts), node.line
+            continue
+        if not node.is_message:
+            continue
+        blocks: list[Block] = []
+        for b in node.blocks:
+            call_id = b.id if isinstance(b, ToolCall) else b.call_id if isinstance(b, ToolResult) else None
+            if call_id is not None and call_id in (call_lines if isinstance(b, ToolCall) else answered):
+                what = "tool call" if isinstance(b, ToolCall) else "tool result for"
+                defects.append(
+                    Defect(
+                        Source(path, node.line), "duplicate-history", f"{what} {call_id} appears twice; kept the first"
+                    )
+                )
+                continue
+            blocks.append(b)
+        if not blocks:
+            empty += 0 if node.blocks else 1
+            continue
+        last = drafts[-1] if drafts else None
+        if node.kind == "assistant":
+            if last is None or last.role != "assistant" or last.message_id != node.message_id:
+                if node.usage is not None and any(node.usage):
+                    usage.append(Usage(len(drafts), *node.usage, source=Source(path, node.line)))
+                elif node.usage is not None:
+                    unmeasured += 1
+                last = _Draft("assistant", node.line, node.message_id)
+                drafts.append(last)
+            last.blocks.extend(blocks)
+            for b in blocks:
+                if isinstance(b, ToolCall):
+                    call_lines[b.id] = node.line
+            continue
+        results = [b for b in blocks if isinstance(b, ToolResult)]
+        if not results or last is None or last.role != "user" or not last.results:
+            last = _Draft("user", node.line, node.message_id)
+            drafts.append(last)
+        for b in blocks:
+            if isinstance(b, ToolResult):
+                last.results.append(b)
+                answered.add(b.call_id)
+                result_lines[(len(drafts) - 1, b.call_id)] = node.line
+            else:
+                last.blocks.append(b)
+    messages = tuple(d.message(path) for d in drafts)
+    for v in check_messages(messages, "anthropic"):
+        line = (
+            call_lines.get(v.call_id)
+            if v.kind in ("unanswered-call", "duplicate-call-id")
+            else result_lines.get((v.message_index, v.call_id))
+        )
+        detail = v.detail.replace("right after it", "in the file") if v.kind == "unanswered-call" else v.detail
+        defects.append(Defect(Source(path, line or v.source.line), v.kind, detail))
+    if context_start >= len(messages):
+        context_start = 0
+    return _Built(messages, tuple(usage), defects, context_start, compacted_at, empty, unmeasured)
+
+
+def _lines_text(lines: list[int]) -> str:
+    return f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}"
+
+
+def _left_out(path: str, tree: _Tree, members: list[int], selected: set[int], kept_ids: set[str]) -> list[Defect]:
+    """One defect per left-out branch: ``duplicate-history`` when it repeats messages
+    that are on the chain (same message or call ids), else ``branch``."""
+    nodes = tree.nodes
+    head_of: dict[int, int] = {}
+    for i in members:
+        if i in selected:
+            continue
+        path_: list[int] = []
+        j = i
+        while True:
+            if j in head_of:
+                head = head_of[j]
+                break
+            path_.append(j)
+            p = tree.message_parent(j)
+            if p < 0 or p in selected or p in path_:
+                head = j
+                break
+            j = p
+        for k in path_:
+            head_of[k] = head
+    groups: dict[int, list[int]] = {}
+    for i, head in head_of.items():
+        groups.setdefault(head, []).append(i)
+    defects: list[Defect] = []
+    for head, group in sorted(groups.items(), key=lambda kv: min(kv[1])):
+        group.sort()
+        lines = [nodes[i].line for i in group]
+        ids = {nodes[i].message_id for i in group if nodes[i].kind == "assistant"}
+        calls = {b.id for i in group for b in nodes[i].blocks if isinstance(b, ToolCall)}
+        fork = tree.parent[head]
+        where = f"forks from line {nodes[fork].line}" if fork >= 0 else "starts a tree of its own"
+        repeated = (ids | calls) & kept_ids
+        if repeated:
+            extra = len(calls - kept_ids)
+            detail = (
+                f"{_lines_text(lines)}: {len(lines)} message line(s) repeat history that is on the chain "
+                f"({len(calls & kept_ids)} tool call(s) with the same ids"
+                + (f"; {extra} of its tool calls are not in the kept copy" if extra else "")
+                + f"); this copy {where} and is left out"
+            )
+            defects.append(Defect(Source(path, nodes[head].line), "duplicate-history", detail))
+        else:
+            detail = (
+                f"{_lines_text(lines)}: {len(lines)} message line(s) on another branch ({where}) "
+                "are not on the chain to the last message; left out"
+            )
+            defects.append(Defect(Source(path, nodes[head].line), "branch", detail))
+    return defects
+
+
+def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transcript | None:
+    """The conversation among ``members`` (message node indexes of one group) that ends
+    at the last one; None if it has no content."""
+    nodes = tree.nodes
+    leaf = members[-1]
+    chain, selected = _select(tree, leaf)
+    built = _build(path, nodes, selected)
+    if not built.messages:
+        return None
+    defects: list[Defect] = []
+    for i in chain:
+        if tree.guessed[i]:
+            p = tree.parent[i]
+            after = f"continued with line {nodes[p].line}, the line before it" if p >= 0 else "the chain starts here"
+            defects.append(
+                Defect(
+                    Source(path, nodes[i].line),
+                    "broken-link",
+                    f"parentUuid {nodes[i].parent} is not in the file (its line is unreadable or cut off, "
+                    f"the id was redacted, or the file is an excerpt); {after}",
+                )
+            )
+    kept_ids = {nodes[i].message_id for i in selected if nodes[i].kind == "assistant"}
+    kept_ids |= {b.id for m in built.messages for b in m.tool_calls}
+    left = _left_out(path, tree, members, selected, kept_ids)
+    defects.extend(built.defects)
+    defects.extend(left)
+    defects.sort(key=lambda d: d.source.line or 0)
+
+    leaf_line = nodes[leaf].line
+    notes = [NO_PREAMBLE_NOTE]
+    off_chain = sum(1 for i in members if i not in selected)
+    if off_chain:
+        notes.append(
+            f"followed the parentUuid chain that ends at the last message (line {leaf_line}); "
+            f"left out {off_chain} message line(s) on {len(left)} other branch(es)"
+        )
+    else:
+        notes.append(
+            f"followed the parentUuid chain that ends at the last message (line {leaf_line}); no other branches"
+        )
+    on_chain = set(chain)
+    attached = sum(1 for i in selected if i not in on_chain and nodes[i].is_message)
+    if attached:
+        notes.append(
+            f"took in {attached} line(s) off the chain: parallel tool calls and their results, which point at "
+            "the call they follow or answer rather than at the line before them"
+        )
+    if built.compacted_at:
+        notes.append(
+            f"compacted at line {built.compacted_at}: the live context starts at message {built.context_start} "
+            f"(the summary); the session holds {len(built.messages)} messages"
+        )
+    if built.unmeasured:
+        notes.append(
+            f"{built.unmeasured} assistant message(s) record zero usage (e.g. model <synthetic>): not measured"
+        )
+    if built.empty_lines:
+        notes.append(f"{built.empty_lines} message line(s) with no content left out")
+    return Transcript(
+        system=(),
+        tools=(),
+        messages=built.messages,
+        source=Source(path),
+        format=NAME,
+        dialect="anthropic",
+        defects=tuple(defects),
+        usage=built.usage,
+        notes=tuple(notes),
+        context_start=built.context_start,
+        name=name,
+    )
+
+
+def _subagent_name(tree: _Tree, members: list[int], number: int, stem: str) -> str:
+    agent = next((tree.nodes[i].agent_id for i in members if tree.nodes[i].agent_id), "")
+    if agent:
+        return f"subagent agent-{agent}"
+    if stem.startswith("agent-"):
+        return f"subagent {stem}"
+    return f"subagent {number}"
+
+
+def _transcripts(read: _File) -> list[Transcript]:
+    """The main conversation (non-sidechain lines), then one transcript per sidechain tree."""
+    tree = _Tree.build(read.nodes)
+    main = [i for i, n in enumerate(tree.nodes) if n.is_message and not n.sidechain]
+    side: dict[int, list[int]] = {}
+    memo: dict[int, int] = {}
+    for i, n in enumerate(tree.nodes):
+        if n.is_message and n.sidechain:
+            side.setdefault(tree.root(i, memo), []).append(i)
+    found: list[Transcript | None] = [_transcript(read.path, tree, main, "")] if main else []
+    stem = Path(read.path).stem
+    names: Counter[str] = Counter()
+    for number, members in enumerate(side.values(), start=1):
+        name = _subagent_name(tree, members, number, stem)
+        names[name] += 1
+        found.append(_transcript(read.path, tree, members, name if names[name] == 1 else f"{name} #{names[name]}"))
+    return [t for t in found if t is not None]
+
+
+# --------------------------------------------------------------------------
+# Files
+
+
+def session_of(path: Path) -> Path:
+    """The session file whose loading also loads ``path`` (a ``<session>/subagents/*.jsonl``
+    file), or ``path`` itself."""
+    if path.parent.name == SUBAGENTS_DIR:
+        session_dir = path.parent.parent
+        return session_dir.with_name(session_dir.name + ".jsonl")
+    return path
+
+
+def subagent_files(path: str) -> list[Path]:
+    """``<session>/subagents/agent-*.jsonl`` next to a session file, sorted."""
+    folder = Path(path).with_suffix("") / SUBAGENTS_DIR
+    return sorted(p for p in folder.glob("agent-*.jsonl") if p.is_file()) if folder.is_dir() else []
+
+
+def _load_file(source: Input, *, skip_invalid: bool) -> list[Transcript]:
+    read = _read(source, skip_invalid=skip_invalid)
+    transcripts = _transcripts(read)
+    if not transcripts:
+        raise EmptyTranscript(Location(source.path), "no messages found", hint="is this the right file?")
+    # Lines that belong to no one conversation are counted once, with the file's first transcript.
+    kinds = tuple(sorted(read.line_kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+    transcripts[0] = replace(transcripts[0], skipped=tuple(read.skipped), line_kinds=kinds)
+    return transcripts
+
+
+def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
+    """The session's transcripts: the main conversation, inline sidechains, and the
+    subagent files of a ``<session>/subagents/`` folder next to the file."""
+    transcripts = _load_file(source, skip_invalid=skip_invalid)
+    if source.data is not None:
+        return tuple(transcripts)
+    extra = [t for f in subagent_files(source.path) for t in _load_file(Input(str(f)), skip_invalid=skip_invalid)]
+    if extra:
+        named = [t if t.name else replace(t, name=f"subagent {Path(t.source.path).stem}") for t in extra]
+        names = ", ".join(t.name for t in named)
+        transcripts[0] = replace(
+            transcripts[0],
+            notes=(*transcripts[0].notes, f"loaded {len(named)} subagent transcript(s) from {SUBAGENTS_DIR}/: {names}"),
+        )
+        transcripts.extend(named)
+    return tuple(transcripts)
+
+
+def _looks_like_line(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    kind = obj.get("type")
+    if "parentUuid" in obj and "sessionId" in obj:
+        return True
+    if kind == "summary":
+        return "leafUuid" in obj
+    if kind == "file-history-snapshot":
+        return "messageId" in obj and "snapshot" in obj
+    if kind == "queue-operation":
+        return "sessionId" in obj and "operation" in obj
+    return False
+
+
+def sniff(head: bytes) -> bool:
+    """The first whole line that is JSON looks like a Claude Code envelope."""
+    lines = head.split(b"\n")
+    complete = lines[:-1] if len(lines) > 1 else lines
+    for raw in complete:
+        line = raw.strip()
+        if not line or line.startswith(b"//"):
+            continue
+        try:
+            return _looks_like_line(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue  # a broken line: look at the next one
+    # A first line longer than the head: judge by how it starts.
+    rest = lines[-1].lstrip()
+    return rest.startswith((b'{"parentUuid":', b'{"type":"summary"', b'{"type":"file-history-snapshot"')) and (
+        b'"sessionId":"' in rest or b'"leafUuid":"' in rest or b'"snapshot":{' in rest
+    )
+
+
+FORMAT = Format(
+    name=NAME,
+    description="Claude Code session JSONL (~/.claude/projects/<project>/<session>.jsonl), with subagents",
+    sniff=sniff,
+    load=load,
+    writes_requests=False,
+)

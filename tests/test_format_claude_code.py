@@ -1,0 +1,490 @@
+"""The Claude Code session format: split assistant lines merged, parallel results
+found, branches and duplicated history left out, compaction, sidechains and
+subagent files, defects; exact counts on the real corpus."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import DATA, require_shared
+
+from fitting import Estimator, Image, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript
+from fitting.errors import EmptyTranscript, InvalidJson, UnknownShape
+from fitting.formats import FORMATS, Input, claude_code, detect, discover, load, load_path
+from fitting.validate import check_request
+
+HERE = DATA / "claude_code"
+CORPUS = ("corpus", "transcripts", "claude_code")
+MOREDIP = "moredip_session-share__0ccf1a04-1b4c-43b6-8aa5-79e41db43a68"
+
+
+def load_file(path: Path | str, *, skip_invalid: bool = False) -> tuple[Transcript, ...]:
+    return load_path(path, fmt="claude_code", skip_invalid=skip_invalid)
+
+
+def kinds(t: Transcript) -> dict[str, int]:
+    return dict(Counter(d.kind for d in t.defects))
+
+
+def lines(t: Transcript) -> list[int | None]:
+    return [m.source.line for m in t.messages]
+
+
+def jsonl(*values: Any) -> bytes:
+    return b"".join((v if isinstance(v, bytes) else orjson.dumps(v)) + b"\n" for v in values)
+
+
+def envelope(uuid: str, parent: str | None, kind: str, content: Any, **extra: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message = {"id": extra.pop("msg_id", f"msg_{uuid}"), **message}
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "sessionId": "s",
+        "type": kind,
+        "message": message,
+        "uuid": uuid,
+        **extra,
+    }
+
+
+# --------------------------------------------------------------------------
+# Hand-written fixtures
+
+
+def test_split_assistant_lines_merge_and_parallel_results_are_found() -> None:
+    (t,) = load_file(HERE / "parallel.jsonl")
+    assert (t.format, t.dialect, t.name, t.system, t.tools, t.skipped) == ("claude_code", "anthropic", "", (), (), ())
+    assert t.messages == (
+        Message("user", (Text("Read a.txt and b.txt"),)),
+        Message(
+            "assistant",
+            (
+                Thinking("Two files: read both at once.", '{"signature":"c2lnbmF0dXJl"}'),
+                Text("Reading both files."),
+                ToolCall("toolu_A", "Read", '{"file_path":"/home/dev/demo/a.txt"}'),
+                ToolCall("toolu_B", "Read", '{"file_path":"/home/dev/demo/b.txt"}'),
+            ),
+        ),
+        # line 8 answers toolu_A and points at line 5 (not on the chain from the last line): taken in
+        Message(
+            "user", (ToolResult("toolu_A", (Text("hello from a"),)), ToolResult("toolu_B", (Text("привет из b"),)))
+        ),
+        Message("assistant", (Text("a.txt says hello, b.txt says привет."),)),
+    )
+    assert lines(t) == [2, 3, 8, 11]
+    assert all(m.source.path == str(HERE / "parallel.jsonl") for m in t.messages)
+    # one point per assistant message although every split line repeats the usage
+    assert [
+        (u.before, u.input_tokens, u.cache_creation_tokens, u.cache_read_tokens, u.source.line) for u in t.usage
+    ] == [
+        (1, 10, 100, 0, 3),
+        (3, 5, 20, 110, 11),
+    ]
+    assert t.line_kinds == (
+        ("file-history-snapshot", 1),
+        ("progress", 1),
+        ("queue-operation", 1),
+        ("summary", 1),
+        ("system", 1),
+    )
+    assert t.defects == ()
+    assert claude_code.NO_PREAMBLE_NOTE in t.notes
+    assert any("took in 1 line" in n for n in t.notes)
+    assert check_request(t) == ()
+
+
+def test_tool_use_result_copy_is_not_counted() -> None:
+    (t,) = load_file(HERE / "parallel.jsonl")
+    # toolUseResult repeats each file 500 times; only the message's own content is sent
+    assert Estimator().message(t.messages[2]).tokens < 50
+
+
+def test_branch_keeps_the_chain_that_ends_at_the_last_message() -> None:
+    (t,) = load_file(HERE / "branch.jsonl")
+    assert [m.content for m in t.messages] == [
+        (Text("Name a colour."),),
+        (Text("Red."),),
+        (Text("Another one, but warm."),),
+        (Text("Orange."),),
+    ]
+    assert lines(t) == [1, 2, 5, 6]
+    (defect,) = t.defects
+    assert (defect.kind, defect.source) == ("branch", Source(str(HERE / "branch.jsonl"), 3))
+    assert "lines 3-4" in defect.detail and "forks from line 2" in defect.detail
+    assert any("left out 2 message line(s) on 1 other branch" in n for n in t.notes)
+    assert [u.before for u in t.usage] == [1, 3]
+
+
+def test_compact_boundary_starts_the_live_context() -> None:
+    (t,) = load_file(HERE / "compact.jsonl")
+    assert len(t.messages) == 7  # the whole session, across the boundary (followed by logicalParentUuid)
+    assert t.context_start == 4
+    assert t.messages[4].content[0] == Text(
+        "This session is being continued from a previous conversation that ran out of context. "
+        "Summary: a story that went on and on."
+    )
+    live = t.live()
+    assert [m.source.line for m in live.messages] == [6, 7, 8]
+    assert [(u.before, u.source.line) for u in live.usage] == [(2, 8)]
+    assert [(u.before, u.source.line) for u in t.usage] == [(1, 2), (3, 4), (6, 8)]
+    assert t.line_kinds == (("system", 1),)
+    assert any("compacted at line 5" in n for n in t.notes)
+
+
+def test_inline_sidechain_is_a_subagent_transcript() -> None:
+    main, sub = load_file(HERE / "sidechain.jsonl")
+    assert (main.name, sub.name) == ("", "subagent 1")
+    assert lines(main) == [1, 2, 7, 8]
+    assert lines(sub) == [3, 4, 5, 6]
+    assert sub.messages[0] == Message("user", (Text("List the files."),))
+    assert sub.messages[2].content == (ToolResult("toolu_L", (Text("a.txt\nb.txt"),)),)
+    assert main.messages[2].content == (ToolResult("toolu_T", (Text("Two files: a.txt and b.txt."),)),)
+    assert (main.defects, sub.defects) == ((), ())
+    assert sub.source == main.source
+
+
+def test_session_loads_its_subagents_folder() -> None:
+    path = HERE / "with_subagents" / "session.jsonl"
+    main, sub = load_file(path)
+    assert (main.name, sub.name) == ("", "subagent agent-a1b2c3d")
+    assert sub.source.path == str(HERE / "with_subagents" / "session" / "subagents" / "agent-a1b2c3d.jsonl")
+    assert [m.source.path for m in sub.messages] == [sub.source.path] * 2
+    assert any("loaded 1 subagent transcript(s)" in n for n in main.notes)
+    # from stdin there is no folder to look in
+    (alone,) = load(Input("-", path.read_bytes()), fmt="claude_code")
+    assert alone.messages == main.messages
+
+
+def test_discover_does_not_list_subagents_of_a_found_session() -> None:
+    folder = HERE / "with_subagents"
+    assert list(discover([folder])) == [folder / "session.jsonl"]
+    # pointed at the subagents folder itself, the session is not found: its files are listed
+    subagents = folder / "session" / "subagents"
+    assert list(discover([subagents])) == [subagents / "agent-a1b2c3d.jsonl"]
+
+
+def test_subagent_file_on_its_own() -> None:
+    (t,) = load_file(HERE / "with_subagents" / "session" / "subagents" / "agent-a1b2c3d.jsonl")
+    assert t.name == "subagent agent-a1b2c3d"
+    assert [m.role for m in t.messages] == ["user", "assistant"]
+
+
+def test_redacted_line_is_invalid_json_unless_skipped() -> None:
+    path = HERE / "defects.jsonl"
+    with pytest.raises(InvalidJson) as info:
+        load_file(path)
+    assert str(info.value).startswith(f"{path}:3:")
+    assert "--skip-invalid" in info.value.hint
+
+
+def test_defects_are_recorded_with_their_lines() -> None:
+    path = HERE / "defects.jsonl"
+    (t,) = load_file(path, skip_invalid=True)
+    assert [s.source.line for s in t.skipped] == [3]
+    assert lines(t) == [1, 2, 4, 5, 6]
+    assert [(d.source.line, d.kind) for d in t.defects] == [
+        (2, "unanswered-call"),  # its result sat on the broken line
+        (4, "broken-link"),  # parent r-1 was the broken line: the chain goes on through it
+        (4, "unanswered-call"),
+        (5, "orphan-result"),
+    ]
+    assert "toolu_9" in t.defects[3].detail
+    assert "continued with line 3" in t.defects[1].detail
+    # the loader records, the fit repairs: no invented results here
+    assert sum(len(m.tool_results) for m in t.messages) == 1
+
+
+def test_duplicated_history_is_kept_once() -> None:
+    (t,) = load_file(HERE / "duplicate.jsonl")
+    assert lines(t) == [5, 6, 7, 8, 9, 10]
+    (defect,) = t.defects
+    assert (defect.kind, defect.source.line) == ("duplicate-history", 1)
+    assert "lines 1-4" in defect.detail and "1 tool call(s) with the same ids" in defect.detail
+    assert check_request(t) == ()
+
+
+def test_a_call_repeated_on_the_chain_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}
+    path.write_bytes(
+        jsonl(
+            envelope("u1", None, "user", "hi"),
+            envelope("a1", "u1", "assistant", [call]),
+            envelope("r1", "a1", "user", [result]),
+            envelope("a2", "r1", "assistant", [call]),
+            envelope("r2", "a2", "user", [result]),
+            envelope("a3", "r2", "assistant", "ok"),
+        )
+    )
+    (t,) = load_file(path)
+    assert lines(t) == [1, 2, 3, 6]
+    assert [(d.source.line, d.kind) for d in t.defects] == [(4, "duplicate-history"), (5, "duplicate-history")]
+    assert check_request(t) == ()
+
+
+def test_unknown_line_types_are_counted_not_fatal(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(
+        jsonl(
+            envelope("u1", None, "user", "hi"),
+            {"type": "attachment", "uuid": "x1", "parentUuid": "u1", "sessionId": "s", "attachment": {}},
+            {"type": "telemetry-from-the-future", "sessionId": "s"},
+            {"sessionId": "s"},
+            envelope("a1", "x1", "assistant", [{"type": "text", "text": "hello"}]),
+        )
+    )
+    (t,) = load_file(path)
+    assert lines(t) == [1, 5]  # walked through the attachment line
+    assert dict(t.line_kinds) == {"attachment": 1, "telemetry-from-the-future": 1, "unknown": 1}
+
+
+def test_bad_shapes_raise_located_errors_or_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(
+        jsonl(envelope("u1", None, "user", "hi"), [1, 2], {"type": "user", "uuid": "u2", "parentUuid": "u1"})
+    )
+    with pytest.raises(UnknownShape, match=r"s\.jsonl:2: not a Claude Code line"):
+        load_file(path)
+    path.write_bytes(jsonl(envelope("u1", None, "user", "hi"), {"type": "user", "uuid": "u2", "parentUuid": "u1"}))
+    with pytest.raises(UnknownShape, match=r"s\.jsonl:2: a user line without a 'message' object"):
+        load_file(path)
+    (t,) = load_file(path, skip_invalid=True)
+    assert [s.source.line for s in t.skipped] == [2]
+    assert lines(t) == [1]
+
+
+def test_a_file_without_messages_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(jsonl({"type": "summary", "summary": "x", "leafUuid": "u"}))
+    with pytest.raises(EmptyTranscript):
+        load_file(path)
+
+
+# --------------------------------------------------------------------------
+# Sniffing
+
+
+def other_corpus_files() -> list[Path]:
+    root = require_shared("corpus", "transcripts")
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix != ".md" and "claude_code" not in p.parts)
+
+
+def test_sniff_accepts_every_claude_code_file() -> None:
+    corpus = require_shared(*CORPUS)
+    for path in [*sorted(corpus.rglob("*.jsonl")), *sorted(HERE.rglob("*.jsonl"))]:
+        assert claude_code.sniff(Input(str(path)).head()), path
+        assert detect(Input(str(path))).name == "claude_code", path
+
+
+def test_sniff_rejects_other_formats_and_at_most_one_specific_format_claims_a_file() -> None:
+    others = [*other_corpus_files(), *(p for p in DATA.rglob("*") if p.is_file() and HERE not in p.parents)]
+    for path in others:
+        assert not claude_code.sniff(Input(str(path)).head()), path
+    for path in [*others, *HERE.rglob("*.jsonl")]:
+        head = Input(str(path)).head()
+        claims = [name for name, f in FORMATS.items() if name != "messages" and f.sniff(head)]
+        assert len(claims) <= 1, (path, claims)
+
+
+def test_sniff_first_line_longer_than_the_head(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(jsonl(envelope("u1", None, "user", "x" * 100_000)))
+    assert claude_code.sniff(Input(str(path)).head())
+    assert not claude_code.sniff(b'{"role": "user", "content": "' + b"x" * 70_000)
+
+
+def test_sniff_skips_comment_lines() -> None:
+    assert claude_code.sniff(
+        b"// a note\n" + jsonl({"type": "queue-operation", "operation": "enqueue", "sessionId": "s"})
+    )
+    assert not claude_code.sniff(jsonl({"role": "user", "content": "hi"}))
+
+
+# --------------------------------------------------------------------------
+# The real corpus
+#
+# Counts established with a throwaway script (stdlib json and re, not this loader):
+# it parses every line, links nodes by uuid/parentUuid (logicalParentUuid across a
+# compact boundary; an unresolved parent falls back to the previous node of the same
+# sidechain class), walks back from the last message line of each class (main, and
+# each sidechain tree), adds off-chain lines that carry another block of a chained
+# assistant message or results of chained calls, then merges lines in file order
+# (same message.id; consecutive result lines) and counts messages, tool_use and
+# tool_result blocks, assistant messages with non-zero usage, unanswered calls and
+# orphan results by adjacency, broken links crossed, and left-out branches (a branch
+# repeating message ids of the chain counts as duplicate history).
+#
+# Against SOURCES.md: tool_use/tool_result, unanswered and orphan counts match for
+# every file but general-tool-calls, where SOURCES counts both copies of the history
+# (110 tool_use / 109 tool_result blocks); the kept (later) copy holds 49 / 48, the
+# left-out copy 61 / 61 (45 calls in both, 16 parallel calls that the re-recorded copy
+# lost). Line kinds equal SOURCES' types minus user/assistant (system includes
+# compact_boundary and api_error lines). SOURCES lists 15 Claude Code files, not 16.
+
+Row = tuple[str, int, int, int, int, int, dict[str, int]]
+"""name, messages, tool calls, tool results, usage points, context start, defects by kind"""
+
+SUBAGENTS = ["a5bdbc1", "a9cad17", "aa5ef13", "ac27727", "afbbf75"]
+SUBAGENT_ROW = (4, 1, 1, 2, 0, {})
+
+EXPECTED: dict[str, tuple[int, dict[str, int], list[Row]]] = {
+    "M-Thisness_M-Claude__21037e11-89de-484d-abba-8705254aa991.jsonl": (
+        28,
+        {"progress": 240, "file-history-snapshot": 16, "summary": 13, "queue-operation": 12, "system": 8},
+        [("", 273, 172, 164, 139, 0, {"broken-link": 21, "unanswered-call": 10, "orphan-result": 2})],
+    ),
+    "M-Thisness_M-Claude__3af9b1a7-6512-4883-ad18-320658ced099.jsonl": (
+        35,
+        {"file-history-snapshot": 21, "system": 9, "queue-operation": 4, "summary": 1},
+        [("", 223, 168, 152, 114, 202, {"broken-link": 20, "unanswered-call": 16})],
+    ),
+    "M-Thisness_M-Claude__43391f62-680a-4688-9dd8-3637467d6b23.jsonl": (
+        0,
+        {"file-history-snapshot": 10, "system": 5},
+        [("", 79, 40, 39, 38, 0, {"unanswered-call": 1})],
+    ),
+    "M-Thisness_M-Claude__agent-abc3cb6.jsonl": (0, {}, [("subagent agent-abc3cb6", 22, 39, 39, 11, 0, {})]),
+    "M-Thisness_M-Claude__c76e5be5-ffd2-4901-a935-885527c83a61.jsonl": (
+        1,
+        {"file-history-snapshot": 30, "system": 17, "queue-operation": 8, "summary": 1},
+        [("", 646, 296, 295, 320, 0, {"unanswered-call": 1})],
+    ),
+    "d-kimuson_claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl": (
+        0,
+        {},
+        [("", 21, 13, 13, 10, 0, {}), ("subagent 1", 6, 2, 2, 3, 0, {}), ("subagent 2", 14, 6, 6, 7, 0, {})],
+    ),
+    "d-kimuson_claude-code-viewer__fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": (
+        0,
+        {"summary": 1},
+        [
+            ("", 19, 11, 11, 9, 0, {}),
+            ("subagent 1", 18, 8, 8, 9, 0, {}),
+            ("subagent 2", 68, 33, 33, 34, 0, {}),
+            ("subagent 3", 80, 39, 39, 40, 0, {}),
+            ("subagent 4", 50, 24, 24, 25, 0, {}),
+            ("subagent 5", 106, 52, 52, 53, 0, {}),
+        ],
+    ),
+    f"{MOREDIP}.jsonl": (
+        0,
+        {"queue-operation": 14, "system": 11, "file-history-snapshot": 10, "progress": 1, "summary": 1},
+        [("", 30, 7, 7, 11, 0, {"branch": 1}), *((f"subagent agent-{a}", *SUBAGENT_ROW) for a in SUBAGENTS)],
+    ),
+    "moredip_session-share__general-tool-calls.jsonl": (
+        2,
+        {"progress": 127, "file-history-snapshot": 17, "queue-operation": 8, "summary": 4},
+        [("", 125, 49, 48, 54, 0, {"duplicate-history": 1, "unanswered-call": 1})],
+    ),
+    "moredip_session-share__images-in-tool-results.jsonl": (
+        2,
+        {},
+        # an excerpt: the first line's parent is not in the file
+        [("", 2, 1, 1, 1, 0, {"broken-link": 1})],
+    ),
+    **{
+        f"{MOREDIP}/subagents/agent-{a}.jsonl": (0, {"progress": 2}, [(f"subagent agent-{a}", *SUBAGENT_ROW)])
+        for a in SUBAGENTS
+    },
+}
+BROKEN = {name for name, (skipped, _, _) in EXPECTED.items() if skipped and "M-Thisness" in name}
+"""Files with lines that are not JSON (the other skipped lines are // comments, never an error)."""
+
+
+def corpus_path(name: str) -> Path:
+    return require_shared(*CORPUS, name)
+
+
+def test_expected_covers_every_corpus_file() -> None:
+    root = require_shared(*CORPUS)
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*.jsonl")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_counts(name: str) -> None:
+    skipped, line_kinds, rows = EXPECTED[name]
+    transcripts = load_file(corpus_path(name), skip_invalid=True)
+    first = transcripts[0]
+    assert len(first.skipped) == skipped
+    assert dict(first.line_kinds) == line_kinds
+    got = [
+        (
+            t.name,
+            len(t.messages),
+            sum(len(m.tool_calls) for m in t.messages),
+            sum(len(m.tool_results) for m in t.messages),
+            len(t.usage),
+            t.context_start,
+            kinds(t),
+        )
+        for t in transcripts
+    ]
+    assert got == rows
+    for t in transcripts:
+        assert (t.format, t.dialect, t.system, t.tools) == ("claude_code", "anthropic", (), ())
+        assert claude_code.NO_PREAMBLE_NOTE in t.notes
+        assert all(d.source.line for d in t.defects)
+        # the loader repairs nothing: what is left are only the defects it recorded
+        assert {v.kind for v in check_request(t)} <= {"unanswered-call", "orphan-result"}
+    if name in BROKEN:
+        with pytest.raises(InvalidJson):
+            load_file(corpus_path(name))
+
+
+def test_corpus_parallel_results_are_on_the_chain() -> None:
+    """Lines 5-7 are three parallel Task calls; results 8 and 9 point at lines 5 and 6."""
+    main = load_file(corpus_path(f"{MOREDIP}.jsonl"))[0]
+    assert [m.source.line for m in main.messages[:4]] == [2, 3, 8, 11]
+    assert [len(main.messages[1].tool_calls), len(main.messages[2].tool_results)] == [3, 3]
+
+
+def test_corpus_compaction_and_duplicate_history() -> None:
+    t = load_file(corpus_path("M-Thisness_M-Claude__3af9b1a7-6512-4883-ad18-320658ced099.jsonl"), skip_invalid=True)[0]
+    summary = t.messages[t.context_start]
+    assert summary.source.line == 483
+    assert isinstance(summary.content[0], Text)
+    assert summary.content[0].text.startswith("This session is being continued")
+    (dup,) = (
+        d
+        for d in load_file(corpus_path("moredip_session-share__general-tool-calls.jsonl"))[0].defects
+        if d.kind == "duplicate-history"
+    )
+    assert dup.source.line == 5
+    assert "45 tool call(s) with the same ids" in dup.detail and "16 of its tool calls" in dup.detail
+
+
+def test_corpus_screenshot_is_priced_as_an_image() -> None:
+    (t,) = load_file(corpus_path("moredip_session-share__images-in-tool-results.jsonl"))
+    (result,) = t.messages[1].tool_results
+    images = [b for b in result.content if isinstance(b, Image)]
+    assert len(images) == 1 and images[0].byte_size > 400_000
+    # ~605k characters of base64 would be ~150k tokens as text
+    assert Estimator().message(t.messages[1]).tokens < 5_000
+
+
+# --------------------------------------------------------------------------
+# The command line on every corpus file
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_report_and_fit(name: str, run_cli: Any, tmp_path: Path) -> None:
+    path = str(corpus_path(name))
+    flags = ["--skip-invalid"] if name in BROKEN else []
+    report = run_cli("report", path, *flags)
+    assert report.exit_code == 0, report.stderr
+    out = tmp_path / "out.json"
+    fitted = run_cli("fit", path, "--budget", "20000", "-o", str(out), *flags)
+    assert fitted.exit_code in (0, 1), fitted.stderr
+    if fitted.exit_code == 0:
+        (request,) = load_path(out, fmt="messages")
+        assert check_request(request) == ()
+    same = run_cli("fit", path, "--budget", "20000", "--to", "same", "-o", str(tmp_path / "same.json"), *flags)
+    assert same.exit_code in (2, 3)
+    assert "hint:" in same.stderr
