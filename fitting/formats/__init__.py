@@ -8,10 +8,20 @@ from pathlib import Path
 
 from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
-from . import messages
+from . import anthropic_log, claude_code, codex, messages, openai_chat, responses
 from .registry import Format, Input
 
-FORMATS: dict[str, Format] = {f.name: f for f in (messages.FORMAT,)}
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        codex.FORMAT,
+        responses.FORMAT,
+        claude_code.FORMAT,
+        openai_chat.FORMAT,
+        anthropic_log.FORMAT,
+        messages.FORMAT,
+    )
+}
 SUFFIXES = (".jsonl", ".json", ".traj")
 
 
@@ -50,14 +60,17 @@ def load_path(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = 
 
 
 def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Files named, and transcript files found recursively in directories (sorted)."""
+    """Files named, and transcript files found recursively in directories (sorted).
+    A Claude Code ``<session>/subagents/`` file is left out when its session file
+    is found too: loading the session loads it."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
             if not found:
                 raise NoTranscripts(Location(str(path)), "no transcript files (*.jsonl, *.json) in this directory")
-            yield from found
+            listed = set(found)
+            yield from (p for p in found if claude_code.session_of(p) == p or claude_code.session_of(p) not in listed)
         else:
             yield path
 

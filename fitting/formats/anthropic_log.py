@@ -1,0 +1,264 @@
+"""The "anthropic_log" format: Anthropic Messages API requests logged one per
+line, either as bare request bodies or as HTTP captures that wrap them
+(claude-trace's ``{"request": {..., "body"}, "response": {...}}``). Each
+request is a transcript; the response's ``usage`` is its measured size."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
+from itertools import chain
+from typing import Any, TypedDict
+from urllib.parse import urlsplit
+
+import orjson
+
+from ..errors import EmptyTranscript, Location, UnknownShape
+from ..transcript import Defect, Dialect, Skipped, Source, Transcript, Usage
+from ..validate import check_messages
+from . import anthropic, messages
+from .document import HeadShape, is_document, iter_members, scan_head
+from .jsonl import LineReader
+from .registry import Format, Input
+
+NAME = "anthropic_log"
+
+
+class CapturedRequest(TypedDict, total=False):
+    """``request`` of a claude-trace line."""
+
+    timestamp: float
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: Any
+
+
+class CapturedResponse(TypedDict, total=False):
+    """``response`` of a claude-trace line: a JSON ``body``, or ``body_raw`` (server-sent events)."""
+
+    status_code: int
+    headers: dict[str, str]
+    body: Any
+    body_raw: str
+
+
+# --------------------------------------------------------------------------
+# Which dialect a logged body is in, from its first bytes (shared with openai_chat)
+
+_ANTHROPIC_MARKS = re.compile(
+    rb'"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"|"input_schema"\s*:|"cache_control"\s*:'
+)
+_OPENAI_MARKS = re.compile(
+    rb'"role"\s*:\s*"(?:system|developer|tool)"|"tool_calls"\s*:|"tool_call_id"\s*:|"type"\s*:\s*"function"'
+)
+
+
+def body_dialect(keys: tuple[str, ...], text: bytes) -> Dialect:
+    """The dialect of a body with ``messages`` whose keys and first bytes are
+    given: Anthropic if it has a top-level ``system`` or Anthropic blocks,
+    OpenAI if it has OpenAI shapes; undecided, a request log (``model`` or
+    ``max_tokens``) is Anthropic and a bare conversation is OpenAI."""
+    if "system" in keys or _ANTHROPIC_MARKS.search(text):
+        return "anthropic"
+    if _OPENAI_MARKS.search(text):
+        return "openai"
+    return "anthropic" if "model" in keys or "max_tokens" in keys else "openai"
+
+
+def is_capture(keys: tuple[str, ...], text: bytes) -> bool:
+    """An HTTP capture line: a ``request`` object wrapping the body."""
+    return bool(keys) and keys[0] == "request" and b'"body"' in text
+
+
+def sniff(head: bytes) -> bool:
+    shape: HeadShape = scan_head(head)
+    if shape.opening == "{":
+        if is_capture(shape.keys, shape.first_line):
+            return True
+        # Bodies one per line; a single body in a file is the messages format's document.
+        return "messages" in shape.keys and shape.lines_of_values and _anthropic(shape.keys, shape.first_line)
+    if shape.opening == "[" and shape.item_opening == "{":  # an array of captures or bodies
+        return is_capture(shape.item_keys, shape.first_line) or (
+            "messages" in shape.item_keys and _anthropic(shape.item_keys, shape.first_line)
+        )
+    return False
+
+
+def _anthropic(keys: tuple[str, ...], text: bytes) -> bool:
+    return body_dialect(keys, text) == "anthropic"
+
+
+# --------------------------------------------------------------------------
+# Loading
+
+
+def _usage(response: Any) -> dict[str, Any] | None:
+    """The response's ``usage``: in its JSON body, or in the ``message_start``
+    event of a streamed (server-sent events) body."""
+    if not isinstance(response, dict):
+        return None
+    body = response.get("body")
+    if isinstance(body, dict) and isinstance(body.get("usage"), dict):
+        return body["usage"]  # type: ignore[no-any-return]
+    raw = response.get("body_raw")
+    if not isinstance(raw, str):
+        return None
+    for line in raw.splitlines():
+        if not line.startswith("data:"):
+            continue
+        try:
+            event = orjson.loads(line[5:])
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "message_start":
+            usage = (event.get("message") or {}).get("usage")
+            return usage if isinstance(usage, dict) else None
+    return None
+
+
+def _tokens(usage: dict[str, Any], key: str) -> int:
+    value = usage.get(key)
+    return value if isinstance(value, int) else 0
+
+
+def _request_kind(method: str, url: str) -> str:
+    """A line-kind label for a captured request that is not a Messages request."""
+    path = urlsplit(url).path or url
+    return f"{method} {path}".strip() or "request"
+
+
+class _Loader:
+    """Turns logged values into transcripts, counting what is not a request."""
+
+    def __init__(self, path: str, skip_invalid: bool) -> None:
+        self.path = path
+        self.skip_invalid = skip_invalid
+        self.transcripts: list[Transcript] = []
+        self.kinds: Counter[str] = Counter()
+        self.skipped: list[Skipped] = []
+
+    def add(self, line: int, value: Any) -> None:
+        source = Source(self.path, line)
+        if isinstance(value, dict) and isinstance(value.get("request"), dict):
+            self._capture(source, value["request"], value.get("response"))
+        elif isinstance(value, dict) and "messages" in value:
+            self._request(source, value, None)
+        elif isinstance(value, dict):
+            kind = value.get("type")
+            self.kinds[kind if isinstance(kind, str) else "object without messages"] += 1
+        else:
+            self.kinds[type(value).__name__ if value is not None else "null"] += 1
+
+    def _capture(self, source: Source, request: CapturedRequest, response: Any) -> None:
+        body = request.get("body")
+        if isinstance(body, str):  # some captures keep the body as the JSON text sent
+            with contextlib.suppress(orjson.JSONDecodeError):
+                body = orjson.loads(body)
+        url = str(request.get("url") or "")
+        path = urlsplit(url).path
+        is_messages = not url or path.rstrip("/").endswith("/messages")
+        if not is_messages or not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            label = _request_kind(str(request.get("method") or ""), url)
+            self.kinds[f"{label} (no messages)" if is_messages else label] += 1
+            return
+        self._request(source, body, response if isinstance(response, dict) else None)
+
+    def _request(self, source: Source, body: dict[str, Any], response: dict[str, Any] | None) -> None:
+        try:
+            t = anthropic.request_from_json(body, source, NAME)
+        except UnknownShape as exc:
+            if not self.skip_invalid:
+                raise
+            self.skipped.append(Skipped(source, exc.message))
+            return
+        model = body.get("model")
+        n = len(self.transcripts) + 1
+        name = f"request {n} (line {source.line}{f', {model}' if isinstance(model, str) else ''})"
+        defects = [
+            Defect(v.source, v.kind, v.detail)
+            for v in check_messages(t.messages, "anthropic")
+            if v.kind in ("unanswered-call", "orphan-result", "duplicate-call-id", "result-in-wrong-role")
+        ]
+        usage: tuple[Usage, ...] = ()
+        if response is not None:
+            status = response.get("status_code")
+            if isinstance(status, int) and status >= 400:
+                defects.append(Defect(source, "error-response", f"the provider answered HTTP {status}"))
+            measured = _usage(response)
+            if measured is not None:
+                usage = (
+                    Usage(
+                        len(t.messages),
+                        _tokens(measured, "input_tokens"),
+                        _tokens(measured, "cache_creation_input_tokens"),
+                        _tokens(measured, "cache_read_input_tokens"),
+                        source,
+                    ),
+                )
+        self.transcripts.append(replace(t, name=name, usage=usage, defects=tuple(defects)))
+
+    def result(self) -> tuple[Transcript, ...]:
+        if not self.transcripts:
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.kinds.items()))
+            raise EmptyTranscript(
+                Location(self.path),
+                "no Messages API request with messages found" + (f" (lines: {kinds})" if kinds else ""),
+                hint="is this the right file?",
+            )
+        first = self.transcripts[0]
+        notes = ["each logged request is a transcript of its own; the response is not part of it"]
+        if self.kinds or self.skipped:
+            notes.append("lines that are not requests, and skipped lines, are counted on the file's first request")
+        self.transcripts[0] = replace(
+            first,
+            skipped=tuple(self.skipped),
+            line_kinds=tuple(sorted(self.kinds.items())),
+            notes=tuple(notes),
+        )
+        return tuple(self.transcripts)
+
+
+def _values(source: Input, skip_invalid: bool, skipped: list[Skipped]) -> Iterator[tuple[int, Any]]:
+    """The logged values with their lines: JSON Lines, or a document holding
+    one capture or an array of them."""
+    if not is_document(source):
+        reader = LineReader(source.path, skip_invalid)
+        yield from reader.values(source.lines())
+        skipped.extend(reader.skipped)
+        return
+    with source.open() as stream:
+        members = iter_members(stream, source.path)
+        first = next(members, None)
+        if first is None:
+            return
+        if first.key is not None:  # one object: a capture
+            yield first.line, {first.key: first.value, **{m.key: m.value for m in members if m.key is not None}}
+            return
+        yield first.line, first.value
+        for member in members:
+            yield member.line, member.value
+
+
+def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
+    loader = _Loader(source.path, skip_invalid)
+    values = _values(source, skip_invalid, loader.skipped)
+    head = [v for v in (next(values, None), next(values, None)) if v is not None]
+    if len(head) == 1 and isinstance(head[0][1], dict) and "request" not in head[0][1] and is_document(source):
+        # One bare request body alone in a file is the messages format's document.
+        return messages.FORMAT.load(source, skip_invalid=skip_invalid)
+    for line, value in chain(head, values):
+        loader.add(line, value)
+    return loader.result()
+
+
+FORMAT = Format(
+    name=NAME,
+    description="Anthropic request logs: request bodies one per line, or HTTP captures wrapping them (claude-trace)",
+    sniff=sniff,
+    load=load,
+    writes_requests=False,
+)
