@@ -195,6 +195,19 @@ class _Stubbed:
         return total
 
 
+def _first_fitting(starts: Sequence[int], n: int, tree: Fenwick, room: int) -> int:
+    """The first of ``starts`` whose tail ``[start, n)`` fits in ``room`` tokens
+    (tails only shrink as the start moves on), or ``len(starts)`` if none does."""
+    lo, hi = 0, len(starts)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if tree.range(starts[mid], n) <= room:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def _truncate(session: Session, tree: Fenwick, n: int, budget: int) -> tuple[str, int, tuple[tuple[int, int], ...]]:
     """Stages 2 and 3 of SPEC §3 on ``messages[:n]`` with the sizes in ``tree``."""
     s = session
@@ -202,13 +215,7 @@ def _truncate(session: Session, tree: Fenwick, n: int, budget: int) -> tuple[str
     fixed = s.preamble + tree.range(*head) + s.note_tokens
     turns = s.turn_starts[bisect_right(s.turn_starts, head[1] - 1) : bisect_left(s.turn_starts, n)]
     # Stage 2: the smallest turn start whose tail fits (tails shrink as the start moves on).
-    lo, hi = 0, len(turns)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if fixed + tree.range(turns[mid], n) <= budget:
-            hi = mid
-        else:
-            lo = mid + 1
+    lo = _first_fitting(turns, n, tree, budget - fixed)
     if lo < len(turns):
         return "turns-dropped", fixed + tree.range(turns[lo], n), (head, (NOTE, NOTE), (turns[lo], n))
     # Stage 3: inside the last turn, the smallest unit start whose tail fits.
@@ -217,13 +224,7 @@ def _truncate(session: Session, tree: Fenwick, n: int, budget: int) -> tuple[str
     units_from = opener[1] if opener else head[1]
     units = s.unit_starts[bisect_left(s.unit_starts, units_from) : bisect_left(s.unit_starts, n)]
     floor = fixed + (tree.range(*opener) if opener else 0)
-    lo, hi = 0, len(units)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if floor + tree.range(units[mid], n) <= budget:
-            hi = mid
-        else:
-            lo = mid + 1
+    lo = _first_fitting(units, n, tree, budget - floor)
     rounds = s.round_starts[bisect_left(s.round_starts, units_from) : bisect_left(s.round_starts, n)]
     newest = bisect_left(units, rounds[-1]) if rounds else len(units) - 1
     kept = ((opener,) if opener else ()) + ((units[lo], n),) if lo < len(units) else ()
@@ -331,13 +332,7 @@ class LegacyPolicy:
         if not turns:
             return Sent("over-budget", raw, 0, ((0, n),))
         fixed = s.preamble + self.tree.range(0, 1) + s.note_tokens
-        lo, hi = 0, len(turns)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if fixed + self.tree.range(turns[mid], n) <= self.budget:
-                hi = mid
-            else:
-                lo = mid + 1
+        lo = _first_fitting(turns, n, self.tree, self.budget - fixed)
         start = turns[min(lo, len(turns) - 1)]
         tokens = fixed + self.tree.range(start, n)
         return Sent(
