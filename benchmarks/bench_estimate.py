@@ -8,21 +8,15 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
+from common import best_of
+from rich.console import Console
+from rich.table import Table
 
-from rich.console import Console  # noqa: E402  (after the sys.path fix above)
-from rich.table import Table  # noqa: E402
-
-from fitting.estimate import CharCounts, count_chars, is_cjk  # noqa: E402
-from sample_transcripts import prose  # noqa: E402
+from fitting.estimate import CharCounts, count_chars, is_cjk
+from sample_transcripts import prose
 
 MB = 1_000_000
 BLOCK_CHARS = 8192
@@ -55,16 +49,6 @@ class Row:
     @property
     def speedup(self) -> float:
         return self.whole_mb_s / self.naive_mb_s
-
-
-def best_of(repeat: int, run: Callable[[], object]) -> float:
-    """The fastest of ``repeat`` runs, in seconds."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def naive_count(text: str) -> CharCounts:

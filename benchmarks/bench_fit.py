@@ -8,28 +8,20 @@ The transcript is generated once into ``benchmarks/out/``.
 from __future__ import annotations
 
 import argparse
-import gc
 import random
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
+from common import best_of, ensure_generated
+from rich.console import Console
+from rich.table import Table
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
+import fitting
+from fitting.fit import apply_plan, plan_fit
+from sample_transcripts import prose
 
-from rich.console import Console  # noqa: E402  (after the sys.path fix above)
-from rich.table import Table  # noqa: E402
-
-import fitting  # noqa: E402
-from fitting.fit import apply_plan, plan_fit  # noqa: E402
-from sample_transcripts import prose  # noqa: E402
-
-OUT = Path(__file__).resolve().parent / "out"
 GENERATOR_VERSION = 1
 ROUNDS_PER_TURN = 50
 Json = dict[str, Any]
@@ -57,31 +49,12 @@ def session(seed: int, rounds: int) -> Iterator[Json]:
 
 
 def ensure_transcript(rounds: int, console: Console) -> Path:
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"fit_{rounds}_rounds.jsonl"
-    manifest = path.with_suffix(".json")
-    expected = {"bytes": path.stat().st_size if path.exists() else -1, "version": GENERATOR_VERSION}
-    if manifest.exists() and orjson.loads(manifest.read_bytes()) == expected:
-        return path
-    with console.status(f"writing {path.name}"):
-        partial = path.with_suffix(".partial")
-        with open(partial, "wb") as out:
-            for item in session(11, rounds):
-                out.write(orjson.dumps(item) + b"\n")
-        partial.replace(path)
-        manifest.write_bytes(orjson.dumps({"bytes": path.stat().st_size, "version": GENERATOR_VERSION}))
-    return path
-
-
-def best_of(repeat: int, run: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - start)
-        del result
-    return best
+    with console.status(f"writing fit_{rounds}_rounds.jsonl (once)"):
+        return ensure_generated(
+            f"fit_{rounds}_rounds.jsonl",
+            GENERATOR_VERSION,
+            lambda out: out.writelines(orjson.dumps(item) + b"\n" for item in session(11, rounds)),
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

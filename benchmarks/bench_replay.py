@@ -9,30 +9,22 @@ The session is generated once into ``benchmarks/out/``.
 from __future__ import annotations
 
 import argparse
-import gc
 import random
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
+from common import best_of, ensure_generated
+from rich.console import Console
+from rich.table import Table
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
+import fitting
+from fitting.fit import plan_fit
+from fitting.replay import WindowfitPolicy, replay, standard_policies
+from sample_transcripts import prose
 
-from rich.console import Console  # noqa: E402  (after the sys.path fix above)
-from rich.table import Table  # noqa: E402
-
-import fitting  # noqa: E402
-from fitting.fit import plan_fit  # noqa: E402
-from fitting.replay import WindowfitPolicy, replay, standard_policies  # noqa: E402
-from sample_transcripts import prose  # noqa: E402
-
-OUT = Path(__file__).resolve().parent / "out"
 GENERATOR_VERSION = 1
 NAIVE_SAMPLE = 200
 """The naive replay is timed on this many evenly spread requests and scaled up."""
@@ -59,33 +51,16 @@ def session(seed: int, rounds: int) -> Iterator[dict[str, Any]]:
 
 
 def ensure_session(rounds: int, console: Console) -> Path:
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"replay_{rounds}_rounds.jsonl"
-    manifest = path.with_suffix(".json")
-    expected = {"bytes": path.stat().st_size if path.exists() else -1, "version": GENERATOR_VERSION}
-    if manifest.exists() and orjson.loads(manifest.read_bytes()) == expected:
-        return path
-    with console.status(f"writing {path.name}"):
-        partial = path.with_suffix(".partial")
-        with open(partial, "wb") as out:
-            for item in session(5, rounds):
-                out.write(orjson.dumps(item) + b"\n")
-        partial.replace(path)
-        manifest.write_bytes(orjson.dumps({"bytes": path.stat().st_size, "version": GENERATOR_VERSION}))
-    return path
+    with console.status(f"writing replay_{rounds}_rounds.jsonl (once)"):
+        return ensure_generated(
+            f"replay_{rounds}_rounds.jsonl",
+            GENERATOR_VERSION,
+            lambda out: out.writelines(orjson.dumps(item) + b"\n" for item in session(5, rounds)),
+        )
 
 
 def timed(run: Callable[[], object]) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    result = run()
-    seconds = time.perf_counter() - start
-    del result
-    return seconds
-
-
-def best_of(repeat: int, run: Callable[[], object]) -> float:
-    return min(timed(run) for _ in range(repeat))
+    return best_of(1, run)
 
 
 def main(argv: list[str] | None = None) -> None:

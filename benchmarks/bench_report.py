@@ -8,7 +8,6 @@ Run ``python benchmarks/bench_report.py`` (``--quick`` for ~20 MB instead of
 from __future__ import annotations
 
 import argparse
-import gc
 import random
 import shutil
 import subprocess
@@ -20,19 +19,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
+from common import best_of, ensure_generated
+from rich.console import Console
+from rich.table import Table
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
-
-from rich.console import Console  # noqa: E402  (after the sys.path fix above)
-from rich.table import Table  # noqa: E402
-
-import fitting  # noqa: E402
-from sample_transcripts import prose  # noqa: E402
+import fitting
+from sample_transcripts import prose
 
 MB = 1_000_000
-OUT = Path(__file__).resolve().parent / "out"
 GENERATOR_VERSION = 1
 """Bump when the generated transcript changes, so an old file is not reused."""
 POOL_PER_LANGUAGE = 64
@@ -104,21 +98,10 @@ def write_until(out: BinaryIO, target_bytes: int, items: Iterator[Json]) -> int:
 
 def ensure_transcript(target_bytes: int, console: Console) -> Path:
     """The generated transcript, reused when a complete one of this size is there."""
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"report_{target_bytes // MB}mb.jsonl"
-    manifest = path.with_suffix(".json")
-    if path.exists() and manifest.exists():
-        meta = orjson.loads(manifest.read_bytes())
-        if meta == {"bytes": path.stat().st_size, "version": GENERATOR_VERSION}:
-            return path
-    partial = path.with_suffix(".partial")
-    with console.status(f"writing {path.name} ({target_bytes / MB:.0f} MB)"):
+    name = f"report_{target_bytes // MB}mb.jsonl"
+    with console.status(f"writing {name} ({target_bytes / MB:.0f} MB, once)"):
         pool = result_pool(random.Random(7))
-        with open(partial, "wb") as out:
-            size = write_until(out, target_bytes, messages(8, pool))
-        partial.replace(path)
-        manifest.write_bytes(orjson.dumps({"bytes": size, "version": GENERATOR_VERSION}))
-    return path
+        return ensure_generated(name, GENERATOR_VERSION, lambda out: write_until(out, target_bytes, messages(8, pool)))
 
 
 # --------------------------------------------------------------------------
@@ -133,19 +116,6 @@ class Step:
     seconds: float
     reads_file: bool = True
     """False for a step whose time does not depend on the file (MB/s is meaningless)."""
-
-
-def best_of(repeat: int, run: Callable[[], object]) -> float:
-    """The fastest of ``repeat`` runs, in seconds. Garbage is collected before
-    each run, and what a run returns is freed after its clock stops."""
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        kept = run()
-        best = min(best, time.perf_counter() - start)
-        del kept
-    return best
 
 
 def parse_lines(path: Path) -> int:
