@@ -410,28 +410,28 @@ def _cause(
     note: int,
     has_opener: bool,
 ) -> str:
-    """Why nothing fits, in words, naming the biggest part. ``floor`` is what
-    every stage-3 request carries: preamble, head, ``note`` and opener."""
+    """Why nothing fits, in words: the part that alone is too big, or the
+    smallest request stage 3 can build, part by part. ``floor`` is what every
+    stage-3 request carries: preamble, head, ``note`` and opener."""
     if preamble > budget:
         return f"the system prompt and tool definitions alone are {preamble:,} tokens; budget {budget:,}"
-    if newest is None:
-        return f"the newest message alone is {max(tokens, default=0):,} tokens; budget {budget:,}"
-    in_unit = [r for r in results if newest.start <= r.message_index < newest.stop]
-    if in_unit:
-        largest = max(in_unit, key=lambda r: r.tokens)
-        if largest.tokens > budget / 2:
-            which = "newest tool result" if largest is in_unit[-1] else f"tool result {largest.call_id}"
-            return f"the {which} alone is {largest.tokens:,} tokens; budget {budget:,}"
+    newest_cost = sum(tokens[newest.start : newest.stop]) if newest else 0
+    if newest is not None:
+        in_unit = [r for r in results if newest.start <= r.message_index < newest.stop]
+        if in_unit:
+            largest = max(in_unit, key=lambda r: r.tokens)
+            if largest.tokens > budget / 2:
+                which = "newest tool result" if largest is in_unit[-1] else f"tool result {largest.call_id}"
+                return f"the {which} alone is {largest.tokens:,} tokens; budget {budget:,}"
     first = floor - preamble - note
-    if first > budget / 2:
-        what = "the first message and the opening of the last turn are" if has_opener else "the first message is"
-        return f"{what} {first:,} tokens on their own; budget {budget:,}"
-    unit_cost = sum(tokens[newest.start : newest.stop])
-    kind = "tool round" if isinstance(newest, Round) else "message"
-    return (
-        f"the smallest request (system prompt, first message, truncation note and the newest {kind}) "
-        f"is {floor + unit_cost:,} tokens; budget {budget:,}"
-    )
+    parts = [
+        f"system prompt and tools {preamble:,}",
+        f"{'first message and the last turn' + chr(39) + 's opening' if has_opener else 'first message'} {first:,}",
+        f"truncation note {note:,}",
+    ]
+    if newest is not None:
+        parts.append(f"newest {'tool round' if isinstance(newest, Round) else 'message'} {newest_cost:,}")
+    return f"the smallest request it can send is {floor + newest_cost:,} tokens ({', '.join(parts)}); budget {budget:,}"
 
 
 def repaired(transcript: Transcript, plan: Plan) -> Transcript:

@@ -444,3 +444,28 @@ def test_a_tail_without_any_tool_round_is_too_long() -> None:
     assert plan.cause == "the newest tool result alone is 1,000 tokens; budget 500"
     out = apply_plan(t, plan)
     assert out.messages[-3:] == t.messages[-3:]  # the smallest attempt keeps the newest round and the reply
+
+
+def test_too_long_without_one_big_part_lists_the_smallest_request() -> None:
+    # Regression (claude-trace request 64): a big system prompt, a big first message and a
+    # last turn that is only a short user message. Overheads off: system 2,000 tokens
+    # (8,000 chars), first message 1,500 (6,000 chars), a 3-message middle turn, "bye" (1).
+    t = Transcript(
+        (Text("s" * 8000),),
+        (),
+        (
+            Message("user", (Text("f" * 6000),)),
+            Message("user", (Text("more"),)),
+            Message("assistant", (Text("ok"),)),
+            Message("user", (Text("bye"),)),
+        ),
+    )
+    # The truncation note is 166 ASCII characters: 41.5 -> 42 tokens.
+    assert len(TRUNCATION_NOTE) == 166 and TRUNCATION_NOTE.isascii()
+    plan = plan_fit(t, budget=3400, estimator=bare())
+    assert plan.outcome == "too-long"
+    # smallest: 2,000 + 1,500 + 1 ("bye": 0.75 -> 1) + 42 = 3,543 > 3,400
+    assert plan.cause == (
+        "the smallest request it can send is 3,543 tokens (system prompt and tools 2,000, first message "
+        "and the last turn's opening 1,501, truncation note 42); budget 3,400"
+    )
