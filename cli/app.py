@@ -10,6 +10,7 @@ import typer
 from fitting import build_report
 from fitting.serialize import reports_document
 
+from .audit_cmd import audit_command
 from .fit_cmd import check, fit
 from .render import print_reports
 from .replay_cmd import replay_command
@@ -83,6 +84,7 @@ def report(
 app.command()(fit)
 app.command()(check)
 app.command("replay")(replay_command)
+app.command("audit")(audit_command)
 
 
 def main() -> None:

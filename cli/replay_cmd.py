@@ -114,7 +114,7 @@ def replay_command(
     keep: Annotated[int, typer.Option("--keep", min=0, help="N for keep-last-N.")] = 3,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Also draw the chart into this image file (needs matplotlib: windowfit[plot])."),
+        typer.Option("--plot", help="Also draw the chart into this image file (needs matplotlib: windowfit\\[plot])."),
     ] = None,
     chart: Annotated[bool, typer.Option("--chart/--no-chart", help="Draw the terminal chart.")] = True,
     index: Annotated[int, typer.Option("--index", min=0, help="Which transcript, in a file that holds several.")] = 0,

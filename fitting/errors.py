@@ -64,3 +64,19 @@ class UnknownFormat(InputError):
 
 class OptionError(WindowfitError):
     """An option value makes no sense (for example a negative budget)."""
+
+
+class TokenizerError(OptionError):
+    """A tokenizer named with ``--tokenizer`` cannot be loaded: unknown name, unreadable file."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class TokenizerUnavailable(TokenizerError):
+    """A tokenizer's optional package (an extra of windowfit) is not installed."""
+
+
+class Unsuggestable(WindowfitError):
+    """No per-class constants can cover the samples (none given, or one needs tokens but has no characters)."""

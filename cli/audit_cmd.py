@@ -1,0 +1,123 @@
+"""``windowfit audit``: the estimator against real tokenizers and the provider's
+own counts, with a verdict, and (``--suggest``) constants fitted to the data."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from fitting import WindowfitError
+from fitting.audit import Sample, audit_to_dict, audit_transcript, suggest_rule, suggestion_to_dict
+from fitting.errors import OptionError
+from fitting.serialize import SCHEMA
+from fitting.tokenizers import DEFAULT_TOKENIZER, KNOWN_TOKENIZERS, Tokenizer, load_tokenizer
+
+from .render import plural
+from .render_audit import render_audit, render_suggestion
+from .shared import (
+    EstimatorName,
+    Files,
+    FromFormat,
+    JsonFlag,
+    SkipInvalid,
+    estimator_from,
+    fail,
+    load_all,
+    out,
+    print_json,
+)
+
+
+def load_tokenizers(names: list[str]) -> list[Tokenizer]:
+    try:
+        return [load_tokenizer(name) for name in dict.fromkeys(names)]
+    except WindowfitError as exc:
+        fail(exc)
+
+
+def audit_command(
+    files: Files,
+    tokenizer: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tokenizer",
+            "-t",
+            help=f"A real tokenizer to compare with (repeat for several): {', '.join(KNOWN_TOKENIZERS)}, "
+            "or a path to a tokenizer.json or .tiktoken file. Needs windowfit\\[tokenizers]. "
+            f"Default: {DEFAULT_TOKENIZER}.",
+            show_default=False,
+        ),
+    ] = None,
+    provider_only: Annotated[
+        bool,
+        typer.Option(
+            "--provider-only", help="Compare only with the provider's own counts in the files (no tokenizer needed)."
+        ),
+    ] = False,
+    estimator: EstimatorName = "seed",
+    suggest: Annotated[
+        bool,
+        typer.Option(
+            "--suggest",
+            help="Fit per-class characters per token that never under-estimate any message here for any "
+            "tokenizer (with --provider-only: the growth between the provider's counts), as an --estimator value.",
+        ),
+    ] = False,
+    top: Annotated[int, typer.Option("--top", min=0, help="How many of the worst blocks and points to list.")] = 5,
+    json_: JsonFlag = False,
+    skip_invalid: SkipInvalid = False,
+    from_: FromFormat = None,
+) -> None:
+    """Audit the token estimate against real tokenizers and the provider's own counts.
+
+    Per script class and kind of content (prose, code, JSON, logs): estimate / real; the blocks it
+    under-estimates most; and whether it is safe: no message under-estimated.
+
+    Example: windowfit audit sample_transcripts/ru_subagent_chapters.jsonl -t cl100k_base -t mistral-tekken --suggest
+    """
+    if provider_only and tokenizer:
+        fail(OptionError("--provider-only compares with no tokenizer; leave out --tokenizer"))
+    est = estimator_from(estimator, 1.0)
+    tokenizers = [] if provider_only else load_tokenizers(tokenizer or [DEFAULT_TOKENIZER])
+    transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
+    audits = [audit_transcript(t, est, tokenizers, top=top) for t in transcripts]
+
+    suggestion = None
+    samples: list[Sample] = []
+    if suggest:
+        # A tokenizer counts exactly the file's text; the provider also counts what the file does not hold.
+        if tokenizers:
+            samples = [s for a in audits for s in a.tokenizer_samples()]
+        else:
+            samples = [s for a in audits for s in a.usage_samples]
+        try:
+            suggestion = suggest_rule(samples, base=est.rule)
+        except WindowfitError as exc:
+            fail(exc)
+
+    if json_:
+        print_json(
+            {
+                "schema": SCHEMA,
+                "estimator": est.rule.name,
+                "tokenizers": [t.name for t in tokenizers],
+                "transcripts": [audit_to_dict(a) for a in audits],
+                "suggestion": None if suggestion is None else suggestion_to_dict(suggestion, samples, est.rule),
+            }
+        )
+        return
+    for i, audit in enumerate(audits):
+        if i:
+            out.rule()
+        out.print(render_audit(audit, top=top))
+    if suggestion is not None:
+        out.rule()
+        if tokenizers:
+            sources = f"every message, for {', '.join(t.name for t in tokenizers)}"
+        else:
+            discarded = sum(a.usage_discarded for a in audits)
+            sources = "the growth between consecutive provider counts" + (
+                f"; {plural(discarded, 'step')} with more tokens than bytes left out" if discarded else ""
+            )
+        out.print(render_suggestion(suggestion, samples, est.rule, sources))
