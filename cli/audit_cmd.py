@@ -10,6 +10,7 @@ import typer
 from fitting import WindowfitError
 from fitting.audit import Sample, audit_to_dict, audit_transcript, suggest_rule, suggestion_to_dict
 from fitting.errors import OptionError
+from fitting.estimate import SEED, ScriptRule
 from fitting.serialize import SCHEMA
 from fitting.tokenizers import DEFAULT_TOKENIZER, KNOWN_TOKENIZERS, Tokenizer, load_tokenizer
 
@@ -85,6 +86,8 @@ def audit_command(
 
     suggestion = None
     samples: list[Sample] = []
+    # --suggest fits the seed's three classes; a finer rule (safe) is compared with the seed's.
+    base = est.rule if isinstance(est.rule, ScriptRule) else SEED
     if suggest:
         # A tokenizer counts exactly the file's text; the provider also counts what the file does not hold.
         if tokenizers:
@@ -92,7 +95,7 @@ def audit_command(
         else:
             samples = [s for a in audits for s in a.usage_samples]
         try:
-            suggestion = suggest_rule(samples, base=est.rule)
+            suggestion = suggest_rule(samples, base=base)
         except WindowfitError as exc:
             fail(exc)
 
@@ -103,7 +106,7 @@ def audit_command(
                 "estimator": est.rule.name,
                 "tokenizers": [t.name for t in tokenizers],
                 "transcripts": [audit_to_dict(a) for a in audits],
-                "suggestion": None if suggestion is None else suggestion_to_dict(suggestion, samples, est.rule),
+                "suggestion": None if suggestion is None else suggestion_to_dict(suggestion, samples, base),
             }
         )
         return
@@ -120,4 +123,4 @@ def audit_command(
             sources = "the growth between consecutive provider counts" + (
                 f"; {plural(discarded, 'step')} with more tokens than bytes left out" if discarded else ""
             )
-        out.print(render_suggestion(suggestion, samples, est.rule, sources))
+        out.print(render_suggestion(suggestion, samples, base, sources))

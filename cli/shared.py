@@ -30,7 +30,15 @@ Files = Annotated[
 Budget = Annotated[int | None, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")]
 Window = Annotated[int | None, typer.Option("--window", "-w", min=1, help="The model's context window (hard limit).")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")]
-EstimatorName = Annotated[str, typer.Option("--estimator", "-e", help=f"Token estimator: {', '.join(ESTIMATORS)}.")]
+EstimatorName = Annotated[
+    str,
+    typer.Option(
+        "--estimator",
+        "-e",
+        help=f"Token estimator: {', '.join(ESTIMATORS)}, or custom:ascii=4,cjk=1,other=2 "
+        "(chars per token by class, as audit --suggest prints it).",
+    ),
+]
 Overhead = Annotated[
     float,
     typer.Option(

@@ -4,7 +4,20 @@ Nothing here prints, exits or reads files beyond the loaders.
 """
 
 from .errors import InputError, Location, OptionError, WindowfitError
-from .estimate import SEED, CharCounts, Estimator, MessageEstimate, ScriptRule, count_chars, make_estimator
+from .estimate import (
+    SAFE,
+    SEED,
+    CharClass,
+    CharCounts,
+    ClassRule,
+    Estimator,
+    MessageEstimate,
+    Rule,
+    ScriptRule,
+    count_chars,
+    make_estimator,
+    parse_rule,
+)
 from .formats import load, load_path
 from .report import Report, build_report
 from .transcript import (
@@ -27,9 +40,12 @@ from .transcript import (
 )
 
 __all__ = [
+    "SAFE",
     "SEED",
     "Block",
+    "CharClass",
     "CharCounts",
+    "ClassRule",
     "Estimator",
     "Image",
     "InputError",
@@ -40,6 +56,7 @@ __all__ = [
     "Other",
     "Report",
     "Round",
+    "Rule",
     "ScriptRule",
     "Single",
     "Source",
@@ -56,6 +73,7 @@ __all__ = [
     "load",
     "load_path",
     "make_estimator",
+    "parse_rule",
     "split_turns",
     "split_units",
 ]

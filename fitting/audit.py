@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeAlias
 import orjson
 
 from .errors import Unsuggestable
-from .estimate import SEED, ZERO, CharCounts, Estimator, ScriptRule, count_chars
+from .estimate import SEED, ZERO, CharCounts, Estimator, ScriptRule
 from .report import UsageRow, build_report
 from .tokenizers import Tokenizer, count_texts
 from .transcript import Block, Image, Other, Text, Thinking, ToolCall, ToolResult, Transcript
@@ -443,7 +443,7 @@ def _units(
         for block_index, kind, texts in blocks:
             counts = ZERO
             for text in texts:
-                counts = counts + count_chars(text)
+                counts = counts + rule.count(text)
             if not counts.total:
                 continue
             total = total + counts

@@ -1,18 +1,33 @@
 """The token estimate without a tokenizer (SPEC section 2): characters per
 token by writing script, plus documented structural overheads.
 
+Two kinds of rule: the field report's ``ScriptRule`` (ASCII, CJK, other) and
+``ClassRule``, which splits characters into finer classes (ASCII letters,
+digits, whitespace, punctuation; one class per script) for the ``safe``
+estimator. Their constants live in ``rules.json`` beside this module.
+
 Counting is done by C code: ``str.isascii`` for pure ASCII, the UTF-8 lead
 bytes (``bytes.translate``) for the rest, and one compiled character class for
-CJK only when 3- or 4-byte characters are present.
+CJK only when 3- or 4-byte characters are present. A ``ClassRule`` deletes
+ASCII classes byte by byte (``bytes.translate``) and sorts the rest by the
+UTF-16 high byte of each character (its 256-code-point block), falling back to
+a compiled character class only inside a block that two classes share.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from importlib.resources import files
+from itertools import pairwise
+from typing import Any, Literal, TypeAlias
 
+from .errors import OptionError
 from .transcript import (
     Block,
     Image,
@@ -80,14 +95,25 @@ def is_cjk(char: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class CharCounts:
-    """Characters per script class."""
+    """Characters per script class (the seed's three), and under a ``ClassRule``
+    also per class of that rule, in the rule's order."""
 
     ascii: int = 0
     cjk: int = 0
     other: int = 0
+    classes: tuple[int, ...] = ()
+    """A ``ClassRule``'s finer split of the same characters; empty when counted
+    for a ``ScriptRule`` (an empty split adds as zeros)."""
 
     def __add__(self, other: CharCounts) -> CharCounts:
-        return CharCounts(self.ascii + other.ascii, self.cjk + other.cjk, self.other + other.other)
+        a, b = self.classes, other.classes
+        if a and b:
+            if len(a) != len(b):
+                raise ValueError("cannot add counts made for rules with different classes")
+            classes = tuple(x + y for x, y in zip(a, b, strict=True))
+        else:
+            classes = a or b
+        return CharCounts(self.ascii + other.ascii, self.cjk + other.cjk, self.other + other.other, classes)
 
     @property
     def total(self) -> int:
@@ -180,9 +206,357 @@ class ScriptRule:
         wa, wc, wo, denominator = self._weights
         return -(-(counts.ascii * wa + counts.cjk * wc + counts.other * wo) // denominator)
 
+    def count(self, text: str) -> CharCounts:
+        """The characters of ``text`` in this rule's classes: ``count_chars``."""
+        return count_chars(text)
+
+    def class_rows(self, counts: CharCounts) -> tuple[ClassTokens, ...]:
+        """Each class with its characters, chars per token and unrounded tokens."""
+        return tuple(
+            ClassTokens(name, chars, cpt, tokens)
+            for name, chars, cpt, tokens in zip(
+                ("ascii", "cjk", "other"),
+                (counts.ascii, counts.cjk, counts.other),
+                (self.ascii_chars_per_token, self.cjk_chars_per_token, self.other_chars_per_token),
+                self.class_tokens(counts),
+                strict=True,
+            )
+        )
+
+    @property
+    def constants(self) -> dict[str, Fraction]:
+        """Chars per token by class name, as ``custom:`` rule strings write them."""
+        return {
+            "ascii": self.ascii_chars_per_token,
+            "cjk": self.cjk_chars_per_token,
+            "other": self.other_chars_per_token,
+        }
+
 
 SEED = ScriptRule()
 """The field report's rule: ASCII 4, CJK 1, everything else 2 chars/token."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClassTokens:
+    """One class's share of a text, for breakdowns."""
+
+    name: str
+    chars: int
+    chars_per_token: Fraction
+    tokens: float
+    """Unrounded: ``chars / chars_per_token``."""
+
+
+Group = Literal["ascii", "cjk", "other"]
+"""The seed class that a finer class lies in."""
+
+ASCII_RANGE = (0x00, 0x7F)
+MAX_CODE_POINT = 0x10FFFF
+
+
+@dataclass(frozen=True, slots=True)
+class CharClass:
+    """One class of a ``ClassRule``: the code points it holds, and its chars per token."""
+
+    name: str
+    ranges: tuple[tuple[int, int], ...]
+    """Inclusive code point ranges; empty for the one class that takes every
+    code point no other class names (it must lie outside ASCII and CJK)."""
+    chars_per_token: Fraction
+
+    @property
+    def group(self) -> Group:
+        """The seed class that holds all of this class's code points."""
+        if not self.ranges:
+            return "other"
+        if all(b <= ASCII_RANGE[1] for _, b in self.ranges):
+            return "ascii"
+        return "cjk" if all(_covered(r, CJK_RANGES) for r in self.ranges) else "other"
+
+
+def _covered(r: tuple[int, int], ranges: Iterable[tuple[int, int]]) -> bool:
+    """Whether every code point of ``r`` lies in ``ranges``."""
+    start, end = r
+    for a, b in sorted(ranges):
+        if a <= start <= b:
+            start = b + 1
+            if start > end:
+                return True
+    return False
+
+
+def _overlaps(r: tuple[int, int], ranges: Iterable[tuple[int, int]]) -> bool:
+    return any(a <= r[1] and r[0] <= b for a, b in ranges)
+
+
+_HIGH_SURROGATE_BYTES = range(0xD8, 0xDC)
+_LOW_SURROGATE_BYTES = range(0xDC, 0xE0)
+_ASTRAL_RUN = re.compile("[\U00010000-\U0010ffff]+")
+
+
+def _char_set(ranges: Iterable[tuple[int, int]]) -> str:
+    return "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+
+
+def _run_pattern(ranges: Iterable[tuple[int, int]]) -> re.Pattern[str]:
+    return re.compile(f"[{_char_set(ranges)}]+")
+
+
+def _count_runs(pattern: re.Pattern[str], text: str) -> int:
+    """How many characters of ``text`` ``pattern`` (a run of a character class) matches."""
+    return len(text) - len(pattern.sub("", text))
+
+
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """Inside one 256-code-point block that several classes share: the classes
+    other than the block's main one, each with its compiled character class."""
+
+    main: int
+    others: tuple[tuple[int, re.Pattern[str]], ...]
+
+
+class _ClassCounter:
+    """Counts characters per class with C-level passes (see the module docstring)."""
+
+    __slots__ = ("ascii_chain", "astral", "block_codes", "codes", "fallback", "n", "splits", "whole_run")
+
+    SPLIT_BASE = 0x80
+    """Block codes from here on name a ``_Split``; below, a class index."""
+    HIGH = 0xFE
+    LOW = 0xFF
+
+    def __init__(self, classes: tuple[CharClass, ...]) -> None:
+        self.n = len(classes)
+        if self.n >= self.SPLIT_BASE:
+            raise ValueError(f"at most {self.SPLIT_BASE - 1} classes, not {self.n}")
+        fallbacks = [i for i, c in enumerate(classes) if not c.ranges]
+        if len(fallbacks) != 1:
+            raise ValueError("exactly one class must have no ranges (it takes every code point no other class names)")
+        self.fallback = fallbacks[0]
+        explicit = [(i, r) for i, c in enumerate(classes) for r in c.ranges]
+        for _, (a, b) in explicit:
+            if not 0 <= a <= b <= MAX_CODE_POINT:
+                raise ValueError(f"not a code point range: {a:04X}-{b:04X}")
+        spans = sorted(r for _, r in explicit)
+        for (_, b1), (a2, _) in pairwise(spans):
+            if a2 <= b1:
+                raise ValueError(f"classes overlap at U+{a2:04X}")
+        if not _covered(ASCII_RANGE, spans) or not all(_covered(r, spans) for r in CJK_RANGES):
+            raise ValueError("the classes must name every ASCII and every CJK code point")
+        for c in classes:
+            for r in c.ranges:
+                if _overlaps(r, [ASCII_RANGE]) and not r[1] <= ASCII_RANGE[1]:
+                    raise ValueError(f"class {c.name!r}: a range may not cross from ASCII into U+0080 and above")
+                if _overlaps(r, CJK_RANGES) and not _covered(r, CJK_RANGES):
+                    raise ValueError(f"class {c.name!r}: a range may not mix CJK and other code points")
+            if len({_group_of(r) for r in c.ranges}) > 1:
+                raise ValueError(f"class {c.name!r} mixes ASCII, CJK and other code points")
+
+        # ASCII: one delete-set per class, most frequent classes first (each pass shrinks the bytes).
+        ascii_of = bytearray(128)
+        for i, (a, b) in explicit:
+            for cp in range(a, min(b, 0x7F) + 1):
+                ascii_of[cp] = i
+        order = sorted({ascii_of[cp] for cp in range(128)}, key=lambda i: -sum(1 for x in ascii_of if x == i))
+        self.ascii_chain = tuple((i, bytes(cp for cp in range(128) if ascii_of[cp] == i)) for i in order)
+
+        # Above ASCII: a code per UTF-16 high byte (the block U+hh00-U+hhFF).
+        codes = bytearray(256)
+        splits: list[_Split] = []
+        for hi in range(256):
+            if hi in _HIGH_SURROGATE_BYTES:
+                codes[hi] = self.HIGH
+                continue
+            if hi in _LOW_SURROGATE_BYTES:
+                codes[hi] = self.LOW
+                continue
+            block = (max(hi << 8, 0x80), (hi << 8) | 0xFF)
+            parts: dict[int, list[tuple[int, int]]] = {}
+            for i, (a, b) in explicit:
+                lo, up = max(a, block[0]), min(b, block[1])
+                if lo <= up:
+                    parts.setdefault(i, []).append((lo, up))
+            named = sum(up - lo + 1 for rs in parts.values() for lo, up in rs)
+            if named < block[1] - block[0] + 1:
+                parts.setdefault(self.fallback, [])  # the fallback takes the rest of the block
+            if len(parts) == 1:
+                codes[hi] = next(iter(parts))
+                continue
+            main = max(parts, key=lambda i: (not parts[i], sum(up - lo + 1 for lo, up in parts[i])))
+            others = tuple((i, _run_pattern(rs)) for i, rs in sorted(parts.items()) if i != main)
+            codes[hi] = self.SPLIT_BASE + len(splits)
+            splits.append(_Split(main, others))
+        if len(splits) > self.HIGH - self.SPLIT_BASE:
+            raise ValueError("too many 256-code-point blocks are shared between classes")
+        self.block_codes = bytes(codes)
+        self.codes = tuple(sorted(set(codes)))
+        self.splits = tuple(splits)
+        # Runs of characters whose block is one class: cut away before the character classes of shared blocks run.
+        whole = [(max(hi << 8, 0x80), (hi << 8) | 0xFF) for hi in range(256) if codes[hi] < self.SPLIT_BASE]
+        self.whole_run = _run_pattern(whole)
+        astral: list[tuple[int, re.Pattern[str]]] = []
+        for i, c in enumerate(classes):
+            rs = [(max(a, 0x10000), b) for a, b in c.ranges if b >= 0x10000]
+            if rs:
+                astral.append((i, _run_pattern(rs)))
+        self.astral = tuple(astral)
+
+    def count(self, text: str) -> list[int]:
+        """Characters of ``text`` per class."""
+        out = [0] * self.n
+        if text.isascii():
+            rest = text.encode("ascii")
+            last = len(self.ascii_chain) - 1
+            for k, (i, delete) in enumerate(self.ascii_chain):
+                if not rest:
+                    break
+                if k == last:
+                    out[i] += len(rest)
+                    break
+                kept = rest.translate(None, delete)
+                out[i] += len(rest) - len(kept)
+                rest = kept
+            return out
+        rest = text.encode("utf-8", "surrogatepass")
+        for i, delete in self.ascii_chain:
+            kept = rest.translate(None, delete)
+            out[i] += len(rest) - len(kept)
+            rest = kept
+        wide = rest.decode("utf-8", "surrogatepass")  # the characters above ASCII, in order
+        self._count_wide(wide, out)
+        return out
+
+    def _count_wide(self, wide: str, out: list[int]) -> None:
+        codes = wide.encode("utf-16-be", "surrogatepass")[::2].translate(self.block_codes)
+        # Delete one code at a time, the likeliest first (a text is mostly in one or two blocks).
+        first = (codes[0], codes[len(codes) // 2], codes[-1])
+        tally: dict[int, int] = {}
+        rest = codes
+        for code in (*dict.fromkeys(first), *self.codes):
+            if not rest:
+                break
+            if code in tally:
+                continue
+            kept = rest.translate(None, bytes((code,)))
+            if len(kept) != len(rest):
+                tally[code] = len(rest) - len(kept)
+                rest = kept
+            else:
+                tally[code] = 0
+        shared = 0
+        for code, n in tally.items():
+            if code < self.SPLIT_BASE:
+                out[code] += n
+            else:
+                shared += n
+        if not shared:
+            return
+        # Few characters in shared blocks: look at those alone (one pass over long runs of the others).
+        narrow = self.whole_run.sub("", wide) if 4 * shared < len(codes) else wide
+        for code, n in tally.items():
+            if self.SPLIT_BASE <= code < self.HIGH and n:
+                split = self.splits[code - self.SPLIT_BASE]
+                for i, pattern in split.others:
+                    k = _count_runs(pattern, narrow)
+                    out[i] += k
+                    n -= k
+                out[split.main] += n
+        surrogates = tally.get(self.HIGH, 0) + tally.get(self.LOW, 0)
+        if surrogates:
+            astral = _count_runs(_ASTRAL_RUN, narrow)
+            named = 0
+            for i, pattern in self.astral:
+                k = _count_runs(pattern, narrow)
+                out[i] += k
+                named += k
+            # unnamed astral code points, and lone surrogates (two UTF-16 units per astral one)
+            out[self.fallback] += astral - named + surrogates - 2 * astral
+
+
+def _group_of(r: tuple[int, int]) -> Group:
+    if r[1] <= ASCII_RANGE[1]:
+        return "ascii"
+    return "cjk" if _covered(r, CJK_RANGES) else "other"
+
+
+@dataclass(frozen=True, slots=True)
+class ClassRule:
+    """A rule with finer classes than the seed's: each class a set of code
+    point ranges with its own exact-decimal chars per token. Estimates still
+    sum every class's fraction and round up once per message."""
+
+    name: str
+    classes: tuple[CharClass, ...]
+    message_overhead_tokens: int = MESSAGE_OVERHEAD_TOKENS
+    block_overhead_tokens: int = BLOCK_OVERHEAD_TOKENS
+    tool_def_overhead_tokens: int = TOOL_DEF_OVERHEAD_TOKENS
+    image_tokens_unknown: int = IMAGE_TOKENS_UNKNOWN
+    _weights: tuple[int, ...] = field(init=False, repr=False, compare=False, hash=False, default=())
+    _groups: tuple[Group, ...] = field(init=False, repr=False, compare=False, hash=False, default=())
+    _counter: _ClassCounter | None = field(init=False, repr=False, compare=False, hash=False, default=None)
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.classes]
+        if len(set(names)) != len(names):
+            raise ValueError("class names must be unique")
+        for c in self.classes:
+            if c.chars_per_token <= 0:
+                raise ValueError(f"chars per token must be positive, not {c.chars_per_token} ({c.name})")
+        object.__setattr__(self, "_weights", _integer_weights(*(c.chars_per_token for c in self.classes)))
+        object.__setattr__(self, "_groups", tuple(c.group for c in self.classes))
+        object.__setattr__(self, "_counter", _ClassCounter(self.classes))
+
+    def scaled_overhead(self, factor: float) -> ClassRule:
+        """The same rule with every structural overhead multiplied by ``factor``."""
+        return replace(
+            self,
+            message_overhead_tokens=round(self.message_overhead_tokens * factor),
+            block_overhead_tokens=round(self.block_overhead_tokens * factor),
+            tool_def_overhead_tokens=round(self.tool_def_overhead_tokens * factor),
+        )
+
+    def count(self, text: str) -> CharCounts:
+        """The characters of ``text`` per class of this rule, and per seed class."""
+        assert self._counter is not None
+        per_class = self._counter.count(text)
+        groups = {"ascii": 0, "cjk": 0, "other": 0}
+        for group, n in zip(self._groups, per_class, strict=True):
+            groups[group] += n
+        return CharCounts(groups["ascii"], groups["cjk"], groups["other"], tuple(per_class))
+
+    def text_tokens(self, counts: CharCounts) -> int:
+        """``ceil(sum(chars_i / chars_per_token_i))``, computed exactly in integers."""
+        if len(counts.classes) != len(self.classes):
+            if counts.total == 0:
+                return 0
+            raise ValueError(f"rule {self.name!r} needs counts made by its own count() ({len(self.classes)} classes)")
+        *weights, denominator = self._weights
+        return -(-sum(n * w for n, w in zip(counts.classes, weights, strict=True)) // denominator)
+
+    def class_tokens(self, counts: CharCounts) -> tuple[float, ...]:
+        """Unrounded tokens per class, for breakdowns."""
+        per_class = counts.classes or (0,) * len(self.classes)
+        return tuple(float(n / c.chars_per_token) for n, c in zip(per_class, self.classes, strict=True))
+
+    def class_rows(self, counts: CharCounts) -> tuple[ClassTokens, ...]:
+        """Each class that has characters, with its chars per token and unrounded tokens."""
+        per_class = counts.classes or (0,) * len(self.classes)
+        return tuple(
+            ClassTokens(c.name, n, c.chars_per_token, tokens)
+            for c, n, tokens in zip(self.classes, per_class, self.class_tokens(counts), strict=True)
+            if n
+        )
+
+    @property
+    def constants(self) -> dict[str, Fraction]:
+        """Chars per token by class name, as ``custom:`` rule strings write them."""
+        return {c.name: c.chars_per_token for c in self.classes}
+
+
+Rule: TypeAlias = ScriptRule | ClassRule
+"""Any estimator rule: what ``Estimator.rule`` holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,16 +576,17 @@ class Estimator:
     """Estimates messages under one rule, memoising per message: a message
     never changes once written, so each is counted once."""
 
-    rule: ScriptRule = SEED
+    rule: Rule = SEED
     _memo: dict[Message, MessageEstimate] = field(default_factory=dict, repr=False)
 
     def block_parts(self, block: Block) -> tuple[CharCounts, int]:
         """Characters and fixed tokens of one block, overheads included."""
         overhead = self.rule.block_overhead_tokens
+        count = self.rule.count
         if isinstance(block, (Text, Thinking)):
-            return count_chars(block.text), overhead
+            return count(block.text), overhead
         if isinstance(block, ToolCall):
-            return count_chars(block.name) + count_chars(block.input_json), overhead
+            return count(block.name) + count(block.input_json), overhead
         if isinstance(block, ToolResult):
             counts, fixed = ZERO, overhead
             for inner in block.content:
@@ -222,7 +597,7 @@ class Estimator:
             return ZERO, overhead + image_tokens(block.width, block.height, self.rule.image_tokens_unknown)
         if isinstance(block, Other):
             binary = block.binary_payloads * self.rule.image_tokens_unknown
-            return count_chars(block.counted or block.raw), overhead + binary
+            return count(block.counted or block.raw), overhead + binary
         raise TypeError(f"not a block: {block!r}")
 
     def block(self, block: Block) -> int:
@@ -248,7 +623,8 @@ class Estimator:
         return hit
 
     def tool_def(self, tool: ToolDef) -> MessageEstimate:
-        counts = count_chars(tool.name) + count_chars(tool.description) + count_chars(tool.schema_json)
+        count = self.rule.count
+        counts = count(tool.name) + count(tool.description) + count(tool.schema_json)
         fixed = self.rule.tool_def_overhead_tokens
         tokens = self.rule.text_tokens(counts) + fixed
         return MessageEstimate(tokens, counts, fixed, (tokens,))
@@ -263,16 +639,138 @@ class Estimator:
         return self.preamble(transcript) + sum(self.message(m).tokens for m in transcript.messages)
 
 
-ESTIMATORS: dict[str, ScriptRule] = {"seed": SEED}
-"""Named rules selectable with ``--estimator``."""
+RULES_FILE = "rules.json"
+"""The estimators' constants, shipped beside this module: every named rule's
+classes, chars per token and overheads (``benchmarks/calibrate/calibrate.py``
+rewrites the ``safe`` entry)."""
+
+CUSTOM_PREFIX = "custom:"
+
+
+def _decimal(value: object, where: str) -> Fraction:
+    """An exact decimal (given as a string, as JSON and rule strings carry it), as a Fraction."""
+    try:
+        number = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValueError(f"{where}: {value!r} is not a decimal number") from None
+    if not number.is_finite() or number <= 0:
+        raise ValueError(f"{where}: chars per token must be a positive number, not {value!r}")
+    return Fraction(number)
+
+
+def _code_range(text: str) -> tuple[int, int]:
+    a, _, b = text.partition("-")
+    return int(a, 16), int(b or a, 16)
+
+
+def rule_from_data(name: str, data: Mapping[str, Any]) -> Rule:
+    """A rule from its ``rules.json`` entry."""
+    overheads = {
+        key: int(data.get(key, default))
+        for key, default in (
+            ("message_overhead_tokens", MESSAGE_OVERHEAD_TOKENS),
+            ("block_overhead_tokens", BLOCK_OVERHEAD_TOKENS),
+            ("tool_def_overhead_tokens", TOOL_DEF_OVERHEAD_TOKENS),
+            ("image_tokens_unknown", IMAGE_TOKENS_UNKNOWN),
+        )
+    }
+    if data.get("type") == "script":
+        cpt = data["chars_per_token"]
+        return ScriptRule(
+            name,
+            _decimal(cpt["ascii"], f"{name}.ascii"),
+            _decimal(cpt["cjk"], f"{name}.cjk"),
+            _decimal(cpt["other"], f"{name}.other"),
+            **overheads,
+        )
+    if data.get("type") == "classes":
+        classes = tuple(
+            CharClass(
+                c["name"],
+                tuple(_code_range(r) for r in c.get("ranges", ())),
+                _decimal(c["chars_per_token"], f"{name}.{c['name']}"),
+            )
+            for c in data["classes"]
+        )
+        return ClassRule(name, classes, **overheads)
+    raise ValueError(f"rule {name!r}: unknown type {data.get('type')!r} (script or classes)")
+
+
+def load_rules(text: str | None = None) -> dict[str, Rule]:
+    """The named rules of ``rules.json`` (or of ``text``, a document of the same shape)."""
+    if text is None:
+        text = files(__package__ or "fitting").joinpath(RULES_FILE).read_text(encoding="utf-8")
+    document = json.loads(text)
+    return {name: rule_from_data(name, data) for name, data in document["rules"].items()}
+
+
+ESTIMATORS: dict[str, Rule] = load_rules()
+"""Named rules selectable with ``--estimator`` (``seed``, ``safe``), from ``rules.json``."""
+
+SAFE = ESTIMATORS["safe"]
+"""Calibrated never to under-estimate whole documents of the calibration corpus
+for any tokenizer loaded there (``docs/calibration.md``)."""
+
+
+def parse_rule(spec: str) -> Rule:
+    """A named rule, or a ``custom:class=chars_per_token,...`` rule string.
+
+    A custom string naming only ``ascii``, ``cjk`` and ``other`` is a
+    ``ScriptRule`` (classes it leaves out keep the seed's constants). Any other
+    class name is one of the ``safe`` rule's classes: the string starts from
+    ``safe``'s constants; ``ascii``, ``cjk`` or ``other`` then set every class
+    in that seed class, and named classes override those.
+    """
+    if not spec.startswith(CUSTOM_PREFIX):
+        try:
+            return ESTIMATORS[spec]
+        except KeyError:
+            raise OptionError(
+                f"unknown estimator {spec!r}; known: {', '.join(sorted(ESTIMATORS))}, "
+                f"or {CUSTOM_PREFIX}ascii=4,cjk=1,other=2"
+            ) from None
+    body = spec[len(CUSTOM_PREFIX) :].strip()
+    values: dict[str, Fraction] = {}
+    for item in body.split(",") if body else ():
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise OptionError(f"estimator {spec!r}: {item.strip()!r} is not CLASS=CHARS_PER_TOKEN")
+        if key in values:
+            raise OptionError(f"estimator {spec!r}: {key} is given twice")
+        try:
+            values[key] = _decimal(value, key)
+        except ValueError as exc:
+            raise OptionError(f"estimator {spec!r}: {exc}") from None
+    if not values:
+        raise OptionError(f"estimator {spec!r}: name at least one class, as in {CUSTOM_PREFIX}ascii=4,cjk=1,other=2")
+    seed_names = set(SEED.constants)
+    if set(values) <= seed_names:
+        seed = SEED.constants
+        return replace(
+            SEED,
+            name=spec,
+            ascii_chars_per_token=values.get("ascii", seed["ascii"]),
+            cjk_chars_per_token=values.get("cjk", seed["cjk"]),
+            other_chars_per_token=values.get("other", seed["other"]),
+        )
+    base = SAFE
+    assert isinstance(base, ClassRule)
+    known = {c.name for c in base.classes}
+    unknown = set(values) - known - seed_names
+    if unknown:
+        raise OptionError(
+            f"estimator {spec!r}: unknown class {', '.join(sorted(unknown))}; "
+            f"known: ascii, cjk, other, {', '.join(c.name for c in base.classes)}"
+        )
+    classes = tuple(
+        replace(c, chars_per_token=values.get(c.name, values.get(c.group, c.chars_per_token))) for c in base.classes
+    )
+    return replace(base, name=spec, classes=classes)
 
 
 def make_estimator(name: str = "seed", *, overhead: float = 1.0) -> Estimator:
-    """An estimator for a named rule, with overheads scaled by ``overhead``."""
-    try:
-        rule = ESTIMATORS[name]
-    except KeyError:
-        from .errors import OptionError
-
-        raise OptionError(f"unknown estimator {name!r}; known: {', '.join(sorted(ESTIMATORS))}") from None
+    """An estimator for a named rule or a ``custom:`` rule string, with
+    overheads scaled by ``overhead``."""
+    rule = parse_rule(name)
     return Estimator(rule.scaled_overhead(overhead) if overhead != 1.0 else rule)

@@ -206,19 +206,9 @@ def build_report(
         by_kind["tool definitions"] += tool_defs
     total += preamble
 
-    rule = estimator.rule
-    class_tokens = rule.class_tokens(counts)
-    text_total = sum(class_tokens) or 1.0
-    classes = tuple(
-        ClassRow(name, chars, float(cpt), tok, tok / text_total)
-        for name, chars, cpt, tok in zip(
-            ("ascii", "cjk", "other"),
-            (counts.ascii, counts.cjk, counts.other),
-            (rule.ascii_chars_per_token, rule.cjk_chars_per_token, rule.other_chars_per_token),
-            class_tokens,
-            strict=True,
-        )
-    )
+    rows = estimator.rule.class_rows(counts)
+    text_total = sum(r.tokens for r in rows) or 1.0
+    classes = tuple(ClassRow(r.name, r.chars, float(r.chars_per_token), r.tokens, r.tokens / text_total) for r in rows)
 
     names = tool_names(messages)
     results: list[ResultRow] = []
