@@ -29,7 +29,7 @@ from .errors import Unsuggestable
 from .estimate import SEED, ZERO, CharCounts, Estimator, ScriptRule
 from .report import UsageRow, build_report
 from .tokenizers import Tokenizer, count_texts
-from .transcript import Block, Image, Other, Text, Thinking, ToolCall, ToolResult, Transcript
+from .transcript import Block, Image, Other, Text, Thinking, ToolCall, ToolResult, Transcript, block_kind
 
 ScriptClass: TypeAlias = Literal["ascii", "cjk", "other"]
 ContentKind: TypeAlias = Literal["prose", "code", "json", "logs"]
@@ -415,18 +415,6 @@ class _Unit:
     estimate: int
 
 
-def _kind(block: Block) -> str:
-    if isinstance(block, Text):
-        return "text"
-    if isinstance(block, Thinking):
-        return "thinking"
-    if isinstance(block, ToolCall):
-        return "tool_call"
-    if isinstance(block, ToolResult):
-        return "tool_result"
-    return "other"
-
-
 def _units(
     transcript: Transcript, estimator: Estimator
 ) -> tuple[list[tuple[int | None, str, int | None]], list[_Unit], list[CharCounts]]:
@@ -451,7 +439,7 @@ def _units(
         totals.append(total)
 
     if transcript.system:
-        add(None, "system", None, ((i, _kind(b), block_texts(b)) for i, b in enumerate(transcript.system)))
+        add(None, "system", None, ((i, block_kind(b), block_texts(b)) for i, b in enumerate(transcript.system)))
     if transcript.tools:
         add(
             None,
@@ -464,7 +452,7 @@ def _units(
             mi,
             message.role,
             message.source.line,
-            ((bi, _kind(b), block_texts(b)) for bi, b in enumerate(message.content) if not isinstance(b, Image)),
+            ((bi, block_kind(b), block_texts(b)) for bi, b in enumerate(message.content) if not isinstance(b, Image)),
         )
     return heads, units, totals
 

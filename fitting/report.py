@@ -10,15 +10,9 @@ from itertools import pairwise
 
 from .estimate import CharCounts, Estimator
 from .transcript import (
-    Block,
     Defect,
-    Image,
-    Other,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
     Transcript,
+    block_kind,
     count_rounds,
     iter_tool_results,
     split_turns,
@@ -142,21 +136,6 @@ class Report:
         return "; ".join(parts) if parts else f"{self.tokens:,} tokens"
 
 
-def _kind(block: Block) -> str:
-    if isinstance(block, Text):
-        return "text"
-    if isinstance(block, Thinking):
-        return "thinking"
-    if isinstance(block, ToolCall):
-        return "tool_call"
-    if isinstance(block, ToolResult):
-        return "tool_result"
-    if isinstance(block, Image):
-        return "image"
-    assert isinstance(block, Other)
-    return "other"
-
-
 def _grows(sizes: list[int]) -> bool:
     return (
         len(sizes) >= DATA_TOOL_MIN_RESULTS
@@ -188,7 +167,7 @@ def build_report(
         counts = counts + est.counts
         by_role[message.role] += est.tokens
         for block, tokens in zip(message.content, est.block_tokens, strict=True):
-            by_kind[_kind(block)] += tokens
+            by_kind[block_kind(block)] += tokens
         if estimator.rule.message_overhead_tokens:  # no row of zeros under --overhead 0
             by_kind["message overhead"] += estimator.rule.message_overhead_tokens
     system = estimator.blocks(transcript.system) if transcript.system else None

@@ -218,6 +218,19 @@ class Transcript:
         return replace(self, messages=self.messages[start:], usage=usage, context_start=0)
 
 
+def block_kind(block: Block) -> str:
+    """``text``, ``thinking``, ``tool_call``, ``tool_result``, ``image`` or ``other``."""
+    if isinstance(block, Text):
+        return "text"
+    if isinstance(block, Thinking):
+        return "thinking"
+    if isinstance(block, ToolCall):
+        return "tool_call"
+    if isinstance(block, ToolResult):
+        return "tool_result"
+    return "image" if isinstance(block, Image) else "other"
+
+
 # --------------------------------------------------------------------------
 # Derived structure
 
