@@ -247,3 +247,17 @@ def test_help_names_the_tokenizers_and_gives_an_example(run_cli: Run) -> None:
     assert "Example: windowfit audit" in text
     assert "mistral-tekken" in text
     assert "windowfit[tokenizers]" in text  # rich markup would eat an unescaped [tokenizers]
+
+
+def test_suggested_rule_pastes_back_and_is_safe_for_that_transcript(run_cli: Run, at_root: None) -> None:
+    # The loop the issue asks for: audit --suggest prints an --estimator value; fed back,
+    # the same audit finds no message under-estimated.
+    suggested = run_cli("audit", BILINGUAL, "-t", "cl100k_base", "--suggest")
+    assert suggested.exit_code == 0, suggested.stderr
+    match = re.search(r"--estimator (custom:\S+)", suggested.stdout)
+    assert match is not None
+    again = run_cli("audit", BILINGUAL, "-t", "cl100k_base", "--estimator", match.group(1))
+    assert again.exit_code == 0, again.stderr
+    text = " ".join(again.stdout.split())
+    assert "NOT safe" not in text and "safe for this transcript with cl100k_base" in text
+    assert run_cli("report", BILINGUAL, "--estimator", match.group(1)).exit_code == 0
