@@ -3,6 +3,7 @@
 Nothing here prints, exits or reads files beyond the loaders.
 """
 
+from .audit import TranscriptAudit, audit_transcript, suggest_rule
 from .errors import InputError, Location, OptionError, WindowfitError
 from .estimate import (
     SAFE,
@@ -18,8 +19,13 @@ from .estimate import (
     make_estimator,
     parse_rule,
 )
+from .fit import Fitted, Plan, apply_plan, fit, plan_fit
 from .formats import load, load_path
+from .notice import has_notice, with_notice
+from .replay import Run, Step, replay, standard_policies
 from .report import Report, build_report
+from .request import FittedRequest, Fitter, fit_request
+from .tokenizers import load_tokenizer
 from .transcript import (
     Block,
     Image,
@@ -38,6 +44,7 @@ from .transcript import (
     split_turns,
     split_units,
 )
+from .validate import Violation, check_request
 
 __all__ = [
     "SAFE",
@@ -47,6 +54,9 @@ __all__ = [
     "CharCounts",
     "ClassRule",
     "Estimator",
+    "Fitted",
+    "FittedRequest",
+    "Fitter",
     "Image",
     "InputError",
     "Location",
@@ -54,26 +64,43 @@ __all__ = [
     "MessageEstimate",
     "OptionError",
     "Other",
+    "Plan",
     "Report",
     "Round",
     "Rule",
+    "Run",
     "ScriptRule",
     "Single",
     "Source",
+    "Step",
     "Text",
     "Thinking",
     "ToolCall",
     "ToolDef",
     "ToolResult",
     "Transcript",
+    "TranscriptAudit",
     "Turn",
+    "Violation",
     "WindowfitError",
+    "apply_plan",
+    "audit_transcript",
     "build_report",
+    "check_request",
     "count_chars",
+    "fit",
+    "fit_request",
+    "has_notice",
     "load",
     "load_path",
+    "load_tokenizer",
     "make_estimator",
     "parse_rule",
+    "plan_fit",
+    "replay",
     "split_turns",
     "split_units",
+    "standard_policies",
+    "suggest_rule",
+    "with_notice",
 ]
