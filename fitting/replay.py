@@ -17,6 +17,7 @@ from typing import Protocol
 
 from .estimate import Estimator
 from .fit import BATCH_SIZE, MIN_CLEAR_RATIO, PROTECTED_FRACTION, TRUNCATION_NOTE, stub_text
+from .repair import repair
 from .transcript import Message, Round, Text, ToolResult, Transcript, iter_units, tool_names
 
 NOTE = -1
@@ -515,7 +516,9 @@ def replay(
     estimator: Estimator,
     window: int | None = None,
 ) -> tuple[Run, ...]:
-    """Every request of ``transcript`` fitted by each policy, in order."""
+    """Every request of ``transcript`` fitted by each policy, in order. Orphans
+    are repaired first, as ``fit`` does, so each request is one a harness could send."""
+    transcript, _ = repair(transcript)
     session = Session.of(transcript, estimator)
     raw = Fenwick(session.tokens)
     runs = []

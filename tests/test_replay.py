@@ -205,3 +205,18 @@ def test_hand_checked_replay_batch_of_one_and_legacy_and_keep_last() -> None:
 def test_standard_policies_are_the_four_of_the_table() -> None:
     runs = replay(subagent([4000] * 3), standard_policies(), budget=10_000, estimator=bare())
     assert [r.policy for r in runs] == ["windowfit", "windowfit --batch-size 1", "legacy", "keep-last-3"]
+
+
+def test_replay_repairs_orphans_like_fit() -> None:
+    # An interrupted call (c1 has no result) and an orphan result (ghost) in the middle of a
+    # session: every replayed request has the size fit gives the same prefix, repairs included.
+    t = subagent([4000] * 5)
+    messages = list(t.messages)
+    messages[4] = Message("user", (ToolResult("ghost", (Text("x" * 400),)),))  # c1's result replaced by an orphan
+    t = replace(t, messages=tuple(messages))
+    estimator = bare()
+    (run,) = replay(t, [lambda s, b: WindowfitPolicy(s, b)], budget=3000, estimator=estimator)
+    ends = [i for i, m in enumerate(t.messages) if m.role == "assistant" and i > 0]
+    expected = [plan_fit(replace(t, messages=t.messages[:n]), budget=3000, estimator=estimator) for n in ends]
+    assert [s.sent_tokens for s in run.steps] == [p.tokens_after for p in expected]
+    assert [s.outcome for s in run.steps] == [p.outcome for p in expected]
