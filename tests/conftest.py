@@ -9,8 +9,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from rich.console import Console
 from typer.testing import CliRunner, Result
+
+# CI machines are small and shared: no per-example deadlines and no "too slow"
+# health check by default (tests that care set their own settings on top).
+settings.register_profile("windowfit", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("windowfit")
+
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
