@@ -184,7 +184,7 @@ def _stub(result: ToolResult, ref: ResultRef) -> ToolResult:
     return ToolResult(result.call_id, (stub,), result.is_error, result.name, result.extra)
 
 
-def _clear_into(messages: list[Message], refs: Sequence[ResultRef]) -> set[int]:
+def clear_into(messages: list[Message], refs: Sequence[ResultRef]) -> set[int]:
     """Replace the results named by ``refs`` with their stubs, in place; the
     indices of the messages that changed."""
     by_message: dict[int, list[ResultRef]] = {}
@@ -204,7 +204,7 @@ def _clear_into(messages: list[Message], refs: Sequence[ResultRef]) -> set[int]:
 def clear_results(messages: Sequence[Message], refs: Sequence[ResultRef]) -> list[Message]:
     """A copy of ``messages`` with the results named by ``refs`` replaced by their stubs."""
     out = list(messages)
-    _clear_into(out, refs)
+    clear_into(out, refs)
     return out
 
 
@@ -212,7 +212,8 @@ def _note_message() -> Message:
     return Message("user", (Text(TRUNCATION_NOTE),), NOTE_SOURCE)
 
 
-def _result_refs(messages: Sequence[Message], estimator: Estimator) -> tuple[ResultRef, ...]:
+def result_refs(messages: Sequence[Message], estimator: Estimator) -> tuple[ResultRef, ...]:
+    """Every tool result, oldest first, with its estimate and its stub's."""
     names = tool_names(messages)
     refs = []
     for mi, message in enumerate(messages):
@@ -265,7 +266,7 @@ def plan_fit(
     preamble = est.preamble(source)
     message_tokens = tuple(est.message(m).tokens for m in messages)
     before = preamble + sum(message_tokens)
-    results = _result_refs(messages, est)
+    results = result_refs(messages, est)
 
     first_protected = _protected_tail(results, budget * protected_fraction)
     older = results[:first_protected]
@@ -297,7 +298,7 @@ def plan_fit(
     for k in range(0, len(candidates), batch_size):
         batch = candidates[k : k + batch_size]
         saved = 0
-        for mi in sorted(_clear_into(working, batch)):
+        for mi in sorted(clear_into(working, batch)):
             new = est.message(working[mi]).tokens
             saved += tokens[mi] - new
             tokens[mi] = new

@@ -16,9 +16,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .estimate import Estimator
-from .fit import BATCH_SIZE, MIN_CLEAR_RATIO, PROTECTED_FRACTION, TRUNCATION_NOTE, stub_text
+from .fit import (
+    BATCH_SIZE,
+    MIN_CLEAR_RATIO,
+    PROTECTED_FRACTION,
+    TRUNCATION_NOTE,
+    ResultRef,
+    clear_into,
+    result_refs,
+)
 from .repair import repair
-from .transcript import Message, Round, Text, ToolResult, Transcript, iter_units, tool_names
+from .transcript import Message, Round, Text, Transcript, iter_units
 
 NOTE = -1
 """The truncation note's place in a request's message sequence."""
@@ -55,16 +63,6 @@ class Fenwick:
         return self.prefix(stop) - self.prefix(start) if stop > start else 0
 
 
-@dataclass(frozen=True, slots=True)
-class ResultInfo:
-    message_index: int
-    block_index: int
-    call_id: str
-    tool: str
-    tokens: int
-    stub_tokens: int
-
-
 @dataclass(slots=True)
 class Session:
     """What every policy reads: the transcript's messages, their estimates and
@@ -74,8 +72,7 @@ class Session:
     estimator: Estimator
     tokens: list[int] = field(default_factory=list)
     preamble: int = 0
-    results: list[ResultInfo] = field(default_factory=list)
-    results_by_message: dict[int, list[int]] = field(default_factory=dict)
+    results: tuple[ResultRef, ...] = ()
     result_messages: list[int] = field(default_factory=list)
     """Each result's message index, in order (for bisecting)."""
     turn_starts: list[int] = field(default_factory=list)
@@ -92,15 +89,7 @@ class Session:
         messages = transcript.messages
         s.tokens = [estimator.message(m).tokens for m in messages]
         s.preamble = estimator.preamble(transcript)
-        names = tool_names(messages)
-        for mi, m in enumerate(messages):
-            block_tokens = estimator.message(m).block_tokens
-            for bi, b in enumerate(m.content):
-                if isinstance(b, ToolResult):
-                    tool = names.get(b.call_id) or b.name
-                    stub = ToolResult(b.call_id, (Text(stub_text(tool, b.call_id, block_tokens[bi])),))
-                    s.results_by_message.setdefault(mi, []).append(len(s.results))
-                    s.results.append(ResultInfo(mi, bi, b.call_id, tool, block_tokens[bi], estimator.block(stub)))
+        s.results = result_refs(messages, estimator)
         s.result_messages = [r.message_index for r in s.results]
         s.turn_starts = [i for i, m in enumerate(messages) if m.starts_turn]
         if messages and (not s.turn_starts or s.turn_starts[0] != 0):
@@ -152,48 +141,24 @@ PolicyFactory = Callable[[Session, int], Policy]
 
 
 class _Stubbed:
-    """Current message sizes with some results cleared, as a Fenwick tree."""
+    """The messages as last sent (some results stubbed) and their sizes, as a Fenwick tree."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self.messages = list(session.transcript.messages)
         self.tree = Fenwick(session.tokens)
         self.current = list(session.tokens)
-        self.cleared_blocks: dict[int, set[int]] = {}
 
     def clear(self, result_index: int) -> None:
-        s = self.session
-        info = s.results[result_index]
-        blocks = self.cleared_blocks.setdefault(info.message_index, set())
-        blocks.add(info.block_index)
-        message = s.transcript.messages[info.message_index]
-        content = []
-        for bi, b in enumerate(message.content):
-            if bi in blocks and isinstance(b, ToolResult):
-                ref = s.results[
-                    next(r for r in s.results_by_message[info.message_index] if s.results[r].block_index == bi)
-                ]
-                b = ToolResult(
-                    b.call_id, (Text(stub_text(ref.tool, ref.call_id, ref.tokens)),), b.is_error, b.name, b.extra
-                )
-            content.append(b)
-        new = s.estimator.message(Message(message.role, tuple(content), message.source, message.extra)).tokens
-        self.tree.add(info.message_index, new - self.current[info.message_index])
-        self.current[info.message_index] = new
+        ref = self.session.results[result_index]
+        clear_into(self.messages, [ref])
+        new = self.session.estimator.message(self.messages[ref.message_index]).tokens
+        self.tree.add(ref.message_index, new - self.current[ref.message_index])
+        self.current[ref.message_index] = new
 
     def block_prefix(self, message_index: int, block_index: int) -> int:
         """Tokens of the message's blocks before ``block_index`` in their current version."""
-        s = self.session
-        message = s.transcript.messages[message_index]
-        blocks = self.cleared_blocks.get(message_index, set())
-        total = 0
-        for bi in range(block_index):
-            b = message.content[bi]
-            if bi in blocks and isinstance(b, ToolResult):
-                ref = next(s.results[r] for r in s.results_by_message[message_index] if s.results[r].block_index == bi)
-                total += ref.stub_tokens
-            else:
-                total += s.estimator.message(message).block_tokens[bi]
-        return total
+        return sum(self.session.estimator.message(self.messages[message_index]).block_tokens[:block_index])
 
 
 def _first_fitting(starts: Sequence[int], n: int, tree: Fenwick, room: int) -> int:
