@@ -3,8 +3,7 @@ with prefix-cache reuse, rejections, a terminal chart and an optional image."""
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -31,6 +30,7 @@ from .shared import (
     load_all,
     out,
     print_json,
+    write_atomic,
 )
 
 
@@ -91,14 +91,15 @@ def save_plot(runs: tuple[Run, ...], path: Path, *, budget: int, window: int | N
     ax.set_title(title + "\n▲ prefix break (a clearing batch or a cut), × rejected (over the window)", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".png", dir=path.parent)
-    os.close(fd)
+    image_format = path.suffix.lstrip(".").lower() or "png"
     try:
-        fig.savefig(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        if image_format not in fig.canvas.get_supported_filetypes():
+            known = ", ".join(sorted(fig.canvas.get_supported_filetypes()))
+            raise OptionError(f"--plot cannot write .{image_format} files; use one of: {known}")
+        image = io.BytesIO()
+        fig.savefig(image, format=image_format)
+        write_atomic(path, image.getvalue())
     finally:
-        Path(tmp).unlink(missing_ok=True)
         plt.close(fig)
 
 

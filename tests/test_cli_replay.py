@@ -78,3 +78,12 @@ def test_replays_a_real_claude_code_session(run_cli: Run) -> None:
     assert runs["windowfit"]["rejections"] == 0
     assert all(s["sent_tokens"] <= 20_000 or s["outcome"] == "too-long" for s in runs["windowfit"]["steps"])
     assert runs["windowfit"]["prefix_breaks"] <= runs["windowfit --batch-size 1"]["prefix_breaks"]
+
+
+def test_plot_with_an_unknown_image_suffix_is_a_usage_error(run_cli: Run, in_data: Path, tmp_path: Path) -> None:
+    # Regression: matplotlib raised (a traceback) for a suffix it cannot write.
+    pytest.importorskip("matplotlib", reason="the test extra installs matplotlib; plain installs may not")
+    result = run_cli("replay", "six_reads.jsonl", "--budget", "3000", "--plot", str(tmp_path / "chart.xyz"))
+    assert result.exit_code == 2
+    assert "cannot write .xyz files" in result.stderr
+    assert list(tmp_path.iterdir()) == []
