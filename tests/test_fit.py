@@ -14,7 +14,7 @@ from strategies import subagents, transcripts
 from fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
 from fitting.estimate import Estimator
 from fitting.fit import OUTCOMES, TRUNCATION_NOTE, Plan, apply_plan, clear_results, plan_fit, stub_text
-from fitting.legacy import legacy_fit
+from fitting.replay import LegacyPolicy, Session
 from fitting.request import write_transcript
 from fitting.transcript import split_turns, split_units
 from fitting.validate import check_request
@@ -424,7 +424,8 @@ def test_field_report_eight_subagents_legacy_rejected_windowfit_fits() -> None:
     for n in range(8):
         t = russian_subagent(n, rounds=100 + 10 * n, chapter_chars=24_000)  # ~12,000 tokens a chapter
         assert total(t, estimator) > window
-        if total(legacy_fit(t, budget=budget, estimator=estimator), estimator) > window:
+        legacy = LegacyPolicy(Session.of(t, estimator), budget).request(len(t.messages))
+        if legacy.tokens > window:
             rejected_before += 1
         plan = plan_fit(t, budget=budget, estimator=estimator)
         out = apply_plan(t, plan)
