@@ -24,6 +24,7 @@ from .transcript import (
     Text,
     ToolResult,
     Transcript,
+    Turn,
     Unit,
     iter_units,
     split_turns,
@@ -329,7 +330,7 @@ def plan_fit(
             tokens_after=used,
             stages=(*stages, 2),
             kept=((start, len(working)),),
-            dropped=_dropped_turns(working, tokens, head[1], start),
+            dropped=_dropped_turns(all_turns, tokens, head[1], start),
         )
 
     # Stage 3: inside the last (long) turn, the newest whole tool rounds that fit.
@@ -355,7 +356,7 @@ def plan_fit(
     take = keep_units if fits else len(units) - newest if units else 0
     start = units[len(units) - take].start if take else len(working)
     kept = ((opener,) if opener else ()) + (((start, len(working)),) if take else ())
-    dropped = _dropped_turns(working, tokens, head[1], last.start if opener else head[1]) + _dropped_units(
+    dropped = _dropped_turns(all_turns, tokens, head[1], last.start if opener else head[1]) + _dropped_units(
         units[: len(units) - take], tokens
     )
     if fits:
@@ -383,10 +384,10 @@ def plan_fit(
     )
 
 
-def _dropped_turns(messages: Sequence[Message], tokens: Sequence[int], start: int, stop: int) -> tuple[Dropped, ...]:
+def _dropped_turns(turns: Sequence[Turn], tokens: Sequence[int], start: int, stop: int) -> tuple[Dropped, ...]:
     """The turns (or their tails) inside ``[start, stop)``."""
     out = []
-    for turn in split_turns(messages):
+    for turn in turns:
         a, b = max(turn.start, start), min(turn.stop, stop)
         if a < b:
             out.append(Dropped("turn", a, b, sum(tokens[a:b])))
