@@ -15,8 +15,8 @@ from common import best_of
 from rich.console import Console
 from rich.table import Table
 
-from fitting.estimate import CharCounts, count_chars, is_cjk
 from sample_transcripts import prose
+from windowfit.fitting.estimate import CharCounts, count_chars, is_cjk
 
 MB = 1_000_000
 BLOCK_CHARS = 8192

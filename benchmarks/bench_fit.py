@@ -18,9 +18,9 @@ from common import best_of, ensure_generated
 from rich.console import Console
 from rich.table import Table
 
-import fitting
-from fitting.fit import apply_plan, plan_fit
 from sample_transcripts import prose
+from windowfit import fitting
+from windowfit.fitting.fit import apply_plan, plan_fit
 
 GENERATOR_VERSION = 1
 ROUNDS_PER_TURN = 50

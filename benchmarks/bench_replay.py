@@ -20,10 +20,10 @@ from common import best_of, ensure_generated
 from rich.console import Console
 from rich.table import Table
 
-import fitting
-from fitting.fit import plan_fit
-from fitting.replay import WindowfitPolicy, replay, standard_policies
 from sample_transcripts import prose
+from windowfit import fitting
+from windowfit.fitting.fit import plan_fit
+from windowfit.fitting.replay import WindowfitPolicy, replay, standard_policies
 
 GENERATOR_VERSION = 1
 NAIVE_SAMPLE = 200

@@ -23,8 +23,8 @@ from common import best_of, ensure_generated
 from rich.console import Console
 from rich.table import Table
 
-import fitting
 from sample_transcripts import prose
+from windowfit import fitting
 
 MB = 1_000_000
 GENERATOR_VERSION = 1

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from fitting import build_report
-from fitting.serialize import reports_document
+from windowfit import __version__
+from windowfit.fitting import build_report
+from windowfit.fitting.serialize import reports_document
 
 from .audit_cmd import audit_command
 from .fit_cmd import check, fit
@@ -39,8 +40,19 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(f"windowfit {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
     """Keep long LLM agent conversations inside the context window.
 
     Exit codes: 0 ok, 1 too long / check failed, 2 usage, 3 bad input, 4 cannot write output.

@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
-from fitting import WindowfitError
-from fitting.audit import Sample, audit_to_dict, audit_transcript, suggest_rule, suggestion_to_dict
-from fitting.errors import OptionError
-from fitting.estimate import SEED, ScriptRule
-from fitting.serialize import SCHEMA
-from fitting.tokenizers import DEFAULT_TOKENIZER, KNOWN_TOKENIZERS, Tokenizer, load_tokenizer
+from windowfit.fitting import WindowfitError
+from windowfit.fitting.audit import Sample, audit_to_dict, audit_transcript, suggest_rule, suggestion_to_dict
+from windowfit.fitting.errors import OptionError
+from windowfit.fitting.estimate import SEED, ScriptRule
+from windowfit.fitting.serialize import SCHEMA
+from windowfit.fitting.tokenizers import DEFAULT_TOKENIZER, KNOWN_TOKENIZERS, Tokenizer, load_tokenizer
 
 from .render import plural
 from .render_audit import render_audit, render_suggestion

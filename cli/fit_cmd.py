@@ -11,13 +11,13 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from fitting import Transcript, WindowfitError
-from fitting.errors import OptionError
-from fitting.estimate import Estimator
-from fitting.fit import OUTCOMES, Plan, apply_plan, plan_fit, too_long_message
-from fitting.request import write_transcript
-from fitting.serialize import SCHEMA, plan_to_dict
-from fitting.validate import check_request, new_violations
+from windowfit.fitting import Transcript, WindowfitError
+from windowfit.fitting.errors import OptionError
+from windowfit.fitting.estimate import Estimator
+from windowfit.fitting.fit import OUTCOMES, Plan, apply_plan, plan_fit, too_long_message
+from windowfit.fitting.request import write_transcript
+from windowfit.fitting.serialize import SCHEMA, plan_to_dict
+from windowfit.fitting.validate import check_request, new_violations
 
 from .exit_codes import ExitCode
 from .render_fit import OUTCOME_STYLE, render_plan

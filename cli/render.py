@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from fitting.report import Report
+from windowfit.fitting.report import Report
 
 BAR_WIDTH = 50
 

@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from fitting.audit import (
+from windowfit.fitting.audit import (
     BlockAudit,
     RatioRow,
     Sample,
@@ -19,8 +19,8 @@ from fitting.audit import (
     estimate_over,
     tightest,
 )
-from fitting.audit import rule_spec as _rule_spec
-from fitting.estimate import ScriptRule
+from windowfit.fitting.audit import rule_spec as _rule_spec
+from windowfit.fitting.estimate import ScriptRule
 
 from .render import plural
 

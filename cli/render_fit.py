@@ -8,9 +8,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from fitting.fit import Dropped, Plan, clear_results, repaired, too_long_message
-from fitting.transcript import Image, Message, Other, Thinking, ToolCall, ToolResult, Transcript
-from fitting.transcript import Text as TextBlock
+from windowfit.fitting.fit import Dropped, Plan, clear_results, repaired, too_long_message
+from windowfit.fitting.transcript import Image, Message, Other, Thinking, ToolCall, ToolResult, Transcript
+from windowfit.fitting.transcript import Text as TextBlock
 
 OUTCOME_STYLE = {
     "fits": "green",

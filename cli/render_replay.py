@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from fitting.replay import Run
+from windowfit.fitting.replay import Run
 
 CHART_HEIGHT = 12
 CHART_WIDTH = 64

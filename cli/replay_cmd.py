@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from fitting.errors import OptionError
-from fitting.replay import KeepLastPolicy, LegacyPolicy, PolicyFactory, Run, WindowfitPolicy, replay
-from fitting.serialize import replay_to_dict
+from windowfit.fitting.errors import OptionError
+from windowfit.fitting.replay import KeepLastPolicy, LegacyPolicy, PolicyFactory, Run, WindowfitPolicy, replay
+from windowfit.fitting.serialize import replay_to_dict
 
 from .exit_codes import ExitCode
 from .render_replay import render_chart, render_table

@@ -15,10 +15,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from fitting import Transcript, WindowfitError, make_estimator
-from fitting.errors import EmptyTranscript, InputError, Location, NoTranscripts, UnknownFormat
-from fitting.estimate import ESTIMATORS, Estimator
-from fitting.formats import FORMATS, Input, discover, load
+from windowfit.fitting import Transcript, WindowfitError, make_estimator
+from windowfit.fitting.errors import EmptyTranscript, InputError, Location, NoTranscripts, UnknownFormat
+from windowfit.fitting.estimate import ESTIMATORS, Estimator
+from windowfit.fitting.formats import FORMATS, Input, discover, load
 
 from .exit_codes import ExitCode
 

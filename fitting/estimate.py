@@ -699,7 +699,7 @@ def rule_from_data(name: str, data: Mapping[str, Any]) -> Rule:
 def load_rules(text: str | None = None) -> dict[str, Rule]:
     """The named rules of ``rules.json`` (or of ``text``, a document of the same shape)."""
     if text is None:
-        text = files(__package__ or "fitting").joinpath(RULES_FILE).read_text(encoding="utf-8")
+        text = files(__package__ or "windowfit.fitting").joinpath(RULES_FILE).read_text(encoding="utf-8")
     document = json.loads(text)
     return {name: rule_from_data(name, data) for name, data in document["rules"].items()}
 

@@ -99,11 +99,11 @@ def terminal(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(name, raising=False)
     for name, value in TERMINAL_ENV.items():
         monkeypatch.setenv(name, value)
-    import cli.app  # noqa: F401  (loads every cli module that holds a console)
+    import windowfit.cli.app  # noqa: F401  (loads every cli module that holds a console)
 
     twins: dict[int, Console] = {}
     for module_name, module in list(sys.modules.items()):
-        if module is None or not (module_name == "cli" or module_name.startswith("cli.")):
+        if module is None or not (module_name == "windowfit.cli" or module_name.startswith("windowfit.cli.")):
             continue
         for attr, value in list(vars(module).items()):
             if isinstance(value, Console):
@@ -121,7 +121,7 @@ def run_cli(terminal: None) -> Callable[..., Result]:
     stdout and stderr are kept apart (``result.stdout``, ``result.stderr``);
     exceptions other than exits propagate, so a crash fails the test loudly.
     """
-    from cli.app import app
+    from windowfit.cli.app import app
 
     runner = CliRunner()
 

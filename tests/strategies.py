@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import orjson
 from hypothesis import strategies as st
 
-from fitting import Block, Message, Source, Text, ToolCall, ToolDef, ToolResult, Transcript
-from fitting.transcript import Role
+from windowfit.fitting import Block, Message, Source, Text, ToolCall, ToolDef, ToolResult, Transcript
+from windowfit.fitting.transcript import Role
 
 
 def _span(first: int, last: int) -> tuple[str, ...]:

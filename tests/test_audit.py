@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fitting import SEED, CharCounts, Estimator, Message, ScriptRule, Source, load_path, make_estimator
-from fitting.audit import (
+from windowfit.fitting import SEED, CharCounts, Estimator, Message, ScriptRule, Source, load_path, make_estimator
+from windowfit.fitting.audit import (
     CEIL_MARGIN,
     MAX_CHARS_PER_TOKEN,
     MAX_TOKENS_PER_CHAR,
@@ -35,9 +35,9 @@ from fitting.audit import (
     tightest,
     usage_growth_samples,
 )
-from fitting.errors import Unsuggestable
-from fitting.tokenizers import load_tokenizer
-from fitting.transcript import Image, Other, Text, Thinking, ToolCall, ToolDef, ToolResult, Transcript, Usage
+from windowfit.fitting.errors import Unsuggestable
+from windowfit.fitting.tokenizers import load_tokenizer
+from windowfit.fitting.transcript import Image, Other, Text, Thinking, ToolCall, ToolDef, ToolResult, Transcript, Usage
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import orjson
 import pytest
 from typer.testing import Result
 
-from cli.exit_codes import ExitCode
-from fitting.tokenizers import load_tokenizer
+from windowfit.cli.exit_codes import ExitCode
+from windowfit.fitting.tokenizers import load_tokenizer
 
 Run = Callable[..., Result]
 Golden = Callable[[str, str], None]

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from typer.testing import Result
 
-from cli.fit_cmd import _gh
+from windowfit.cli.fit_cmd import _gh
 
 DATA = Path(__file__).parent / "data" / "fit"
 OPTIONS = ("--budget", "2000", "--overhead", "0")

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from typer.testing import Result
 
-from fitting.notice import NOTICE
+from windowfit.fitting.notice import NOTICE
 
 DATA = Path(__file__).parent / "data" / "fit"
 

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 from typer.testing import Result
 
-from cli.exit_codes import ExitCode
+from windowfit.cli.exit_codes import ExitCode
 
 Run = Callable[..., Result]
 Golden = Callable[[str, str], None]
@@ -70,7 +70,7 @@ def test_terminal_fixture_fixes_every_cli_console(terminal: None) -> None:
     consoles = [
         value
         for name, module in list(sys.modules.items())
-        if name == "cli" or name.startswith("cli.")
+        if name == "windowfit.cli" or name.startswith("windowfit.cli.")
         for value in vars(module).values()
         if isinstance(value, Console)
     ]
@@ -292,7 +292,7 @@ def test_unknown_format_exits_3(run_cli: Run, at_root: None) -> None:
 
 
 def command_names() -> list[str]:
-    from cli.app import app
+    from windowfit.cli.app import app
 
     return [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands if c.callback]
 

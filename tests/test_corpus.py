@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from fitting import Estimator, Round, Transcript, build_report, split_units
-from fitting.formats import Input, anthropic, load, openai
+from windowfit.fitting import Estimator, Round, Transcript, build_report, split_units
+from windowfit.fitting.formats import Input, anthropic, load, openai
 
 TAU_BENCH = ("corpus", "transcripts", "openai_chat", "sierra-research_tau-bench__gpt-4o-airline.json")
 CLAUDE_TRACE = ("corpus", "transcripts", "anthropic_messages", "zkcpku_claude-trace-dev__test-traffic.jsonl")

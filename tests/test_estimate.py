@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import texts
 
-import fitting.estimate
-from fitting import SEED, CharCounts, Estimator, Message, ScriptRule, Source, count_chars, make_estimator
-from fitting.errors import OptionError
-from fitting.estimate import (
+import windowfit.fitting.estimate
+from windowfit.fitting import SEED, CharCounts, Estimator, Message, ScriptRule, Source, count_chars, make_estimator
+from windowfit.fitting.errors import OptionError
+from windowfit.fitting.estimate import (
     BLOCK_OVERHEAD_TOKENS,
     IMAGE_TOKENS_UNKNOWN,
     MESSAGE_OVERHEAD_TOKENS,
@@ -23,9 +23,9 @@ from fitting.estimate import (
     image_tokens,
     is_cjk,
 )
-from fitting.formats import Input, load
-from fitting.images import decoded_size, sniff_dimensions
-from fitting.transcript import Image, Other, Text, Thinking, ToolCall, ToolDef, ToolResult, Transcript
+from windowfit.fitting.formats import Input, load
+from windowfit.fitting.images import decoded_size, sniff_dimensions
+from windowfit.fitting.transcript import Image, Other, Text, Thinking, ToolCall, ToolDef, ToolResult, Transcript
 
 TEXT_ONLY = Estimator(SEED.scaled_overhead(0))
 """The pure text rule: ceil(ascii/4 + cjk/1 + other/2), no structural overhead."""
@@ -357,13 +357,13 @@ def test_base64_data_url_image_is_never_counted_as_characters() -> None:
 
 def test_a_message_is_estimated_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = fitting.estimate.count_chars
+    real = windowfit.fitting.estimate.count_chars
 
     def counting(text: str) -> CharCounts:
         calls.append(text)
         return real(text)
 
-    monkeypatch.setattr(fitting.estimate, "count_chars", counting)
+    monkeypatch.setattr(windowfit.fitting.estimate, "count_chars", counting)
     est = Estimator()
     message = Message("user", (Text("Привет, world"), Text("日本語")), Source("a.jsonl", 1))
     first = est.message(message)

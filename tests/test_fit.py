@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from strategies import subagents, transcripts
 
-from fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
-from fitting.estimate import Estimator
-from fitting.fit import OUTCOMES, TRUNCATION_NOTE, Plan, apply_plan, clear_results, plan_fit, stub_text
-from fitting.replay import LegacyPolicy, Session
-from fitting.request import write_transcript
-from fitting.transcript import split_turns, split_units
-from fitting.validate import check_request
+from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
+from windowfit.fitting.estimate import Estimator
+from windowfit.fitting.fit import OUTCOMES, TRUNCATION_NOTE, Plan, apply_plan, clear_results, plan_fit, stub_text
+from windowfit.fitting.replay import LegacyPolicy, Session
+from windowfit.fitting.request import write_transcript
+from windowfit.fitting.transcript import split_turns, split_units
+from windowfit.fitting.validate import check_request
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

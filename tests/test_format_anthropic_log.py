@@ -14,10 +14,10 @@ import pytest
 from conftest import DATA, require_shared
 from typer.testing import Result
 
-from fitting.errors import EmptyTranscript, InvalidJson
-from fitting.formats import FORMATS, Input, detect, load_path
-from fitting.transcript import Source, Usage
-from fitting.validate import check_request
+from windowfit.fitting.errors import EmptyTranscript, InvalidJson
+from windowfit.fitting.formats import FORMATS, Input, detect, load_path
+from windowfit.fitting.transcript import Source, Usage
+from windowfit.fitting.validate import check_request
 
 Run = Callable[..., Result]
 

@@ -12,10 +12,10 @@ import orjson
 import pytest
 from conftest import DATA, require_shared
 
-from fitting import Estimator, Image, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript
-from fitting.errors import EmptyTranscript, InvalidJson, UnknownShape
-from fitting.formats import FORMATS, Input, claude_code, detect, discover, load, load_path
-from fitting.validate import check_request
+from windowfit.fitting import Estimator, Image, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript
+from windowfit.fitting.errors import EmptyTranscript, InvalidJson, UnknownShape
+from windowfit.fitting.formats import FORMATS, Input, claude_code, detect, discover, load, load_path
+from windowfit.fitting.validate import check_request
 
 HERE = DATA / "claude_code"
 CORPUS = ("corpus", "transcripts", "claude_code")

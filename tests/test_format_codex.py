@@ -13,12 +13,12 @@ import pytest
 from conftest import DATA, require_shared
 from typer.testing import Result
 
-from fitting import Estimator, Thinking, Transcript
-from fitting.errors import InvalidJson, UnknownShape
-from fitting.formats import FORMATS, Input, detect, load_path
-from fitting.formats.codex import sniff
-from fitting.transcript import Other, Text, ToolCall, ToolResult
-from fitting.validate import check_request
+from windowfit.fitting import Estimator, Thinking, Transcript
+from windowfit.fitting.errors import InvalidJson, UnknownShape
+from windowfit.fitting.formats import FORMATS, Input, detect, load_path
+from windowfit.fitting.formats.codex import sniff
+from windowfit.fitting.transcript import Other, Text, ToolCall, ToolResult
+from windowfit.fitting.validate import check_request
 
 CODEX = DATA / "codex"
 CORPUS_FILE = "AcidicSoil_codex-session-view__rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"

@@ -17,11 +17,11 @@ import pytest
 from conftest import DATA, require_shared
 from typer.testing import Result
 
-from fitting import ToolCall, ToolResult, Transcript
-from fitting.errors import InvalidJson, UnknownShape
-from fitting.formats import FORMATS, Input, detect, document, load_path
-from fitting.formats.document import iter_members, scan_head
-from fitting.validate import check_request
+from windowfit.fitting import ToolCall, ToolResult, Transcript
+from windowfit.fitting.errors import InvalidJson, UnknownShape
+from windowfit.fitting.formats import FORMATS, Input, detect, document, load_path
+from windowfit.fitting.formats.document import iter_members, scan_head
+from windowfit.fitting.validate import check_request
 
 Run = Callable[..., Result]
 

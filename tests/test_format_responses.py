@@ -11,12 +11,12 @@ import pytest
 from conftest import DATA
 from typer.testing import Result
 
-from fitting import Transcript
-from fitting.errors import UnknownShape
-from fitting.formats import Input, detect, load_path
-from fitting.formats.responses import ItemReader, sniff
-from fitting.transcript import Source, Text, Thinking, ToolCall, ToolResult
-from fitting.validate import check_request
+from windowfit.fitting import Transcript
+from windowfit.fitting.errors import UnknownShape
+from windowfit.fitting.formats import Input, detect, load_path
+from windowfit.fitting.formats.responses import ItemReader, sniff
+from windowfit.fitting.transcript import Source, Text, Thinking, ToolCall, ToolResult
+from windowfit.fitting.validate import check_request
 
 RESPONSES = DATA / "responses"
 HERE = Source("<test>")

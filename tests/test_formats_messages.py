@@ -9,10 +9,17 @@ from typing import Any
 import orjson
 import pytest
 
-from fitting import Image, Message, Other, Source, Text, Thinking, ToolCall, ToolDef, ToolResult, Transcript
-from fitting.errors import EmptyTranscript, InvalidJson, InvalidUtf8, NoTranscripts, UnknownFormat, UnknownShape
-from fitting.formats import Input, anthropic, discover, load, load_path, openai
-from fitting.transcript import Skipped
+from windowfit.fitting import Image, Message, Other, Source, Text, Thinking, ToolCall, ToolDef, ToolResult, Transcript
+from windowfit.fitting.errors import (
+    EmptyTranscript,
+    InvalidJson,
+    InvalidUtf8,
+    NoTranscripts,
+    UnknownFormat,
+    UnknownShape,
+)
+from windowfit.fitting.formats import Input, anthropic, discover, load, load_path, openai
+from windowfit.fitting.transcript import Skipped
 
 
 def jsonl(*values: Any) -> bytes:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fitting.notice import NOTICE, has_notice, system_text, with_notice
-from fitting.transcript import Message, Text, Thinking, ToolDef, Transcript
+from windowfit.fitting.notice import NOTICE, has_notice, system_text, with_notice
+from windowfit.fitting.transcript import Message, Text, Thinking, ToolDef, Transcript
 
 # The instruction as the Russian field report words it (seed 000, "Проблема 2").
 RUSSIAN_SEED = (

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import transcripts
 
-from fitting import Message, Text, ToolCall, ToolResult, Transcript, make_estimator
-from fitting.fit import apply_plan, plan_fit
-from fitting.repair import NO_RESULT_TEXT, repair
-from fitting.validate import check_messages, check_request
+from windowfit.fitting import Message, Text, ToolCall, ToolResult, Transcript, make_estimator
+from windowfit.fitting.fit import apply_plan, plan_fit
+from windowfit.fitting.repair import NO_RESULT_TEXT, repair
+from windowfit.fitting.validate import check_messages, check_request
 
 
 def t(*messages: Message, dialect: str = "anthropic") -> Transcript:

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from strategies import subagents, transcripts
 
-from fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
-from fitting.estimate import Estimator
-from fitting.fit import plan_fit
-from fitting.replay import (
+from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
+from windowfit.fitting.estimate import Estimator
+from windowfit.fitting.fit import plan_fit
+from windowfit.fitting.replay import (
     KeepLastPolicy,
     LegacyPolicy,
     Run,

@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from fitting import SEED, Estimator, Message, Source, Text, ToolCall, ToolResult, Transcript, build_report
-from fitting.report import ClassRow, ResultRow, ToolRow
-from fitting.serialize import report_to_dict, reports_document
-from fitting.transcript import Block, Defect, Role, Skipped, Usage
+from windowfit.fitting import SEED, Estimator, Message, Source, Text, ToolCall, ToolResult, Transcript, build_report
+from windowfit.fitting.report import ClassRow, ResultRow, ToolRow
+from windowfit.fitting.serialize import report_to_dict, reports_document
+from windowfit.fitting.transcript import Block, Defect, Role, Skipped, Usage
 
 TEXT_ONLY = Estimator(SEED.scaled_overhead(0))
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from fitting.notice import NOTICE
-from fitting.request import Fitter, fit_request
+from windowfit.fitting.notice import NOTICE
+from windowfit.fitting.request import Fitter, fit_request
 
 STUB_START = "[windowfit: tool result cleared]"
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}

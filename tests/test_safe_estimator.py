@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from strategies import texts
 from typer.testing import Result
 
-from fitting import SAFE, SEED, CharCounts, ClassRule, Estimator, ScriptRule, Text, count_chars, load_path
-from fitting.errors import OptionError, TokenizerUnavailable
-from fitting.estimate import CJK_RANGES, ESTIMATORS, CharClass, load_rules, make_estimator, parse_rule
-from fitting.tokenizers import load_tokenizer
+from windowfit.fitting import SAFE, SEED, CharCounts, ClassRule, Estimator, ScriptRule, Text, count_chars, load_path
+from windowfit.fitting.errors import OptionError, TokenizerUnavailable
+from windowfit.fitting.estimate import CJK_RANGES, ESTIMATORS, CharClass, load_rules, make_estimator, parse_rule
+from windowfit.fitting.tokenizers import load_tokenizer
 
 TESTS = Path(__file__).parent
 TABLE = TESTS / "data" / "calibration" / "documents.csv"

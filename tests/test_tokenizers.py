@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fitting.errors import OptionError, TokenizerError, TokenizerUnavailable
-from fitting.tokenizers import (
+from windowfit.fitting.errors import OptionError, TokenizerError, TokenizerUnavailable
+from windowfit.fitting.tokenizers import (
     KNOWN_TOKENIZERS,
     BatchTokenizer,
     LoadedTokenizer,

@@ -8,7 +8,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from strategies import subagents, transcripts
 
-from fitting import (
+from windowfit.fitting import (
     Message,
     Round,
     Single,
@@ -21,7 +21,7 @@ from fitting import (
     split_turns,
     split_units,
 )
-from fitting.transcript import count_rounds, iter_tool_results, tool_names
+from windowfit.fitting.transcript import count_rounds, iter_tool_results, tool_names
 
 
 def user(text: str) -> Message:

@@ -3,8 +3,8 @@ lists whose violations (kind, message index, call id) are known by construction.
 
 from __future__ import annotations
 
-from fitting.transcript import Message, Source, Text, ToolCall, ToolResult, Transcript
-from fitting.validate import Violation, check_messages, check_request, new_violations
+from windowfit.fitting.transcript import Message, Source, Text, ToolCall, ToolResult, Transcript
+from windowfit.fitting.validate import Violation, check_messages, check_request, new_violations
 
 
 def user(*blocks: Text | ToolResult | str) -> Message:

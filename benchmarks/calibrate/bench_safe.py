@@ -25,7 +25,7 @@ from bench_estimate import BLOCK_CHARS, MB, TEXTS, best_of, make_text  # noqa: E
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from fitting.estimate import SAFE, count_chars  # noqa: E402
+from windowfit.fitting.estimate import SAFE, count_chars  # noqa: E402
 
 CORPUS = ROOT / "benchmarks" / "out" / "calibration" / "corpus.jsonl"
 CORPUS_KINDS = {

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
-from fitting.estimate import RULES_FILE, SAFE, SEED, CharCounts, ClassRule, load_rules  # noqa: E402
-from fitting.tokenizers import count_texts, load_tokenizer  # noqa: E402
+from windowfit.fitting.estimate import RULES_FILE, SAFE, SEED, CharCounts, ClassRule, load_rules  # noqa: E402
+from windowfit.fitting.tokenizers import count_texts, load_tokenizer  # noqa: E402
 
 CORPUS = ROOT / "benchmarks" / "out" / "calibration" / "corpus.jsonl"
 RULES = ROOT / "fitting" / RULES_FILE
