@@ -14,7 +14,7 @@ from rich.markup import escape
 from windowfit.fitting import Transcript, WindowfitError
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import Estimator
-from windowfit.fitting.fit import OUTCOMES, Plan, apply_plan, plan_fit, too_long_message
+from windowfit.fitting.fit import DEFAULTS, OUTCOMES, Plan, apply_plan, plan_fit, too_long_message
 from windowfit.fitting.request import write_transcript
 from windowfit.fitting.serialize import SCHEMA, plan_to_dict
 from windowfit.fitting.validate import check_request, new_violations
@@ -128,10 +128,10 @@ def fit(
             "auto: same, except for logs (Claude Code, Codex, ...), which get their API's request body.",
         ),
     ] = Target.auto,
-    batch_size: BatchSize = 4,
-    protected_fraction: Protected = 0.25,
-    min_clear_ratio: MinRatio = 2.0,
-    add_notice: AddNotice = False,
+    batch_size: BatchSize = DEFAULTS.batch_size,
+    protected_fraction: Protected = DEFAULTS.protected_fraction,
+    min_clear_ratio: MinRatio = DEFAULTS.min_clear_ratio,
+    add_notice: AddNotice = DEFAULTS.add_notice,
     json_: JsonFlag = False,
     diff: Annotated[
         DiffMode, typer.Option("--diff", help="summary, or full: the request message by message.")
@@ -223,9 +223,9 @@ def check(
             "too-long).",
         ),
     ] = FailOn.too_long,
-    batch_size: BatchSize = 4,
-    protected_fraction: Protected = 0.25,
-    min_clear_ratio: MinRatio = 2.0,
+    batch_size: BatchSize = DEFAULTS.batch_size,
+    protected_fraction: Protected = DEFAULTS.protected_fraction,
+    min_clear_ratio: MinRatio = DEFAULTS.min_clear_ratio,
     estimator: EstimatorName = "seed",
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,

@@ -30,7 +30,8 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
         "prefix breaks",
         "outcomes",
     ):
-        table.add_column(col, justify="left" if col in ("policy", "outcomes") else "right")
+        # The policy column never wraps: its names are what --policy takes, and a cut one is no help.
+        table.add_column(col, justify="left" if col in ("policy", "outcomes") else "right", no_wrap=col == "policy")
     for run in runs:
         shares = ", ".join(f"{name} {share:.0%}" for name, share in run.outcome_shares())
         table.add_row(

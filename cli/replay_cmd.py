@@ -12,7 +12,8 @@ import typer
 from rich.markup import escape
 
 from windowfit.fitting.errors import OptionError
-from windowfit.fitting.replay import KeepLastPolicy, LegacyPolicy, PolicyFactory, Run, WindowfitPolicy, replay
+from windowfit.fitting.fit import DEFAULTS, FitOptions
+from windowfit.fitting.replay import KEEP_LAST, POLICIES, POLICY_NAMES, PolicyFactory, Run, policy_named, replay
 from windowfit.fitting.serialize import replay_to_dict
 
 from .exit_codes import ExitCode
@@ -33,26 +34,13 @@ from .shared import (
     write_atomic,
 )
 
-
-class PolicyName(str, Enum):
-    windowfit = "windowfit"
-    windowfit_batch_1 = "windowfit-batch-1"
-    legacy = "legacy"
-    keep_last = "keep-last"
+PolicyName = Enum("PolicyName", {name: name for name in POLICY_NAMES}, type=str)  # type: ignore[misc]
+"""``--policy``'s choices: the names in ``fitting.replay.POLICIES``, nothing else."""
+POLICY_HELP = "; ".join(f"{p.name}: {p.description}" for p in POLICIES) + "."
 
 
-def factories(names: list[PolicyName], *, batch_size: int, keep: int) -> list[PolicyFactory]:
-    made: list[PolicyFactory] = []
-    for name in names:
-        if name is PolicyName.windowfit:
-            made.append(lambda s, b: WindowfitPolicy(s, b, batch_size=batch_size))
-        elif name is PolicyName.windowfit_batch_1:
-            made.append(lambda s, b: WindowfitPolicy(s, b, batch_size=1))
-        elif name is PolicyName.legacy:
-            made.append(LegacyPolicy)
-        else:
-            made.append(lambda s, b: KeepLastPolicy(s, b, keep=keep))
-    return made
+def factories(names: list[str], options: FitOptions, *, keep: int) -> list[PolicyFactory]:
+    return [policy_named(name).factory(options, keep=keep) for name in names]
 
 
 def save_plot(runs: tuple[Run, ...], path: Path, *, budget: int, window: int | None, title: str) -> None:
@@ -109,10 +97,12 @@ def replay_command(
     window: Window = None,
     policy: Annotated[
         list[PolicyName] | None,
-        typer.Option("--policy", "-p", help="Policies to compare (repeat the option); default: all four."),
+        typer.Option("--policy", "-p", help=f"Policies to compare (repeat the option); default: all. {POLICY_HELP}"),
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Batch size of the windowfit policy.")] = 4,
-    keep: Annotated[int, typer.Option("--keep", min=0, help="N for keep-last-N.")] = 3,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Batch size of the windowfit policy.")
+    ] = DEFAULTS.batch_size,
+    keep: Annotated[int, typer.Option("--keep", min=0, help="N for the keep-last policy.")] = KEEP_LAST,
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help="Also draw the chart into this image file (needs matplotlib: windowfit\\[plot])."),
@@ -136,10 +126,12 @@ def replay_command(
     if index >= len(transcripts):
         fail(OptionError(f"{file} holds {len(transcripts)} transcript(s); --index {index} is out of range"))
     transcript = transcripts[index].live()
-    names = policy or list(PolicyName)
-    runs = replay(
-        transcript, factories(names, batch_size=batch_size, keep=keep), budget=budget, estimator=est, window=window
-    )
+    names = [p.value for p in policy] if policy else list(POLICY_NAMES)
+    try:
+        options = FitOptions(budget, batch_size=batch_size)
+    except OptionError as exc:
+        fail(exc)
+    runs = replay(transcript, factories(names, options, keep=keep), budget=budget, estimator=est, window=window)
     if plot is not None:
         try:
             save_plot(runs, plot, budget=budget, window=window, title=transcript.label)

@@ -19,10 +19,10 @@ from .estimate import (
     make_estimator,
     parse_rule,
 )
-from .fit import Fitted, Plan, apply_plan, fit, plan_fit
+from .fit import FitOptions, Fitted, Plan, apply_plan, fit, plan_fit
 from .formats import load, load_path
 from .notice import has_notice, with_notice
-from .replay import Run, Step, replay, standard_policies
+from .replay import POLICIES, Run, Step, replay, standard_policies
 from .report import Report, build_report
 from .request import FittedRequest, Fitter, fit_request
 from .tokenizers import load_tokenizer
@@ -47,6 +47,7 @@ from .transcript import (
 from .validate import Violation, check_request
 
 __all__ = [
+    "POLICIES",
     "SAFE",
     "SEED",
     "Block",
@@ -54,6 +55,7 @@ __all__ = [
     "CharCounts",
     "ClassRule",
     "Estimator",
+    "FitOptions",
     "Fitted",
     "FittedRequest",
     "Fitter",

@@ -36,10 +36,6 @@ Outcome: TypeAlias = Literal["fits", "cleared", "turns-dropped", "rounds-dropped
 MessageFate: TypeAlias = Literal["kept", "head", "cleared", "dropped"]
 OUTCOMES: tuple[Outcome, ...] = ("fits", "cleared", "turns-dropped", "rounds-dropped", "too-long")
 
-BATCH_SIZE = 4
-PROTECTED_FRACTION = 0.25
-MIN_CLEAR_RATIO = 2.0
-
 TRUNCATION_NOTE = (
     "[windowfit] Earlier parts of this conversation were left out to fit the model's context. "
     "The first message is kept above; the newest part of the conversation follows."
@@ -67,13 +63,19 @@ def stub_text(tool: str, call_id: str, tokens: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FitOptions:
-    """The tunables of one fit."""
+    """The tunables of one fit, and the one home of their defaults: ``plan_fit``,
+    ``fit``, ``Fitter``, ``fit_request``, replay's policies and the CLI's options
+    all read them from here (through ``DEFAULTS``)."""
 
     budget: int
-    batch_size: int = BATCH_SIZE
-    protected_fraction: float = PROTECTED_FRACTION
-    min_clear_ratio: float = MIN_CLEAR_RATIO
+    batch_size: int = 4
+    """Clear candidates this many at a time (1 is the cache-hostile behaviour)."""
+    protected_fraction: float = 0.25
+    """Share of the budget the newest tool results keep whole."""
+    min_clear_ratio: float = 2.0
+    """A result is clearable only if its estimate is at least this many times its stub's."""
     add_notice: bool = False
+    """Add the safety-net notice (SPEC section 4) to the system prompt first."""
 
     def __post_init__(self) -> None:
         if self.budget < 1:
@@ -84,6 +86,11 @@ class FitOptions:
             raise OptionError(f"the protected fraction must be between 0 and 1, not {self.protected_fraction}")
         if self.min_clear_ratio < 0:
             raise OptionError(f"the minimum clear ratio must not be negative, not {self.min_clear_ratio}")
+
+
+DEFAULTS = FitOptions(budget=1)
+"""``FitOptions``' defaults as one value, for signatures to read. A budget has no
+default: the 1 here is a placeholder, read only the tunables."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,13 +258,20 @@ def plan_fit(
     transcript: Transcript,
     *,
     budget: int,
-    batch_size: int = BATCH_SIZE,
-    protected_fraction: float = PROTECTED_FRACTION,
-    min_clear_ratio: float = MIN_CLEAR_RATIO,
-    add_notice: bool = False,
+    batch_size: int = DEFAULTS.batch_size,
+    protected_fraction: float = DEFAULTS.protected_fraction,
+    min_clear_ratio: float = DEFAULTS.min_clear_ratio,
+    add_notice: bool = DEFAULTS.add_notice,
     estimator: Estimator | None = None,
 ) -> Plan:
-    """Decide how to fit ``transcript`` into ``budget`` tokens."""
+    """Decide how to fit ``transcript`` into ``budget`` tokens.
+
+    This algorithm has a twin: replay's ``WindowfitPolicy``
+    (``fitting/replay/windowfit.py``) computes the same requests incrementally,
+    one per step of a growing session. Change both together;
+    ``tests/test_replay.py::test_incremental_windowfit_equals_plan_fit_on_every_request``
+    keeps them equal.
+    """
     options = FitOptions(budget, batch_size, protected_fraction, min_clear_ratio, add_notice)
     est = estimator or make_estimator()
     noticed = with_notice(transcript) if add_notice else transcript
@@ -468,10 +482,10 @@ def fit(
     *,
     budget: int,
     estimator: Estimator | None = None,
-    batch_size: int = BATCH_SIZE,
-    protected_fraction: float = PROTECTED_FRACTION,
-    min_clear_ratio: float = MIN_CLEAR_RATIO,
-    add_notice: bool = False,
+    batch_size: int = DEFAULTS.batch_size,
+    protected_fraction: float = DEFAULTS.protected_fraction,
+    min_clear_ratio: float = DEFAULTS.min_clear_ratio,
+    add_notice: bool = DEFAULTS.add_notice,
 ) -> Fitted:
     """``plan_fit`` then ``apply_plan``."""
     plan = plan_fit(

@@ -11,7 +11,7 @@ import orjson
 
 from .errors import OptionError
 from .estimate import Estimator, make_estimator
-from .fit import BATCH_SIZE, MIN_CLEAR_RATIO, PROTECTED_FRACTION, Plan, apply_plan, plan_fit
+from .fit import DEFAULTS, FitOptions, Plan, apply_plan, plan_fit
 from .formats import anthropic, openai
 from .formats.bodies import transcript_from_body
 from .transcript import Dialect, Transcript
@@ -68,10 +68,26 @@ class Fitter:
 
     budget: int
     estimator: Estimator = field(default_factory=make_estimator)
-    batch_size: int = BATCH_SIZE
-    protected_fraction: float = PROTECTED_FRACTION
-    min_clear_ratio: float = MIN_CLEAR_RATIO
-    add_notice: bool = False
+    batch_size: int = DEFAULTS.batch_size
+    protected_fraction: float = DEFAULTS.protected_fraction
+    min_clear_ratio: float = DEFAULTS.min_clear_ratio
+    add_notice: bool = DEFAULTS.add_notice
+
+    @classmethod
+    def of(cls, options: FitOptions, estimator: Estimator | None = None) -> Fitter:
+        """A fitter with every tunable taken from ``options``."""
+        return cls(
+            options.budget,
+            estimator or make_estimator(),
+            options.batch_size,
+            options.protected_fraction,
+            options.min_clear_ratio,
+            options.add_notice,
+        )
+
+    @property
+    def options(self) -> FitOptions:
+        return FitOptions(self.budget, self.batch_size, self.protected_fraction, self.min_clear_ratio, self.add_notice)
 
     def plan(self, transcript: Transcript) -> Plan:
         return plan_fit(
@@ -100,10 +116,10 @@ def fit_request(
     budget: int,
     dialect: Dialect | None = None,
     estimator: Estimator | None = None,
-    batch_size: int = BATCH_SIZE,
-    protected_fraction: float = PROTECTED_FRACTION,
-    min_clear_ratio: float = MIN_CLEAR_RATIO,
-    add_notice: bool = False,
+    batch_size: int = DEFAULTS.batch_size,
+    protected_fraction: float = DEFAULTS.protected_fraction,
+    min_clear_ratio: float = DEFAULTS.min_clear_ratio,
+    add_notice: bool = DEFAULTS.add_notice,
 ) -> FittedRequest:
     """Fit one request body (see ``Fitter`` to reuse estimates across calls)."""
     fitter = Fitter(budget, estimator or make_estimator(), batch_size, protected_fraction, min_clear_ratio, add_notice)

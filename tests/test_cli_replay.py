@@ -42,7 +42,7 @@ def test_json_has_every_step_with_hand_checked_numbers(run_cli: Run, in_data: Pa
     doc = json.loads(result.stdout)
     assert set(doc) == {"schema", "path", "name", "estimator", "budget", "window", "runs"}
     runs = {r["policy"]: r for r in doc["runs"]}
-    assert list(runs) == ["windowfit", "windowfit --batch-size 1", "legacy", "keep-last-3"]
+    assert list(runs) == ["windowfit", "windowfit-batch-1", "legacy", "keep-last"]
     ours = runs["windowfit"]
     # 7 requests: before each of the 7 assistant replies (see the comment above)
     assert [s["sent_tokens"] for s in ours["steps"]] == [1, 1003, 2005, 1099, 1147, 1195, 2197]
@@ -59,7 +59,7 @@ def test_one_policy_and_the_plot_image(run_cli: Run, in_data: Path, tmp_path: Pa
     result = run_cli("replay", "six_reads.jsonl", "--budget", "3000", "--policy", "legacy", "--plot", str(image))
     assert result.exit_code == 0, result.stderr
     assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "legacy" in result.stdout and "windowfit --batch-size 1" not in result.stdout
+    assert "legacy" in result.stdout and "windowfit-batch-1" not in result.stdout
 
 
 def test_bad_index_and_missing_budget_are_usage_errors(run_cli: Run, in_data: Path) -> None:
@@ -77,7 +77,7 @@ def test_replays_a_real_claude_code_session(run_cli: Run) -> None:
     assert runs["windowfit"]["requests"] > 100
     assert runs["windowfit"]["rejections"] == 0
     assert all(s["sent_tokens"] <= 20_000 or s["outcome"] == "too-long" for s in runs["windowfit"]["steps"])
-    assert runs["windowfit"]["prefix_breaks"] <= runs["windowfit --batch-size 1"]["prefix_breaks"]
+    assert runs["windowfit"]["prefix_breaks"] <= runs["windowfit-batch-1"]["prefix_breaks"]
 
 
 def test_plot_with_an_unknown_image_suffix_is_a_usage_error(run_cli: Run, in_data: Path, tmp_path: Path) -> None:
@@ -87,3 +87,25 @@ def test_plot_with_an_unknown_image_suffix_is_a_usage_error(run_cli: Run, in_dat
     assert result.exit_code == 2
     assert "cannot write .xyz files" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_policy_choices_are_the_one_list_in_fitting() -> None:
+    from windowfit.cli.replay_cmd import PolicyName
+    from windowfit.fitting.replay import POLICY_NAMES
+
+    assert tuple(p.value for p in PolicyName) == POLICY_NAMES
+
+
+@pytest.mark.parametrize("name", ["windowfit", "windowfit-batch-1", "legacy", "keep-last"])
+def test_the_name_passed_to_policy_is_the_name_in_the_output(run_cli: Run, in_data: Path, name: str) -> None:
+    args = ("replay", "six_reads.jsonl", "--budget", "3000", "--policy", name)
+    doc = json.loads(run_cli(*args, "--json").stdout)
+    assert [r["policy"] for r in doc["runs"]] == [name]
+    text = run_cli(*args).stdout
+    assert f"{name}: sent tokens per request" in text
+
+
+def test_an_unknown_policy_is_a_usage_error(run_cli: Run, in_data: Path) -> None:
+    result = run_cli("replay", "six_reads.jsonl", "--budget", "3000", "--policy", "keep-last-3")
+    assert result.exit_code == 2
+    assert "keep-last-3" in result.stderr

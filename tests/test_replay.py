@@ -7,19 +7,24 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from strategies import subagents, transcripts
 
 from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
+from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import Estimator
-from windowfit.fitting.fit import plan_fit
+from windowfit.fitting.fit import FitOptions, plan_fit
 from windowfit.fitting.replay import (
+    POLICIES,
+    POLICY_NAMES,
     KeepLastPolicy,
     LegacyPolicy,
     Run,
     Session,
     WindowfitPolicy,
+    policy_named,
     replay,
     standard_policies,
 )
@@ -204,7 +209,54 @@ def test_hand_checked_replay_batch_of_one_and_legacy_and_keep_last() -> None:
 
 def test_standard_policies_are_the_four_of_the_table() -> None:
     runs = replay(subagent([4000] * 3), standard_policies(), budget=10_000, estimator=bare())
-    assert [r.policy for r in runs] == ["windowfit", "windowfit --batch-size 1", "legacy", "keep-last-3"]
+    assert [r.policy for r in runs] == ["windowfit", "windowfit-batch-1", "legacy", "keep-last"]
+
+
+# --------------------------------------------------------------------------
+# The one list of policies
+
+
+def test_policy_names_are_unique_and_each_entry_is_found_by_its_name() -> None:
+    assert len(set(POLICY_NAMES)) == len(POLICIES)
+    assert all(policy_named(p.name) is p for p in POLICIES)
+
+
+def test_an_unknown_policy_name_is_an_option_error_listing_the_names() -> None:
+    with pytest.raises(OptionError, match="keep-first") as caught:
+        policy_named("keep-first")
+    assert caught.value.hint == "choose one of: windowfit, windowfit-batch-1, legacy, keep-last"
+
+
+def steps_of(run: Run) -> list[tuple[int, str, int, int]]:
+    return [(s.sent_tokens, s.outcome, s.cleared, s.shared_prefix_tokens) for s in run.steps]
+
+
+def test_the_windowfit_entry_takes_its_tunables_from_the_options() -> None:
+    t = subagent([4000] * 6)
+    entry = policy_named("windowfit")
+    # The budget replay passes wins over the options' own (a placeholder here).
+    as_two = run_of(t, entry.factory(FitOptions(1, batch_size=2)), 3000)
+    assert as_two.policy == "windowfit"
+    assert steps_of(as_two) == steps_of(run_of(t, lambda s, b: WindowfitPolicy(s, b, batch_size=2), 3000))
+    protected = run_of(t, entry.factory(FitOptions(1, protected_fraction=1.0)), 3000)
+    direct = run_of(t, lambda s, b: WindowfitPolicy(s, b, protected_fraction=1.0), 3000)
+    assert steps_of(protected) == steps_of(direct)
+    assert steps_of(protected) != steps_of(run_of(t, entry.factory(), 3000))
+
+
+def test_the_batch_1_entry_clears_one_at_a_time_whatever_the_batch_size() -> None:
+    t = subagent([4000] * 6)
+    run = run_of(t, policy_named("windowfit-batch-1").factory(FitOptions(1, batch_size=4)), 3000)
+    assert run.policy == "windowfit-batch-1"
+    assert steps_of(run) == steps_of(run_of(t, lambda s, b: WindowfitPolicy(s, b, batch_size=1), 3000))
+
+
+def test_the_keep_last_entry_takes_its_n_from_keep() -> None:
+    t = subagent([4000] * 6)
+    run = run_of(t, policy_named("keep-last").factory(keep=1), 3000)
+    assert run.policy == "keep-last"
+    assert steps_of(run) == steps_of(run_of(t, lambda s, b: KeepLastPolicy(s, b, keep=1), 3000))
+    assert steps_of(run) != steps_of(run_of(t, policy_named("keep-last").factory(), 3000))
 
 
 def test_replay_repairs_orphans_like_fit() -> None:

@@ -1,0 +1,47 @@
+"""The legacy policy: the truncation from before the fix (SPEC section 1), which
+cuts only at the start of a user message and so cannot shorten a subagent."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from ..fit import FitOptions
+from .session import NOTE, Fenwick, Sent, Session, first_fitting
+
+
+class LegacyPolicy:
+    """The pre-fix truncation: cut only at the start of a user message, keeping
+    the first message, a note and the newest whole turns that fit (at least the
+    newest); with one turn there is nowhere to cut and everything is sent."""
+
+    def __init__(self, session: Session, budget: int, *, name: str = "legacy") -> None:
+        self.name = name
+        self.session, self.budget = session, budget
+        self.tree = Fenwick(session.tokens)
+
+    def sizes(self) -> Fenwick:
+        return self.tree
+
+    def block_prefix(self, message_index: int, block_index: int) -> int:
+        return 0  # legacy never changes a message
+
+    def request(self, n: int) -> Sent:
+        s = self.session
+        raw = s.preamble + self.tree.prefix(n)
+        if raw <= self.budget:
+            return Sent("fits", raw, 0, ((0, n),))
+        turns = s.turn_starts[bisect_left(s.turn_starts, 1) : bisect_left(s.turn_starts, n)]
+        if not turns:
+            return Sent("over-budget", raw, 0, ((0, n),))
+        fixed = s.preamble + self.tree.range(0, 1) + s.note_tokens
+        lo = first_fitting(turns, n, self.tree, self.budget - fixed)
+        start = turns[min(lo, len(turns) - 1)]
+        tokens = fixed + self.tree.range(start, n)
+        return Sent(
+            "turns-dropped" if tokens <= self.budget else "over-budget", tokens, 0, ((0, 1), (NOTE, NOTE), (start, n))
+        )
+
+
+def build(session: Session, options: FitOptions, *, keep: int) -> LegacyPolicy:
+    """``legacy``: only the budget matters; it has no tunables."""
+    return LegacyPolicy(session, options.budget)

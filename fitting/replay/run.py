@@ -1,0 +1,196 @@
+"""The replay itself: every request of a session, one per assistant reply,
+fitted by each policy in turn, with what a provider's prefix cache could reuse
+between consecutive requests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..estimate import Estimator
+from ..repair import repair
+from ..transcript import Transcript
+from .session import NOTE, Fenwick, Policy, PolicyFactory, Sent, Session
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One request of a replay."""
+
+    index: int
+    messages: int
+    """The request held ``messages[:messages]`` of the session."""
+    line: int | None
+    """Where the assistant reply this request produced sits in the file."""
+    raw_tokens: int
+    sent_tokens: int
+    outcome: str
+    cleared: int
+    shared_prefix_tokens: int
+    """The longest common prefix with the previous sent request, in tokens."""
+    prefix_break: bool
+    """The previous request is not a prefix of this one: the cleared or dropped part changed."""
+    rejected: bool
+    """The sent request exceeds the window."""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One policy's replay of a session, with its totals."""
+
+    policy: str
+    steps: tuple[Step, ...]
+
+    @property
+    def requests(self) -> int:
+        return len(self.steps)
+
+    @property
+    def rejections(self) -> int:
+        return sum(1 for s in self.steps if s.rejected)
+
+    @property
+    def sent_tokens(self) -> int:
+        return sum(s.sent_tokens for s in self.steps)
+
+    @property
+    def cached_tokens(self) -> int:
+        """Tokens a prefix cache could serve: the prefix shared with the previous request."""
+        return sum(s.shared_prefix_tokens for s in self.steps)
+
+    @property
+    def uncached_tokens(self) -> int:
+        return self.sent_tokens - self.cached_tokens
+
+    @property
+    def prefix_breaks(self) -> int:
+        return sum(1 for s in self.steps if s.prefix_break)
+
+    def outcome_shares(self) -> tuple[tuple[str, float], ...]:
+        counts: dict[str, int] = {}
+        for s in self.steps:
+            counts[s.outcome] = counts.get(s.outcome, 0) + 1
+        return tuple((k, v / max(len(self.steps), 1)) for k, v in sorted(counts.items()))
+
+
+def _sequence_prefix(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
+    """How many leading message positions two segment lists share (same message, same order)."""
+    shared = 0
+    ia = ib = 0
+    pa = a[0][0] if a else 0
+    pb = b[0][0] if b else 0
+    while ia < len(a) and ib < len(b):
+        (sa, ea), (sb, eb) = a[ia], b[ib]
+        if (sa, ea) == (NOTE, NOTE) or (sb, eb) == (NOTE, NOTE):
+            if (sa, ea) != (sb, eb):
+                return shared
+            shared += 1
+            ia, ib = ia + 1, ib + 1
+            pa = a[ia][0] if ia < len(a) else 0
+            pb = b[ib][0] if ib < len(b) else 0
+            continue
+        if pa != pb:
+            return shared
+        run = min(ea - pa, eb - pb)
+        shared += run
+        pa, pb = pa + run, pb + run
+        if pa == ea:
+            ia += 1
+            pa = a[ia][0] if ia < len(a) else 0
+        if pb == eb:
+            ib += 1
+            pb = b[ib][0] if ib < len(b) else 0
+        if pa != pb and ia < len(a) and ib < len(b):
+            return shared
+    return shared
+
+
+def _positions(segments: Sequence[tuple[int, int]]) -> int:
+    return sum(1 if s == (NOTE, NOTE) else s[1] - s[0] for s in segments)
+
+
+def _tokens_before(session: Session, tree: Fenwick, segments: Sequence[tuple[int, int]], position: int) -> int:
+    """Tokens of the request's first ``position`` messages (preamble included)."""
+    total = session.preamble
+    for start, stop in segments:
+        if position <= 0:
+            break
+        if (start, stop) == (NOTE, NOTE):
+            total += session.note_tokens
+            position -= 1
+            continue
+        take = min(position, stop - start)
+        total += tree.range(start, start + take)
+        position -= take
+    return total
+
+
+def _shared_prefix(session: Session, policy: Policy, previous: Sent, sent: Sent) -> tuple[int, bool]:
+    """Tokens the two requests share from the start, and whether the previous
+    one is not a prefix of this one (a prefix break)."""
+    common = _sequence_prefix(previous.segments, sent.segments)
+    # A result cleared now changes its message: the shared prefix ends inside it.
+    first: tuple[int, int, int] | None = None
+    for r in sent.newly_cleared:
+        info = session.results[r]
+        position = _position_of(sent.segments, info.message_index)
+        if position is not None and position < common:
+            candidate = (position, info.message_index, info.block_index)
+            first = candidate if first is None or candidate < first else first
+    if first is not None:
+        position, mi, bi = first
+        return _tokens_before(session, policy.sizes(), sent.segments, position) + policy.block_prefix(mi, bi), True
+    shared = _tokens_before(session, policy.sizes(), sent.segments, common)
+    return shared, common < _positions(previous.segments)
+
+
+def replay(
+    transcript: Transcript,
+    policies: Sequence[PolicyFactory],
+    *,
+    budget: int,
+    estimator: Estimator,
+    window: int | None = None,
+) -> tuple[Run, ...]:
+    """Every request of ``transcript`` fitted by each policy, in order. Orphans
+    are repaired first, as ``fit`` does, so each request is one a harness could send."""
+    transcript, _ = repair(transcript)
+    session = Session.of(transcript, estimator)
+    raw = Fenwick(session.tokens)
+    runs = []
+    for factory in policies:
+        policy = factory(session, budget)
+        steps: list[Step] = []
+        previous: Sent | None = None
+        for index, n in enumerate(session.steps):
+            sent = policy.request(n)
+            shared, broke = _shared_prefix(session, policy, previous, sent) if previous else (0, False)
+            steps.append(
+                Step(
+                    index,
+                    n,
+                    transcript.messages[n].source.line,
+                    session.preamble + raw.prefix(n),
+                    sent.tokens,
+                    sent.outcome,
+                    sent.cleared,
+                    shared,
+                    broke,
+                    window is not None and sent.tokens > window,
+                )
+            )
+            previous = sent
+        runs.append(Run(policy.name, tuple(steps)))
+    return tuple(runs)
+
+
+def _position_of(segments: Sequence[tuple[int, int]], message_index: int) -> int | None:
+    position = 0
+    for start, stop in segments:
+        if (start, stop) == (NOTE, NOTE):
+            position += 1
+            continue
+        if start <= message_index < stop:
+            return position + message_index - start
+        position += stop - start
+    return None

@@ -1,0 +1,160 @@
+"""What every replay policy reads and returns: the session's messages with
+their estimates and structure (computed once), the request a policy sends, the
+policy protocol, and the shared machinery (prefix sums, stubbed messages)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..estimate import Estimator
+from ..fit import TRUNCATION_NOTE, ResultRef, clear_into, result_refs
+from ..transcript import Message, Round, Text, Transcript, iter_units
+
+NOTE = -1
+"""The truncation note's place in a request's message sequence."""
+
+
+class Fenwick:
+    """Prefix sums with point updates, both O(log n)."""
+
+    def __init__(self, values: Sequence[int]) -> None:
+        self.n = len(values)
+        tree = [0] * (self.n + 1)
+        for i, v in enumerate(values, start=1):
+            tree[i] += v
+            j = i + (i & -i)
+            if j <= self.n:
+                tree[j] += tree[i]
+        self.tree = tree
+
+    def add(self, index: int, delta: int) -> None:
+        i = index + 1
+        while i <= self.n:
+            self.tree[i] += delta
+            i += i & -i
+
+    def prefix(self, stop: int) -> int:
+        """Sum of values ``[0, stop)``."""
+        total, i = 0, stop
+        while i > 0:
+            total += self.tree[i]
+            i -= i & -i
+        return total
+
+    def range(self, start: int, stop: int) -> int:
+        return self.prefix(stop) - self.prefix(start) if stop > start else 0
+
+
+@dataclass(slots=True)
+class Session:
+    """What every policy reads: the transcript's messages, their estimates and
+    structure, computed once for the whole session."""
+
+    transcript: Transcript
+    estimator: Estimator
+    tokens: list[int] = field(default_factory=list)
+    preamble: int = 0
+    results: tuple[ResultRef, ...] = ()
+    result_messages: list[int] = field(default_factory=list)
+    """Each result's message index, in order (for bisecting)."""
+    turn_starts: list[int] = field(default_factory=list)
+    unit_starts: list[int] = field(default_factory=list)
+    round_starts: list[int] = field(default_factory=list)
+    head_stop: int = 1
+    note_tokens: int = 0
+    steps: list[int] = field(default_factory=list)
+    """The requests: each is ``messages[:n]`` for an assistant reply at index ``n``."""
+
+    @classmethod
+    def of(cls, transcript: Transcript, estimator: Estimator) -> Session:
+        s = cls(transcript, estimator)
+        messages = transcript.messages
+        s.tokens = [estimator.message(m).tokens for m in messages]
+        s.preamble = estimator.preamble(transcript)
+        s.results = result_refs(messages, estimator)
+        s.result_messages = [r.message_index for r in s.results]
+        s.turn_starts = [i for i, m in enumerate(messages) if m.starts_turn]
+        if messages and (not s.turn_starts or s.turn_starts[0] != 0):
+            s.turn_starts.insert(0, 0)
+        for unit in iter_units(messages, 0, len(messages)):
+            s.unit_starts.append(unit.start)
+            if isinstance(unit, Round):
+                s.round_starts.append(unit.start)
+        first_units = s.unit_starts[1] if len(s.unit_starts) > 1 else len(messages)
+        s.head_stop = first_units if s.round_starts[:1] == [0] else min(1, len(messages))
+        s.note_tokens = estimator.message(Message("user", (Text(TRUNCATION_NOTE),))).tokens
+        s.steps = [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0]
+        return s
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """The request a policy sends for ``messages[:n]``."""
+
+    outcome: str
+    tokens: int
+    cleared: int
+    segments: tuple[tuple[int, int], ...]
+    """The message ranges sent, in order; ``(NOTE, NOTE)`` marks the note."""
+    newly_cleared: tuple[int, ...] = ()
+    """Indices (into ``Session.results``) of results this request clears that the previous one did not."""
+
+
+class Policy(Protocol):
+    """Fits each request of a replay, in order, keeping state between them.
+    To add one to ``windowfit replay``, see ``policies.py`` (and docs/extending.md)."""
+
+    name: str
+    """The name replay's output shows (the registry sets it to the ``--policy`` name)."""
+
+    def request(self, n: int) -> Sent:
+        """The request holding ``messages[:n]``; ``n`` only grows between calls."""
+        ...
+
+    def sizes(self) -> Fenwick:
+        """Each message's size in the latest request (stubs applied)."""
+        ...
+
+    def block_prefix(self, message_index: int, block_index: int) -> int:
+        """Tokens of a message's blocks before ``block_index``, as last sent."""
+        ...
+
+
+PolicyFactory = Callable[[Session, int], Policy]
+"""Builds a policy for a session and a budget."""
+
+
+class Stubbed:
+    """The messages as last sent (some results stubbed) and their sizes, as a Fenwick tree."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.messages = list(session.transcript.messages)
+        self.tree = Fenwick(session.tokens)
+        self.current = list(session.tokens)
+
+    def clear(self, result_index: int) -> None:
+        ref = self.session.results[result_index]
+        clear_into(self.messages, [ref])
+        new = self.session.estimator.message(self.messages[ref.message_index]).tokens
+        self.tree.add(ref.message_index, new - self.current[ref.message_index])
+        self.current[ref.message_index] = new
+
+    def block_prefix(self, message_index: int, block_index: int) -> int:
+        """Tokens of the message's blocks before ``block_index`` in their current version."""
+        return sum(self.session.estimator.message(self.messages[message_index]).block_tokens[:block_index])
+
+
+def first_fitting(starts: Sequence[int], n: int, tree: Fenwick, room: int) -> int:
+    """The first of ``starts`` whose tail ``[start, n)`` fits in ``room`` tokens
+    (tails only shrink as the start moves on), or ``len(starts)`` if none does."""
+    lo, hi = 0, len(starts)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if tree.range(starts[mid], n) <= room:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

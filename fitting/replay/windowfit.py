@@ -1,0 +1,138 @@
+"""The windowfit policy: SPEC §3's three stages, kept incrementally from one
+request of a replay to the next (the twin of ``plan_fit``)."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+from ..fit import DEFAULTS, FitOptions
+from .session import NOTE, Fenwick, Sent, Session, Stubbed, first_fitting
+
+
+def _truncate(session: Session, tree: Fenwick, n: int, budget: int) -> tuple[str, int, tuple[tuple[int, int], ...]]:
+    """Stages 2 and 3 of SPEC §3 on ``messages[:n]`` with the sizes in ``tree``
+    (``plan_fit``'s, by bisection over prefix sums: see ``WindowfitPolicy``)."""
+    s = session
+    head = (0, min(s.head_stop, n))
+    fixed = s.preamble + tree.range(*head) + s.note_tokens
+    turns = s.turn_starts[bisect_right(s.turn_starts, head[1] - 1) : bisect_left(s.turn_starts, n)]
+    # Stage 2: the smallest turn start whose tail fits (tails shrink as the start moves on).
+    lo = first_fitting(turns, n, tree, budget - fixed)
+    if lo < len(turns):
+        return "turns-dropped", fixed + tree.range(turns[lo], n), (head, (NOTE, NOTE), (turns[lo], n))
+    # Stage 3: inside the last turn, the smallest unit start whose tail fits.
+    last = s.turn_starts[bisect_right(s.turn_starts, n - 1) - 1] if s.turn_starts else 0
+    opener = (last, last + 1) if last >= head[1] else None
+    units_from = opener[1] if opener else head[1]
+    units = s.unit_starts[bisect_left(s.unit_starts, units_from) : bisect_left(s.unit_starts, n)]
+    floor = fixed + (tree.range(*opener) if opener else 0)
+    lo = first_fitting(units, n, tree, budget - floor)
+    rounds = s.round_starts[bisect_left(s.round_starts, units_from) : bisect_left(s.round_starts, n)]
+    newest = bisect_left(units, rounds[-1]) if rounds else len(units) - 1
+    kept = ((opener,) if opener else ()) + ((units[lo], n),) if lo < len(units) else ()
+    if lo < len(units) and lo <= newest:
+        return "rounds-dropped", floor + tree.range(units[lo], n), (head, (NOTE, NOTE), *kept)
+    take = units[newest] if units else n
+    smallest = ((opener,) if opener else ()) + (((take, n),) if units else ())
+    return "too-long", floor + tree.range(take, n), (head, (NOTE, NOTE), *smallest)
+
+
+class WindowfitPolicy:
+    """SPEC §3: clear candidates in batches, then whole turns, then whole rounds.
+
+    This algorithm has a twin: ``plan_fit`` (``fitting/fit.py``) fits one
+    request from scratch; this policy fits each request of a growing session
+    incrementally. Change both together;
+    ``tests/test_replay.py::test_incremental_windowfit_equals_plan_fit_on_every_request``
+    keeps them equal.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        budget: int,
+        *,
+        batch_size: int = DEFAULTS.batch_size,
+        protected_fraction: float = DEFAULTS.protected_fraction,
+        min_clear_ratio: float = DEFAULTS.min_clear_ratio,
+        name: str = "windowfit",
+    ) -> None:
+        self.name = name
+        self.session, self.budget, self.batch_size = session, budget, batch_size
+        self.allowance = budget * protected_fraction
+        self.min_clear_ratio = min_clear_ratio
+        self.stubbed = Stubbed(session)
+        self.raw = Fenwick(session.tokens)
+        self.seen = 0  # results in the prefix
+        self.protected_from = 0
+        self.tail = 0  # tokens of results[protected_from:seen]
+        self.scanned = 0  # results[:scanned] were considered for candidacy
+        self.candidates: list[int] = []
+        self.batches = 0
+        self.cleared = 0
+
+    def sizes(self) -> Fenwick:
+        return self.stubbed.tree
+
+    def block_prefix(self, message_index: int, block_index: int) -> int:
+        return self.stubbed.block_prefix(message_index, block_index)
+
+    def _advance(self, n: int) -> None:
+        s = self.session
+        while self.seen < len(s.results) and s.results[self.seen].message_index < n:
+            self.tail += s.results[self.seen].tokens
+            self.seen += 1
+        while self.protected_from < self.seen - 1 and self.tail > self.allowance:
+            self.tail -= s.results[self.protected_from].tokens
+            self.protected_from += 1
+        while self.scanned < self.protected_from:
+            r = s.results[self.scanned]
+            if r.tokens >= self.min_clear_ratio * r.stub_tokens:
+                self.candidates.append(self.scanned)
+            self.scanned += 1
+
+    def _clear_upto(self, count: int) -> list[int]:
+        new = self.candidates[self.cleared : count]
+        for r in new:
+            self.stubbed.clear(r)
+        self.cleared = max(self.cleared, count)
+        return new
+
+    def request(self, n: int) -> Sent:
+        s = self.session
+        self._advance(n)
+        raw = s.preamble + self.raw.prefix(n)
+        if raw <= self.budget:
+            return Sent("fits", raw, 0, ((0, n),))
+        newly = self._clear_upto(min(self.batches * self.batch_size, len(self.candidates)))
+        total = s.preamble + self.stubbed.tree.prefix(n)
+        while total > self.budget and self.batches * self.batch_size < len(self.candidates):
+            self.batches += 1
+            newly += self._clear_upto(min(self.batches * self.batch_size, len(self.candidates)))
+            total = s.preamble + self.stubbed.tree.prefix(n)
+        if total <= self.budget:
+            return Sent("cleared", total, self.cleared, ((0, n),), tuple(newly))
+        outcome, tokens, segments = _truncate(s, self.stubbed.tree, n, self.budget)
+        return Sent(outcome, tokens, self.cleared, segments, tuple(newly))
+
+
+def build(session: Session, options: FitOptions, *, keep: int) -> WindowfitPolicy:
+    """``windowfit``: the fit's own options."""
+    return WindowfitPolicy(
+        session,
+        options.budget,
+        batch_size=options.batch_size,
+        protected_fraction=options.protected_fraction,
+        min_clear_ratio=options.min_clear_ratio,
+    )
+
+
+def build_batch_1(session: Session, options: FitOptions, *, keep: int) -> WindowfitPolicy:
+    """``windowfit-batch-1``: the fit's options with batches of one, the cache-hostile comparison."""
+    return WindowfitPolicy(
+        session,
+        options.budget,
+        batch_size=1,
+        protected_fraction=options.protected_fraction,
+        min_clear_ratio=options.min_clear_ratio,
+    )
