@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console, Group, RenderableType
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from windowfit.fitting.report import Report
+
+from .terminal import markup_safe
 
 BAR_WIDTH = 50
 
@@ -129,7 +130,7 @@ def render_report(report: Report) -> RenderableType:
         table.add_column("tokens", justify="right")
         table.add_column("share", justify="right")
         for name, tokens in rows:
-            table.add_row(escape(name), f"{tokens:,}", f"{tokens / max(report.tokens, 1):.1%}")
+            table.add_row(markup_safe(name), f"{tokens:,}", f"{tokens / max(report.tokens, 1):.1%}")
         return table
 
     parts: list[RenderableType] = [
@@ -148,8 +149,8 @@ def render_report(report: Report) -> RenderableType:
             largest.add_column(col, justify="right" if col in ("line", "tokens", "of budget") else "left")
         for r in report.largest_results:
             largest.add_row(
-                escape(r.tool),
-                escape(r.call_id),
+                markup_safe(r.tool),
+                markup_safe(r.call_id),
                 "" if r.line is None else str(r.line),
                 f"{r.tokens:,}",
                 f"{r.tokens / report.budget:.1%}" if report.budget else "",

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.replay import KeepLastPolicy, LegacyPolicy, PolicyFactory, Run, WindowfitPolicy, replay
@@ -21,6 +20,7 @@ from .shared import (
     EstimatorName,
     FromFormat,
     JsonFlag,
+    OutputRefused,
     Overhead,
     SkipInvalid,
     Window,
@@ -29,9 +29,11 @@ from .shared import (
     fail,
     load_all,
     out,
+    output_target,
     print_json,
     write_atomic,
 )
+from .terminal import markup_safe
 
 
 class PolicyName(str, Enum):
@@ -91,7 +93,7 @@ def save_plot(runs: tuple[Run, ...], path: Path, *, budget: int, window: int | N
     ax.set_title(title + "\n▲ prefix break (a clearing batch or a cut), × rejected (over the window)", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    image_format = path.suffix.lstrip(".").lower() or "png"
+    image_format = path.suffix.lstrip(".").lower()
     try:
         if image_format not in fig.canvas.get_supported_filetypes():
             known = ", ".join(sorted(fig.canvas.get_supported_filetypes()))
@@ -142,20 +144,31 @@ def replay_command(
     )
     if plot is not None:
         try:
+            if not plot.suffix:
+                raise OptionError(f"--plot {plot}: name the image with its type, e.g. {plot}.png or {plot}.svg")
+            plot = output_target(plot, inputs=[file])
+        except OptionError as exc:
+            fail(exc)
+        except OutputRefused as exc:
+            err.print(f"[bold red]error:[/] {markup_safe(str(exc))}")
+            raise typer.Exit(ExitCode.OUTPUT) from None
+        try:
             save_plot(runs, plot, budget=budget, window=window, title=transcript.label)
         except OptionError as exc:
             fail(exc)
         except OSError as exc:
-            err.print(f"[bold red]error:[/] cannot write {escape(str(plot))}: {escape(exc.strerror or str(exc))}")
+            err.print(
+                f"[bold red]error:[/] cannot write {markup_safe(str(plot))}: {markup_safe(exc.strerror or str(exc))}"
+            )
             raise typer.Exit(ExitCode.OUTPUT) from None
     if json_:
         print_json(replay_to_dict(runs, transcript, budget=budget, window=window, estimator=est.rule.name))
         return
-    out.print(f"[bold]{escape(transcript.label)}[/]: {len(runs[0].steps) if runs else 0:,} requests replayed")
+    out.print(f"[bold]{markup_safe(transcript.label)}[/]: {len(runs[0].steps) if runs else 0:,} requests replayed")
     out.print(render_table(runs, budget=budget, window=window))
     if chart:
         for run in runs:
             out.print()
             out.print(render_chart(run, budget=budget, window=window))
     if plot is not None:
-        out.print(f"wrote {escape(str(plot))}")
+        out.print(f"wrote {markup_safe(str(plot))}")
