@@ -235,6 +235,9 @@ def check(
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
     from_: FromFormat = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Text: list only the transcripts that fail, then the summary.")
+    ] = False,
 ) -> None:
     """Pre-flight transcripts in CI: one line each with its outcome and tokens.
 
@@ -286,11 +289,13 @@ def check(
             if p.cause:
                 summary += f" — {p.cause}"
             if format_ is CheckFormat.github:
-                level = "error" if f else ("notice" if p.outcome == "fits" else "warning")
+                if not f:  # annotations are for what needs a look: a passing file makes none
+                    continue
+                level = "error"
                 message = too_long_message(p) if p.outcome == "too-long" else summary
                 props = f"file={_gh(path, prop=True)},title={_gh('windowfit ' + p.outcome, prop=True)}"
                 sys.stdout.write(f"::{level} {props}::{_gh(message)}\n")
-            else:
+            elif not (quiet and not f):
                 mark = "[red]FAIL[/]" if f else "[green]ok[/]  "
                 out.print(
                     f"{mark} {markup_safe(path)}  [{OUTCOME_STYLE[p.outcome]}]{markup_safe(summary)}[/]", soft_wrap=True

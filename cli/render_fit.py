@@ -4,13 +4,13 @@ rounds, the protected tail, and (``--diff full``) the request itself."""
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from windowfit.fitting.fit import Dropped, Plan, clear_results, repaired, too_long_message
 from windowfit.fitting.transcript import Image, Message, Other, Thinking, ToolCall, ToolResult, Transcript
 from windowfit.fitting.transcript import Text as TextBlock
 
+from .tables import WholeTable
 from .terminal import markup_safe
 
 OUTCOME_STYLE = {
@@ -60,7 +60,7 @@ MAX_BATCHES_SHOWN = 6
 def render_batches(plan: Plan, transcript: Transcript, *, full: bool = False) -> RenderableType | None:
     if not plan.batches:
         return None
-    table = Table(
+    table = WholeTable(
         title=f"Cleared {_plural(len(plan.cleared), 'tool result')} in {_plural(len(plan.batches), 'batch')} "
         "(oldest first)",
         title_justify="left",
@@ -117,7 +117,7 @@ def render_dropped(plan: Plan, transcript: Transcript) -> RenderableType | None:
         else:
             groups.append([d])
     total = sum(d.tokens for d in plan.dropped)
-    table = Table(
+    table = WholeTable(
         title=f"Dropped {_count_kinds(plan.dropped)} ({total:,} tokens), replaced by one truncation note",
         title_justify="left",
         show_edge=False,
@@ -190,7 +190,7 @@ def render_full(plan: Plan, transcript: Transcript) -> RenderableType:
     """The request message by message: kept, cleared, dropped, and the note."""
     fates = plan.message_fates()
     shown = clear_results(transcript.messages, plan.cleared)
-    table = Table(title="The request, message by message", title_justify="left", show_edge=False)
+    table = WholeTable(title="The request, message by message", title_justify="left", show_edge=False)
     for col in ("msg", "line", "role", "tokens", "fate", "content"):
         table.add_column(col, justify="right" if col in ("msg", "line", "tokens") else "left")
     style = {"kept": "", "head": "bold", "cleared": "cyan", "dropped": "red strike"}
@@ -219,7 +219,7 @@ def render_full(plan: Plan, transcript: Transcript) -> RenderableType:
 def render_repairs(plan: Plan) -> RenderableType | None:
     if not plan.repairs:
         return None
-    table = Table(
+    table = WholeTable(
         title=f"Repaired {len(plan.repairs)} orphan(s) first, so the request is valid",
         title_justify="left",
         show_edge=False,

@@ -65,13 +65,16 @@ def save_plot(runs: tuple[Run, ...], path: Path, *, budget: int, window: int | N
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise OptionError("--plot needs matplotlib: pip install 'windowfit[plot]'") from None
+        raise OptionError(
+            "--plot needs matplotlib: pip install matplotlib, or windowfit's plot extra from its checkout: "
+            "pip install '.[plot]'"
+        ) from None
     fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
     for run in runs:
         xs = [s.index for s in run.steps]
         line = ax.plot(xs, [s.sent_tokens for s in run.steps], label=run.policy, linewidth=1.2)[0]
         breaks = [s for s in run.steps if s.prefix_break]
-        if breaks and run.policy.startswith("windowfit"):
+        if breaks:
             ax.scatter(
                 [s.index for s in breaks],
                 [s.sent_tokens for s in breaks],

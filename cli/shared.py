@@ -54,8 +54,19 @@ Overhead = Annotated[
 SkipInvalid = Annotated[
     bool, typer.Option("--skip-invalid", help="Skip lines that are not JSON (or not messages) and count them.")
 ]
+
+
+def _known_format(name: str | None) -> str | None:
+    if name is not None and name not in FORMATS:
+        raise typer.BadParameter(f"unknown format {name!r}; known formats: {', '.join(FORMATS)}")
+    return name
+
+
 FromFormat = Annotated[
-    str | None, typer.Option("--from", help=f"Input format, instead of detecting it: {', '.join(FORMATS)}.")
+    str | None,
+    typer.Option(
+        "--from", callback=_known_format, help=f"Input format, instead of detecting it: {', '.join(FORMATS)}."
+    ),
 ]
 
 
