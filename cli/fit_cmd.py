@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from windowfit.fitting import Transcript, WindowfitError
 from windowfit.fitting.errors import OptionError
@@ -27,6 +26,7 @@ from .shared import (
     Files,
     FromFormat,
     JsonFlag,
+    OutputRefused,
     Overhead,
     SkipInvalid,
     Window,
@@ -35,9 +35,11 @@ from .shared import (
     fail,
     load_all,
     out,
+    output_target,
     print_json,
     write_atomic,
 )
+from .terminal import markup_safe, visible
 
 
 class Target(str, Enum):
@@ -172,16 +174,19 @@ def fit(
         except WindowfitError as exc:
             fail(exc)
     if output is not None and output != "-" and plan.fits:
-        target = Path(output)
-        if file != "-" and target.resolve() == Path(file).resolve():
-            err.print(f"[bold red]error:[/] refusing to overwrite the input {escape(file)}")
+        try:
+            target = output_target(Path(output), inputs=[file])
+        except OutputRefused as exc:
+            err.print(f"[bold red]error:[/] {markup_safe(str(exc))}")
             err.print("[dim]hint: pass another path to -o[/]")
-            raise typer.Exit(ExitCode.OUTPUT)
+            raise typer.Exit(ExitCode.OUTPUT) from None
         try:
             assert data is not None
             write_atomic(target, data)
         except OSError as exc:
-            err.print(f"[bold red]error:[/] cannot write {escape(output)}: {escape(exc.strerror or str(exc))}")
+            err.print(
+                f"[bold red]error:[/] cannot write {markup_safe(output)}: {markup_safe(exc.strerror or str(exc))}"
+            )
             raise typer.Exit(ExitCode.OUTPUT) from None
 
     if json_:
@@ -197,9 +202,9 @@ def fit(
                 "(kept as they are):[/]"
             )
             for v in before[:10]:
-                console.print(f"  [yellow]{escape(str(v))}[/]")
+                console.print(f"  [yellow]{markup_safe(str(v))}[/]")
         if output and output != "-" and plan.fits:
-            console.print(f"wrote {escape(output)}")
+            console.print(f"wrote {markup_safe(output)}")
     if output == "-" and data is not None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -230,6 +235,9 @@ def check(
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
     from_: FromFormat = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Text: list only the transcripts that fail, then the summary.")
+    ] = False,
 ) -> None:
     """Pre-flight transcripts in CI: one line each with its outcome and tokens.
 
@@ -281,13 +289,17 @@ def check(
             if p.cause:
                 summary += f" — {p.cause}"
             if format_ is CheckFormat.github:
-                level = "error" if f else ("notice" if p.outcome == "fits" else "warning")
+                if not f:  # annotations are for what needs a look: a passing file makes none
+                    continue
+                level = "error"
                 message = too_long_message(p) if p.outcome == "too-long" else summary
                 props = f"file={_gh(path, prop=True)},title={_gh('windowfit ' + p.outcome, prop=True)}"
                 sys.stdout.write(f"::{level} {props}::{_gh(message)}\n")
-            else:
+            elif not (quiet and not f):
                 mark = "[red]FAIL[/]" if f else "[green]ok[/]  "
-                out.print(f"{mark} {escape(path)}  [{OUTCOME_STYLE[p.outcome]}]{escape(summary)}[/]", soft_wrap=True)
+                out.print(
+                    f"{mark} {markup_safe(path)}  [{OUTCOME_STYLE[p.outcome]}]{markup_safe(summary)}[/]", soft_wrap=True
+                )
         if format_ is CheckFormat.text:
             n_failed = sum(1 for _, _, f in rows if f)
             out.print(f"{len(rows)} checked, {n_failed} failed (fail on: {fail_on.value} or worse)")
@@ -297,5 +309,5 @@ def check(
 
 def _gh(text: str, *, prop: bool = False) -> str:
     """Escape a GitHub workflow command's message (or, with ``prop``, a property)."""
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    text = visible(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
     return text.replace(",", "%2C").replace(":", "%3A") if prop else text

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from rich.console import Console, Group, RenderableType
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from windowfit.fitting.report import Report
+
+from .tables import WholeTable
+from .terminal import markup_safe
 
 BAR_WIDTH = 50
 
@@ -83,7 +85,7 @@ def render_usage(report: Report) -> RenderableType:
     low = sum(1 for r in ratios if r < 1)
     measured = sum(u.measured for u in rows)
     cached = sum(u.cache_read for u in rows)
-    table = Table(
+    table = WholeTable(
         title=f"Estimated vs measured request size at {plural(len(rows), 'point')}: median ratio "
         f"{median:.2f}, {low:,} under-estimated; the provider served {cached / max(measured, 1):.0%} "
         "of the measured input from its prompt cache",
@@ -115,7 +117,7 @@ def render_report(report: Report) -> RenderableType:
         f"{plural(report.tool_results, 'tool result')}"
         + (f" · {plural(report.skipped_lines, 'line')} skipped" if report.skipped_lines else "")
     )
-    scripts = Table(title="Tokens by script", title_justify="left", show_edge=False)
+    scripts = WholeTable(title="Tokens by script", title_justify="left", show_edge=False)
     for col in ("class", "chars", "chars/token", "tokens", "share"):
         scripts.add_column(col, justify="left" if col == "class" else "right")
     for row in report.classes:
@@ -124,12 +126,12 @@ def render_report(report: Report) -> RenderableType:
         )
 
     def share_table(title: str, rows: tuple[tuple[str, int], ...]) -> Table:
-        table = Table(title=title, title_justify="left", show_edge=False)
+        table = WholeTable(title=title, title_justify="left", show_edge=False)
         table.add_column(title.split()[-1])
         table.add_column("tokens", justify="right")
         table.add_column("share", justify="right")
         for name, tokens in rows:
-            table.add_row(escape(name), f"{tokens:,}", f"{tokens / max(report.tokens, 1):.1%}")
+            table.add_row(markup_safe(name), f"{tokens:,}", f"{tokens / max(report.tokens, 1):.1%}")
         return table
 
     parts: list[RenderableType] = [
@@ -143,13 +145,13 @@ def render_report(report: Report) -> RenderableType:
         share_table("Tokens by block kind", report.by_kind),
     ]
     if report.largest_results:
-        largest = Table(title="Largest tool results", title_justify="left", show_edge=False)
+        largest = WholeTable(title="Largest tool results", title_justify="left", show_edge=False)
         for col in ("tool", "call id", "line", "tokens", "of budget"):
             largest.add_column(col, justify="right" if col in ("line", "tokens", "of budget") else "left")
         for r in report.largest_results:
             largest.add_row(
-                escape(r.tool),
-                escape(r.call_id),
+                markup_safe(r.tool),
+                markup_safe(r.call_id),
                 "" if r.line is None else str(r.line),
                 f"{r.tokens:,}",
                 f"{r.tokens / report.budget:.1%}" if report.budget else "",
@@ -186,7 +188,7 @@ def short_verdict(report: Report) -> Text:
 
 
 def render_summary(reports: list[Report]) -> Table:
-    table = Table(title="All transcripts", title_justify="left", show_edge=False)
+    table = WholeTable(title="All transcripts", title_justify="left", show_edge=False, decorative=("format",))
     table.add_column("transcript", overflow="fold", min_width=24, ratio=1)
     table.add_column("format")
     for col in ("msgs", "results", "tokens"):

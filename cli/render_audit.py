@@ -23,6 +23,7 @@ from windowfit.fitting.audit import rule_spec as _rule_spec
 from windowfit.fitting.estimate import ScriptRule
 
 from .render import plural
+from .tables import WholeTable
 
 
 def _ratio(value: float | None) -> Text:
@@ -33,7 +34,7 @@ def _ratio(value: float | None) -> Text:
 
 
 def ratio_table(title: str, header: str, rows: Sequence[RatioRow]) -> Table:
-    table = Table(title=title, title_justify="left", show_edge=False)
+    table = WholeTable(title=title, title_justify="left", show_edge=False)
     table.add_column(header)
     for col in ("blocks", "chars", "estimate", "real", "ratio", "under"):
         table.add_column(col, justify="right")
@@ -60,7 +61,7 @@ def _message(block: BlockAudit) -> str:
 
 def worst_table(audit: TokenizerAudit, top: int) -> Table:
     shown = min(top, len(audit.worst_blocks))
-    table = Table(
+    table = WholeTable(
         title=f"Worst blocks: the largest under-estimates ({shown} of {audit.blocks_under:,})",
         title_justify="left",
         show_edge=False,
@@ -125,7 +126,7 @@ def render_usage_audit(usage: UsageAudit, *, top: int) -> RenderableType:
     )
     if not top:
         return summary
-    table = Table(title="The points where the estimate is lowest", title_justify="left", show_edge=False)
+    table = WholeTable(title="The points where the estimate is lowest", title_justify="left", show_edge=False)
     for col in ("msgs", "line", "estimated", "measured", "ratio"):
         table.add_column(col, justify="right")
     for u in usage.worst[:top]:

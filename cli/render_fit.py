@@ -4,13 +4,14 @@ rounds, the protected tail, and (``--diff full``) the request itself."""
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from windowfit.fitting.fit import Dropped, Plan, clear_results, repaired, too_long_message
 from windowfit.fitting.transcript import Image, Message, Other, Thinking, ToolCall, ToolResult, Transcript
 from windowfit.fitting.transcript import Text as TextBlock
+
+from .tables import WholeTable
+from .terminal import markup_safe
 
 OUTCOME_STYLE = {
     "fits": "green",
@@ -30,7 +31,7 @@ def _line(transcript: Transcript, index: int) -> str:
 def render_summary(plan: Plan, transcript: Transcript) -> RenderableType:
     o = plan.options
     head = Text.assemble(
-        (escape(transcript.source.path), "bold"),
+        (markup_safe(transcript.source.path), "bold"),
         "  ",
         (plan.outcome, OUTCOME_STYLE[plan.outcome]),
     )
@@ -59,7 +60,7 @@ MAX_BATCHES_SHOWN = 6
 def render_batches(plan: Plan, transcript: Transcript, *, full: bool = False) -> RenderableType | None:
     if not plan.batches:
         return None
-    table = Table(
+    table = WholeTable(
         title=f"Cleared {_plural(len(plan.cleared), 'tool result')} in {_plural(len(plan.batches), 'batch')} "
         "(oldest first)",
         title_justify="left",
@@ -89,8 +90,8 @@ def render_batches(plan: Plan, transcript: Transcript, *, full: bool = False) ->
                 f"{batch.index + 1}" if k == 0 else "",
                 str(ref.message_index),
                 _line(transcript, ref.message_index),
-                escape(ref.tool),
-                escape(ref.call_id),
+                markup_safe(ref.tool),
+                markup_safe(ref.call_id),
                 f"{ref.tokens:,} → {ref.stub_tokens:,}",
             )
         table.add_row(
@@ -116,7 +117,7 @@ def render_dropped(plan: Plan, transcript: Transcript) -> RenderableType | None:
         else:
             groups.append([d])
     total = sum(d.tokens for d in plan.dropped)
-    table = Table(
+    table = WholeTable(
         title=f"Dropped {_count_kinds(plan.dropped)} ({total:,} tokens), replaced by one truncation note",
         title_justify="left",
         show_edge=False,
@@ -148,7 +149,7 @@ def render_protected(plan: Plan) -> RenderableType | None:
         return None
     budget_share = plan.options.protected_fraction
     size = sum(r.tokens for r in plan.protected)
-    names = ", ".join(f"{escape(r.tool)} {escape(r.call_id)} ({r.tokens:,})" for r in plan.protected[-6:])
+    names = ", ".join(f"{markup_safe(r.tool)} {markup_safe(r.call_id)} ({r.tokens:,})" for r in plan.protected[-6:])
     more = f"… {len(plan.protected) - 6} more, " if len(plan.protected) > 6 else ""
     lines = [
         Text(
@@ -189,7 +190,7 @@ def render_full(plan: Plan, transcript: Transcript) -> RenderableType:
     """The request message by message: kept, cleared, dropped, and the note."""
     fates = plan.message_fates()
     shown = clear_results(transcript.messages, plan.cleared)
-    table = Table(title="The request, message by message", title_justify="left", show_edge=False)
+    table = WholeTable(title="The request, message by message", title_justify="left", show_edge=False)
     for col in ("msg", "line", "role", "tokens", "fate", "content"):
         table.add_column(col, justify="right" if col in ("msg", "line", "tokens") else "left")
     style = {"kept": "", "head": "bold", "cleared": "cyan", "dropped": "red strike"}
@@ -218,7 +219,7 @@ def render_full(plan: Plan, transcript: Transcript) -> RenderableType:
 def render_repairs(plan: Plan) -> RenderableType | None:
     if not plan.repairs:
         return None
-    table = Table(
+    table = WholeTable(
         title=f"Repaired {len(plan.repairs)} orphan(s) first, so the request is valid",
         title_justify="left",
         show_edge=False,
@@ -226,7 +227,7 @@ def render_repairs(plan: Plan) -> RenderableType | None:
     for col in ("repair", "msg", "call id", "why"):
         table.add_column(col, justify="right" if col == "msg" else "left")
     for r in plan.repairs:
-        table.add_row(r.kind, str(r.message_index), escape(r.call_id), escape(r.why))
+        table.add_row(r.kind, str(r.message_index), markup_safe(r.call_id), markup_safe(r.why))
     return table
 
 

@@ -10,12 +10,14 @@ from rich.text import Text
 
 from windowfit.fitting.replay import Run
 
+from .tables import WholeTable
+
 CHART_HEIGHT = 12
 CHART_WIDTH = 64
 
 
 def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Table:
-    table = Table(
+    table = WholeTable(
         title=f"Policies side by side (budget {budget:,}" + (f", window {window:,})" if window else ")"),
         title_justify="left",
         show_edge=False,

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.fit import DEFAULTS, FitOptions
@@ -22,6 +21,7 @@ from .shared import (
     EstimatorName,
     FromFormat,
     JsonFlag,
+    OutputRefused,
     Overhead,
     SkipInvalid,
     Window,
@@ -30,9 +30,11 @@ from .shared import (
     fail,
     load_all,
     out,
+    output_target,
     print_json,
     write_atomic,
 )
+from .terminal import markup_safe
 
 PolicyName = Enum("PolicyName", {name: name for name in POLICY_NAMES}, type=str)  # type: ignore[misc]
 """``--policy``'s choices: the names in ``fitting.replay.POLICIES``, nothing else."""
@@ -51,13 +53,16 @@ def save_plot(runs: tuple[Run, ...], path: Path, *, budget: int, window: int | N
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise OptionError("--plot needs matplotlib: pip install 'windowfit[plot]'") from None
+        raise OptionError(
+            "--plot needs matplotlib: pip install matplotlib, or windowfit's plot extra from its checkout: "
+            "pip install '.[plot]'"
+        ) from None
     fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
     for run in runs:
         xs = [s.index for s in run.steps]
         line = ax.plot(xs, [s.sent_tokens for s in run.steps], label=run.policy, linewidth=1.2)[0]
         breaks = [s for s in run.steps if s.prefix_break]
-        if breaks and run.policy.startswith("windowfit"):
+        if breaks:
             ax.scatter(
                 [s.index for s in breaks],
                 [s.sent_tokens for s in breaks],
@@ -79,7 +84,7 @@ def save_plot(runs: tuple[Run, ...], path: Path, *, budget: int, window: int | N
     ax.set_title(title + "\n▲ prefix break (a clearing batch or a cut), × rejected (over the window)", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    image_format = path.suffix.lstrip(".").lower() or "png"
+    image_format = path.suffix.lstrip(".").lower()
     try:
         if image_format not in fig.canvas.get_supported_filetypes():
             known = ", ".join(sorted(fig.canvas.get_supported_filetypes()))
@@ -134,20 +139,31 @@ def replay_command(
     runs = replay(transcript, factories(names, options, keep=keep), budget=budget, estimator=est, window=window)
     if plot is not None:
         try:
+            if not plot.suffix:
+                raise OptionError(f"--plot {plot}: name the image with its type, e.g. {plot}.png or {plot}.svg")
+            plot = output_target(plot, inputs=[file])
+        except OptionError as exc:
+            fail(exc)
+        except OutputRefused as exc:
+            err.print(f"[bold red]error:[/] {markup_safe(str(exc))}")
+            raise typer.Exit(ExitCode.OUTPUT) from None
+        try:
             save_plot(runs, plot, budget=budget, window=window, title=transcript.label)
         except OptionError as exc:
             fail(exc)
         except OSError as exc:
-            err.print(f"[bold red]error:[/] cannot write {escape(str(plot))}: {escape(exc.strerror or str(exc))}")
+            err.print(
+                f"[bold red]error:[/] cannot write {markup_safe(str(plot))}: {markup_safe(exc.strerror or str(exc))}"
+            )
             raise typer.Exit(ExitCode.OUTPUT) from None
     if json_:
         print_json(replay_to_dict(runs, transcript, budget=budget, window=window, estimator=est.rule.name))
         return
-    out.print(f"[bold]{escape(transcript.label)}[/]: {len(runs[0].steps) if runs else 0:,} requests replayed")
+    out.print(f"[bold]{markup_safe(transcript.label)}[/]: {len(runs[0].steps) if runs else 0:,} requests replayed")
     out.print(render_table(runs, budget=budget, window=window))
     if chart:
         for run in runs:
             out.print()
             out.print(render_chart(run, budget=budget, window=window))
     if plot is not None:
-        out.print(f"wrote {escape(str(plot))}")
+        out.print(f"wrote {markup_safe(str(plot))}")

@@ -4,15 +4,15 @@ loading inputs, and JSON output."""
 from __future__ import annotations
 
 import os
+import signal
+import stat
 import sys
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, BinaryIO, NoReturn
 
 import orjson
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
@@ -21,9 +21,10 @@ from windowfit.fitting.estimate import ESTIMATORS, Estimator
 from windowfit.fitting.formats import FORMATS, Input, discover, load
 
 from .exit_codes import ExitCode
+from .terminal import SafeConsole, markup_safe
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)  # one error, one line, even in CI logs
+out = SafeConsole(highlight=False, soft_wrap=False)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True)  # one error, one line, even in CI logs
 
 Files = Annotated[
     list[str],
@@ -53,16 +54,27 @@ Overhead = Annotated[
 SkipInvalid = Annotated[
     bool, typer.Option("--skip-invalid", help="Skip lines that are not JSON (or not messages) and count them.")
 ]
+
+
+def _known_format(name: str | None) -> str | None:
+    if name is not None and name not in FORMATS:
+        raise typer.BadParameter(f"unknown format {name!r}; known formats: {', '.join(FORMATS)}")
+    return name
+
+
 FromFormat = Annotated[
-    str | None, typer.Option("--from", help=f"Input format, instead of detecting it: {', '.join(FORMATS)}.")
+    str | None,
+    typer.Option(
+        "--from", callback=_known_format, help=f"Input format, instead of detecting it: {', '.join(FORMATS)}."
+    ),
 ]
 
 
 def fail(error: WindowfitError) -> NoReturn:
     """Print a domain error as one line (plus its hint) and exit."""
-    err.print(f"[bold red]error:[/] {escape(str(error))}")
+    err.print(f"[bold red]error:[/] {markup_safe(str(error))}")
     if error.hint:
-        err.print(f"[dim]hint: {escape(error.hint)}[/]")
+        err.print(f"[dim]hint: {markup_safe(error.hint)}[/]")
     raise typer.Exit(ExitCode.BAD_INPUT if isinstance(error, InputError) else ExitCode.USAGE)
 
 
@@ -80,7 +92,10 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
         scanned: set[str] = set()  # found in a directory, not named by the user
         for name in files:
             if name == "-":
-                inputs.append(Input("<stdin>", sys.stdin.buffer.read()))
+                inputs.append(Input("<stdin>", read_stream(sys.stdin.buffer, "<stdin>")))
+            elif _is_stream(name):
+                with open(name, "rb") as stream:
+                    inputs.append(Input(name, read_stream(stream, name)))
             else:
                 found = [Input(str(p)) for p in discover([name])]
                 if Path(name).is_dir():
@@ -103,14 +118,14 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
         ) as progress:
             task = progress.add_task("loading", total=len(inputs))
             for item in inputs:
-                progress.update(task, description=f"loading {escape(Path(item.path).name)}")
+                progress.update(task, description=f"loading {markup_safe(Path(item.path).name)}")
                 try:
                     transcripts.extend(load(item, fmt=fmt, skip_invalid=skip_invalid))
                 except (EmptyTranscript, UnknownFormat) as exc:
                     if item.path not in scanned:
                         raise
                     # A directory of real sessions holds empty and foreign files: say so, go on.
-                    err.print(f"[yellow]skipped:[/] {escape(str(exc))}")
+                    err.print(f"[yellow]skipped:[/] {markup_safe(str(exc))}")
                 progress.advance(task)
         if not transcripts:
             raise NoTranscripts(_loc(", ".join(files)), "no transcripts found")
@@ -123,6 +138,37 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
         fail(InputError(_loc(str(exc.filename)), exc.strerror or "cannot read"))
 
 
+STREAM_LIMIT_BYTES = int(os.environ.get("WINDOWFIT_STREAM_LIMIT", 1 << 30))
+"""The most read from stdin or a FIFO (which may never end): 1 GiB, or ``WINDOWFIT_STREAM_LIMIT`` bytes."""
+
+
+def _is_stream(name: str) -> bool:
+    """A FIFO or character device named as an input: read once, with a limit."""
+    try:
+        mode = os.stat(name).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def read_stream(stream: BinaryIO, name: str) -> bytes:
+    """Everything a stream holds, up to ``STREAM_LIMIT_BYTES``; a terminal is refused rather than waited on."""
+    if stream.isatty():
+        raise InputError(Location(name), "is a terminal, not a transcript", hint="pipe a transcript in, or name a file")
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := stream.read(1 << 20):
+        size += len(chunk)
+        if size > STREAM_LIMIT_BYTES:
+            raise InputError(
+                Location(name),
+                f"more than {STREAM_LIMIT_BYTES:,} bytes from a stream",
+                hint="save it to a file and pass the file, or raise WINDOWFIT_STREAM_LIMIT",
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _loc(path: str) -> Location:
     return Location(path)
 
@@ -131,19 +177,110 @@ def print_json(document: object) -> None:
     sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same directory and a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+class OutputRefused(Exception):
+    """An output path windowfit will not write: the input, a device, a FIFO, a directory."""
+
+
+def output_target(path: Path, *, inputs: Sequence[str] = ()) -> Path:
+    """The regular file to write for ``path``: through a symlink to the file it names (the link stays a link),
+    never over one of ``inputs`` (compared by device and inode, so links and other spellings are caught), and
+    never onto a device, FIFO, socket or directory."""
+    target = Path(os.path.realpath(path))
     try:
-        # mkstemp makes the file 0600; give the output the mode a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask)
+        st = target.stat()
+    except FileNotFoundError:
+        if not target.parent.is_dir():
+            raise OutputRefused(f"cannot write {path}: no such directory {target.parent}") from None
+        return target
+    if stat.S_ISDIR(st.st_mode):
+        raise OutputRefused(f"cannot write {path}: it is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
+        raise OutputRefused(f"refusing to write {path}: it is {kind}, not a regular file")
+    for name in inputs:
+        if name == "-":
+            continue
+        try:
+            if os.path.samefile(name, target):
+                raise OutputRefused(f"refusing to overwrite the input {name}")
+        except FileNotFoundError:
+            continue
+    return target
+
+
+_CLEANUP_SIGNALS = tuple(s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
+
+
+class _Interrupted(BaseException):
+    """A catchable signal arrived while an output was being written."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise _Interrupted(signum)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` all at once or not at all: a temporary file in the same directory, then a rename.
+
+    On Linux the temporary file is anonymous (``O_TMPFILE``) until the moment it is renamed, so even ``kill -9``
+    leaves nothing behind; elsewhere (and on file systems without it) a hidden named file is removed on any
+    exception and on SIGTERM or SIGHUP. The output keeps the mode a plain ``open()`` would give it.
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    previous = {s: signal.getsignal(s) for s in _CLEANUP_SIGNALS} if _main_thread() else {}
+    for s in previous:
+        signal.signal(s, _raise_interrupted)
+    try:
+        fd = _anonymous_file(path.parent, mode)
+        if fd is None:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            named = True
+        else:
+            named = False
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+            if not named:
+                # linkat(AT_SYMLINK_FOLLOW) through /proc gives the anonymous file its temporary name;
+                # a src_dir_fd makes CPython call linkat rather than link, which would not follow.
+                proc = os.open("/proc/self/fd", os.O_RDONLY)
+                try:
+                    os.link(str(f.fileno()), tmp, src_dir_fd=proc, follow_symlinks=True)
+                finally:
+                    os.close(proc)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
+    except _Interrupted as stop:
+        tmp.unlink(missing_ok=True)
+        raise SystemExit(128 + stop.signum) from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _anonymous_file(directory: Path, mode: int) -> int | None:
+    """An unnamed file in ``directory`` (Linux ``O_TMPFILE``), or None where that is not possible."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(directory, flag | os.O_WRONLY, mode)
+    except OSError:
+        return None

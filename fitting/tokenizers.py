@@ -26,8 +26,11 @@ import orjson
 
 from .errors import TokenizerError, TokenizerUnavailable
 
-INSTALL_HINT = "pip install 'windowfit[tokenizers]'"
-CLAUDE_LEGACY_HINT = "pip install 'windowfit[claude-legacy]', or pass --tokenizer PATH/TO/tokenizer.json"
+INSTALL_HINT = "install windowfit's tokenizers extra from its checkout: pip install '.[tokenizers]'"
+CLAUDE_LEGACY_HINT = (
+    "install windowfit's claude-legacy extra from its checkout: pip install '.[claude-legacy]'"
+    ", or pass --tokenizer PATH/TO/tokenizer.json"
+)
 
 
 @runtime_checkable

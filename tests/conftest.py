@@ -108,7 +108,7 @@ def terminal(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         for attr, value in list(vars(module).items()):
             if isinstance(value, Console):
                 twin = twins.setdefault(
-                    id(value), Console(stderr=value.stderr, soft_wrap=value.soft_wrap, highlight=False)
+                    id(value), type(value)(stderr=value.stderr, soft_wrap=value.soft_wrap, highlight=False)
                 )
                 monkeypatch.setattr(module, attr, twin)
     yield

@@ -210,7 +210,7 @@ def test_missing_extra_is_a_usage_error_with_the_pip_command(run_cli: Run, no_ti
     assert result.exit_code == ExitCode.USAGE
     assert result.stdout == ""
     assert "error: this tokenizer needs the tiktoken package" in result.stderr
-    assert "hint: pip install 'windowfit[tokenizers]'" in result.stderr
+    assert "hint: install windowfit's tokenizers extra from its checkout: pip install '.[tokenizers]'" in result.stderr
 
 
 def test_unknown_tokenizer_is_a_usage_error(run_cli: Run, at_root: None) -> None:

@@ -121,31 +121,35 @@ def test_json_format_passes(run_cli: Run, in_data: Path) -> None:
     assert json.loads(result.stdout)["passed"] is True
 
 
-def test_github_format(run_cli: Run, golden: Golden, in_data: Path) -> None:
+def test_github_format_annotates_only_failures(run_cli: Run, golden: Golden, in_data: Path) -> None:
+    # a passing file makes no annotation: a folder of 1,000 transcripts must not bury the one that fails
     result = run_cli("check", ".", *OPTIONS, "--format", "github")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     assert lines == [
-        "::warning file=cleared.jsonl,title=windowfit cleared::cleared: 2,601 → 582 tokens (budget 2,000)",
-        "::notice file=fits.jsonl,title=windowfit fits::fits: 18 → 18 tokens (budget 2,000)",
         "::error file=long/toolong.jsonl,title=windowfit too-long::This conversation has grown too long for the "
         "model to read in one go. Start a new chat for the next step — everything built so far is kept. "
         f"(Cause: {TOO_LONG_CAUSE}.)",
-        "::notice file=rounds.jsonl,title=windowfit fits::fits: 834 → 834 tokens (budget 2,000)",
-        "::notice file=turns.jsonl,title=windowfit fits::fits: 707 → 707 tokens (budget 2,000)",
     ]
     golden("check_github.txt", result.stdout)
 
 
 def test_github_format_escapes_properties(run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # "%" -> %25 everywhere; in properties also "," -> %2C and ":" -> %3A
-    shutil.copy(DATA / "fits.jsonl", tmp_path / "50%,a:b.jsonl")
+    shutil.copy(DATA / "long" / "toolong.jsonl", tmp_path / "50%,a:b.jsonl")
     monkeypatch.chdir(tmp_path)
     result = run_cli("check", ".", *OPTIONS, "--format", "github")
-    assert result.exit_code == 0
-    assert (
-        result.stdout == "::notice file=50%25%2Ca%3Ab.jsonl,title=windowfit fits::fits: 18 → 18 tokens (budget 2,000)\n"
-    )
+    assert result.exit_code == 1
+    assert result.stdout.startswith("::error file=50%25%2Ca%3Ab.jsonl,title=windowfit too-long::")
+
+
+def test_quiet_lists_only_failures(run_cli: Run, in_data: Path) -> None:
+    result = run_cli("check", ".", *OPTIONS, "--quiet")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("FAIL long/toolong.jsonl")
+    assert lines[1] == "5 checked, 1 failed (fail on: too-long or worse)"
 
 
 def test_github_escaping_of_messages_and_properties() -> None:

@@ -197,7 +197,7 @@ def test_missing_tiktoken_says_which_extra_to_install(
     monkeypatch.setitem(sys.modules, module, None)  # import fails as if it were not installed
     with pytest.raises(TokenizerUnavailable) as info:
         load_tokenizer(name)
-    assert "pip install 'windowfit[tokenizers]'" in info.value.hint
+    assert "pip install '.[tokenizers]'" in info.value.hint
 
 
 def test_missing_hugging_face_tokenizers_says_which_extra_to_install(
@@ -206,7 +206,7 @@ def test_missing_hugging_face_tokenizers_says_which_extra_to_install(
     monkeypatch.setitem(sys.modules, "tokenizers", None)
     with pytest.raises(TokenizerUnavailable) as info:
         load_tokenizer("claude-legacy")
-    assert "pip install 'windowfit[claude-legacy]'" in info.value.hint
+    assert "pip install '.[claude-legacy]'" in info.value.hint
 
 
 def test_missing_data_package_is_named(monkeypatch: pytest.MonkeyPatch, fresh_cache: None) -> None:
@@ -237,7 +237,7 @@ def test_a_newer_anthropic_without_tokenizer_json_is_explained(
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(TokenizerUnavailable, match=r"ships no tokenizer\.json") as info:
         load_tokenizer("claude-legacy")
-    assert "windowfit[claude-legacy]" in info.value.hint
+    assert ".[claude-legacy]" in info.value.hint
 
 
 def test_loaded_tokenizer_is_a_frozen_value() -> None:
