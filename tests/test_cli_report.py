@@ -281,9 +281,10 @@ def test_unknown_estimator_exits_2(run_cli: Run, at_root: None) -> None:
     assert "unknown estimator 'nope'" in flat(result.stderr)
 
 
-def test_unknown_format_exits_3(run_cli: Run, at_root: None) -> None:
+def test_unknown_format_name_is_a_usage_error(run_cli: Run, at_root: None) -> None:
+    # issue 8: a mistyped --from is a mistake on the command line (exit 2), not bad input (it was 3)
     result = run_cli("report", BILINGUAL, "--from", "nope")
-    assert result.exit_code == ExitCode.BAD_INPUT
+    assert result.exit_code == ExitCode.USAGE
     assert "unknown format 'nope'" in flat(result.stderr)
 
 
