@@ -9,7 +9,7 @@ import typer
 
 from windowfit import __version__
 from windowfit.fitting import build_report
-from windowfit.fitting.serialize import reports_document
+from windowfit.fitting.serialize import report_document
 
 from .audit_cmd import audit_command
 from .fit_cmd import check, fit
@@ -88,7 +88,7 @@ def report(
     transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
     reports = [build_report(t, est, budget=budget, window=window, top=top) for t in transcripts]
     if json_:
-        print_json(reports_document(reports, estimator=est.rule.name))
+        print_json(report_document(reports, estimator=est.rule.name))
     else:
         print_reports(out, reports, details=details)
 

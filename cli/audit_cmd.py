@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 
 from windowfit.fitting import WindowfitError
-from windowfit.fitting.audit import Sample, audit_to_dict, audit_transcript, suggest_rule, suggestion_to_dict
+from windowfit.fitting.audit import Sample, audit_transcript, suggest_rule
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import SEED, ScriptRule
-from windowfit.fitting.serialize import SCHEMA
+from windowfit.fitting.serialize import audit_document
 from windowfit.fitting.tokenizers import DEFAULT_TOKENIZER, KNOWN_TOKENIZERS, Tokenizer, load_tokenizer
 
 from .render import plural
@@ -101,13 +101,14 @@ def audit_command(
 
     if json_:
         print_json(
-            {
-                "schema": SCHEMA,
-                "estimator": est.rule.name,
-                "tokenizers": [t.name for t in tokenizers],
-                "transcripts": [audit_to_dict(a) for a in audits],
-                "suggestion": None if suggestion is None else suggestion_to_dict(suggestion, samples, base),
-            }
+            audit_document(
+                audits,
+                estimator=est.rule.name,
+                tokenizers=tokenizers,
+                suggestion=suggestion,
+                samples=samples,
+                base=base,
+            )
         )
         return
     for i, audit in enumerate(audits):

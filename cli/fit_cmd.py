@@ -15,7 +15,7 @@ from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import DEFAULTS, OUTCOMES, Plan, apply_plan, plan_fit, too_long_message
 from windowfit.fitting.request import write_transcript
-from windowfit.fitting.serialize import SCHEMA, plan_to_dict
+from windowfit.fitting.serialize import check_document, plan_document
 from windowfit.fitting.validate import check_request, new_violations
 
 from .exit_codes import ExitCode
@@ -191,7 +191,7 @@ def fit(
 
     if json_:
         print_json(
-            plan_to_dict(plan, transcript, estimator=est.rule.name, input_violations=before, output_violations=after)
+            plan_document(plan, transcript, estimator=est.rule.name, input_violations=before, output_violations=after)
         )
     else:
         console = err if output == "-" else out
@@ -259,26 +259,7 @@ def check(
     any_failed = any(f for _, _, f in rows)
     if format_ is CheckFormat.json:
         print_json(
-            {
-                "schema": SCHEMA,
-                "estimator": est.rule.name,
-                "budget": budget,
-                "window": window,
-                "fail_on": fail_on.value,
-                "passed": not any_failed,
-                "transcripts": [
-                    {
-                        "path": t.source.path,
-                        "name": t.name or None,
-                        "outcome": p.outcome,
-                        "tokens_before": p.tokens_before,
-                        "tokens_after": p.tokens_after,
-                        "failed": f,
-                        "cause": p.cause or None,
-                    }
-                    for t, p, f in rows
-                ],
-            }
+            check_document(rows, estimator=est.rule.name, budget=budget, window=window, fail_on=OUTCOMES[threshold])
         )
     else:
         for t, p, f in rows:

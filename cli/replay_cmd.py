@@ -13,7 +13,7 @@ import typer
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.fit import DEFAULTS, FitOptions
 from windowfit.fitting.replay import KEEP_LAST, POLICIES, POLICY_NAMES, PolicyFactory, Run, policy_named, replay
-from windowfit.fitting.serialize import replay_to_dict
+from windowfit.fitting.serialize import replay_document
 
 from .exit_codes import ExitCode
 from .render_replay import render_chart, render_table
@@ -157,7 +157,7 @@ def replay_command(
             )
             raise typer.Exit(ExitCode.OUTPUT) from None
     if json_:
-        print_json(replay_to_dict(runs, transcript, budget=budget, window=window, estimator=est.rule.name))
+        print_json(replay_document(runs, transcript, budget=budget, window=window, estimator=est.rule.name))
         return
     out.print(f"[bold]{markup_safe(transcript.label)}[/]: {len(runs[0].steps) if runs else 0:,} requests replayed")
     out.print(render_table(runs, budget=budget, window=window))

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from itertools import pairwise
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import orjson
 
@@ -759,7 +759,7 @@ def tightest(rule: ScriptRule, samples: Sequence[Sample], n: int = 3) -> tuple[S
     return tuple(sorted(samples, key=lambda s: (rule.text_tokens(s.counts) - s.needed, -s.needed))[:n])
 
 
-def _decimal(value: Fraction) -> str:
+def decimal_text(value: Fraction) -> str:
     """An exact decimal without trailing zeros: ``3.2``, ``0.87``, ``4``."""
     whole, rest = divmod(value.numerator * 100 // value.denominator, 100)
     return f"{whole}.{rest:02d}".rstrip("0").rstrip(".") if rest else str(whole)
@@ -768,8 +768,8 @@ def _decimal(value: Fraction) -> str:
 def rule_spec(rule: ScriptRule) -> str:
     """The rule as ``--estimator`` takes it: ``custom:ascii=3.2,cjk=0.9,other=1.6``."""
     return (
-        f"custom:ascii={_decimal(rule.ascii_chars_per_token)},cjk={_decimal(rule.cjk_chars_per_token)},"
-        f"other={_decimal(rule.other_chars_per_token)}"
+        f"custom:ascii={decimal_text(rule.ascii_chars_per_token)},cjk={decimal_text(rule.cjk_chars_per_token)},"
+        f"other={decimal_text(rule.other_chars_per_token)}"
     )
 
 
@@ -779,126 +779,3 @@ def estimate_over(rule: ScriptRule, samples: Sequence[Sample]) -> Fraction | Non
     if real <= 0:
         return None
     return Fraction(sum(rule.text_tokens(s.counts) + s.fixed for s in samples), real)
-
-
-# --------------------------------------------------------------------------
-# JSON
-
-
-def _ratio(value: float | Fraction | None) -> float | None:
-    return None if value is None or value == math.inf else round(float(value), 4)
-
-
-def _block_dict(b: BlockAudit) -> dict[str, Any]:
-    return {
-        "message_index": b.message_index,
-        "block_index": b.block_index,
-        "kind": b.kind,
-        "line": b.line,
-        "script": b.script,
-        "content": b.content,
-        "chars": b.counts.total,
-        "estimate": b.estimate,
-        "real": b.real,
-        "ratio": _ratio(b.ratio),
-    }
-
-
-def _message_dict(m: MessageAudit) -> dict[str, Any]:
-    return {
-        "message_index": m.index,
-        "role": m.role,
-        "line": m.line,
-        "chars": m.counts.total,
-        "estimate": m.estimate,
-        "real": m.real,
-        "ratio": _ratio(m.ratio),
-    }
-
-
-def _rows(rows: Sequence[RatioRow]) -> dict[str, Any]:
-    return {
-        r.group: {
-            "blocks": r.blocks,
-            "chars": r.chars,
-            "estimate": r.estimate,
-            "real": r.real,
-            "ratio": _ratio(r.ratio),
-            "under": r.under,
-        }
-        for r in rows
-    }
-
-
-def _usage_row(u: UsageRow) -> dict[str, Any]:
-    return {
-        "messages": u.before,
-        "line": u.line,
-        "estimated": u.estimated,
-        "measured": u.measured,
-        "ratio": _ratio(u.ratio),
-    }
-
-
-def audit_to_dict(audit: TranscriptAudit) -> dict[str, Any]:
-    usage = audit.usage
-    return {
-        "path": audit.path,
-        "name": audit.name or None,
-        "messages": audit.messages,
-        "tokenizers": [
-            {
-                "tokenizer": t.tokenizer,
-                "source": t.source,
-                "estimate": t.estimate,
-                "real": t.real,
-                "ratio": _ratio(t.ratio),
-                "safe": t.safe,
-                "verdict": t.verdict(audit.path),
-                "messages_under": t.messages_under,
-                "blocks": len(t.blocks),
-                "blocks_under": t.blocks_under,
-                "by_script": _rows(t.by_script),
-                "by_content": _rows(t.by_content),
-                "worst_blocks": [_block_dict(b) for b in t.worst_blocks],
-                "worst_messages": [_message_dict(m) for m in t.worst_messages],
-            }
-            for t in audit.tokenizers
-        ],
-        "provider": None
-        if usage is None
-        else {
-            "points": len(usage.points),
-            "under": usage.under,
-            "min_ratio": _ratio(usage.min_ratio),
-            "median_ratio": _ratio(usage.median_ratio),
-            "max_ratio": _ratio(usage.max_ratio),
-            "worst": [_usage_row(u) for u in usage.worst],
-        },
-    }
-
-
-def suggestion_to_dict(rule: ScriptRule, samples: Sequence[Sample], base: ScriptRule) -> dict[str, Any]:
-    return {
-        "tightest": [
-            {
-                "where": s.where,
-                "ascii": s.counts.ascii,
-                "cjk": s.counts.cjk,
-                "other": s.counts.other,
-                "tokens": s.tokens,
-                "fixed": s.fixed,
-                "estimate": rule.text_tokens(s.counts) + s.fixed,
-            }
-            for s in tightest(rule, samples)
-        ],
-        "estimator": rule_spec(rule),
-        "chars_per_token": {
-            "ascii": _decimal(rule.ascii_chars_per_token),
-            "cjk": _decimal(rule.cjk_chars_per_token),
-            "other": _decimal(rule.other_chars_per_token),
-        },
-        "samples": len(samples),
-        "over_estimate": _ratio(estimate_over(rule, samples)),
-        "base_over_estimate": _ratio(estimate_over(base, samples)),
-    }

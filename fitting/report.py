@@ -11,6 +11,7 @@ from itertools import pairwise
 from .estimate import CharCounts, Estimator
 from .transcript import (
     Defect,
+    Dialect,
     Transcript,
     block_kind,
     count_rounds,
@@ -80,7 +81,7 @@ class Report:
 
     path: str
     format: str
-    dialect: str
+    dialect: Dialect
     messages: int
     turns: int
     rounds: int

@@ -1,20 +1,142 @@
-"""Stable JSON documents for reports (and, later, plans). Keys are documented
-in docs/json.md; a key is never renamed within a ``schema`` version."""
+"""Every ``--json`` document the command line prints, built from typed shapes.
+
+One TypedDict per JSON object (named as in ``docs/schema/*.schema.json``'s
+``$defs``), one function per document. Keys are documented in docs/json.md; a
+key is never renamed or removed within a ``schema`` version.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Literal, TypeAlias, TypedDict
 
-from .fit import Plan, ResultRef, repaired, too_long_message
+from .audit import (
+    BlockAudit,
+    ContentKind,
+    MessageAudit,
+    RatioRow,
+    Sample,
+    ScriptClass,
+    TranscriptAudit,
+    decimal_text,
+    estimate_over,
+    rule_spec,
+    tightest,
+)
+from .estimate import SEED, ScriptRule
+from .fit import MessageFate, Outcome, Plan, ResultRef, repaired, too_long_message
+from .repair import Repair
 from .replay import Run
-from .report import Report
-from .transcript import Transcript
-from .validate import Violation
+from .report import Report, UsageRow
+from .tokenizers import Tokenizer
+from .transcript import Dialect, Role, Transcript
+from .validate import Violation, ViolationKind
 
-SCHEMA = 1
+SchemaVersion: TypeAlias = Literal[1]
+SCHEMA: SchemaVersion = 1
+"""The version of every document's keys (``schema`` in each)."""
+ResultStatus: TypeAlias = Literal["cleared", "protected", "too-small", "candidate"]
 
 
-def report_to_dict(report: Report) -> dict[str, Any]:
+def _ratio(value: float | Fraction | None) -> float | None:
+    """A ratio to 4 decimals; null when there is nothing to divide by."""
+    return None if value is None or value == math.inf else round(float(value), 4)
+
+
+# --------------------------------------------------------------------------
+# report --json
+
+
+class ReportCountsJson(TypedDict):
+    messages: int
+    turns: int
+    rounds: int
+    tool_calls: int
+    tool_results: int
+    skipped_lines: int
+
+
+# Functional syntax: "class" is a keyword.
+ScriptJson = TypedDict(
+    "ScriptJson", {"class": str, "chars": int, "chars_per_token": float, "tokens": float, "share": float}
+)
+
+
+class LargestResultJson(TypedDict):
+    tool: str
+    call_id: str
+    tokens: int
+    budget_share: float | None
+    message_index: int
+    line: int | None
+
+
+class ToolJson(TypedDict):
+    tool: str
+    calls: int
+    results: int
+    result_tokens: int
+    max_result_tokens: int
+    grows_like_data: bool
+
+
+class SessionJson(TypedDict):
+    messages: int
+    tokens: int
+
+
+class MeasuredJson(TypedDict):
+    before: int
+    line: int | None
+    estimated: int
+    measured: int
+    cache_read: int
+    cache_creation: int
+    ratio: float
+
+
+class DefectJson(TypedDict):
+    kind: str
+    path: str
+    line: int | None
+    detail: str
+
+
+class TranscriptReportJson(TypedDict):
+    path: str
+    format: str
+    dialect: Dialect
+    counts: ReportCountsJson
+    tokens: int
+    preamble_tokens: int
+    scripts: list[ScriptJson]
+    by_role: dict[str, int]
+    by_kind: dict[str, int]
+    largest_results: list[LargestResultJson]
+    tools: list[ToolJson]
+    budget: int | None
+    window: int | None
+    fits_budget: bool
+    fits_window: bool
+    verdict: str
+    name: str | None
+    session: SessionJson
+    measured: list[MeasuredJson]
+    defects: list[DefectJson]
+    line_kinds: dict[str, int]
+    notes: list[str]
+
+
+class ReportDocument(TypedDict):
+    schema: SchemaVersion
+    estimator: str
+    transcripts: list[TranscriptReportJson]
+
+
+def report_to_dict(report: Report) -> TranscriptReportJson:
+    """One transcript's report."""
     return {
         "path": report.path,
         "format": report.format,
@@ -90,24 +212,143 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     }
 
 
-def reports_document(reports: list[Report], *, estimator: str) -> dict[str, Any]:
+def report_document(reports: Sequence[Report], *, estimator: str) -> ReportDocument:
+    """``windowfit report --json``."""
     return {"schema": SCHEMA, "estimator": estimator, "transcripts": [report_to_dict(r) for r in reports]}
 
 
-def plan_to_dict(
+# --------------------------------------------------------------------------
+# fit --json (the plan)
+
+
+class FitOptionsJson(TypedDict):
+    budget: int
+    batch_size: int
+    protected_fraction: float
+    min_clear_ratio: float
+    add_notice: bool
+
+
+class PlanMessageJson(TypedDict):
+    index: int
+    role: Role
+    line: int | None
+    tokens: int
+    fate: MessageFate
+
+
+class PlanResultJson(TypedDict):
+    message_index: int
+    block_index: int
+    call_id: str
+    tool: str
+    tokens: int
+    stub_tokens: int
+    status: ResultStatus
+
+
+class BatchJson(TypedDict):
+    index: int
+    call_ids: list[str]
+    tokens_saved: int
+
+
+class DroppedJson(TypedDict):
+    kind: Literal["turn", "round", "message"]
+    start: int
+    stop: int
+    tokens: int
+
+
+class RepairJson(TypedDict):
+    kind: Literal["synthetic-result", "dropped-result"]
+    call_id: str
+    message_index: int
+    why: str
+
+
+class InputViolationJson(TypedDict):
+    kind: ViolationKind
+    message_index: int
+    call_id: str
+    line: int | None
+    detail: str
+
+
+class OutputViolationJson(TypedDict):
+    kind: ViolationKind
+    message_index: int
+    call_id: str
+    detail: str
+
+
+class ViolationsJson(TypedDict):
+    input: list[InputViolationJson]
+    output: list[OutputViolationJson]
+
+
+class FitDocument(TypedDict):
+    schema: SchemaVersion
+    path: str
+    name: str | None
+    format: str
+    dialect: Dialect
+    estimator: str
+    options: FitOptionsJson
+    outcome: Outcome
+    fits: bool
+    tokens_before: int
+    tokens_after: int
+    preamble_tokens: int
+    stages: list[int]
+    notice_added: bool
+    messages: list[PlanMessageJson]
+    results: list[PlanResultJson]
+    protected: list[str]
+    candidates: list[str]
+    batches: list[BatchJson]
+    head: list[int]
+    kept: list[list[int]]
+    dropped: list[DroppedJson]
+    repairs: list[RepairJson]
+    note: str | None
+    cause: str | None
+    person_message: str | None
+    violations: ViolationsJson
+
+
+def _repair(r: Repair) -> RepairJson:
+    return {"kind": r.kind, "call_id": r.call_id, "message_index": r.message_index, "why": r.why}
+
+
+def _input_violation(v: Violation) -> InputViolationJson:
+    return {
+        "kind": v.kind,
+        "message_index": v.message_index,
+        "call_id": v.call_id,
+        "line": v.source.line,
+        "detail": v.detail,
+    }
+
+
+def _output_violation(v: Violation) -> OutputViolationJson:
+    return {"kind": v.kind, "message_index": v.message_index, "call_id": v.call_id, "detail": v.detail}
+
+
+def plan_document(
     plan: Plan,
     transcript: Transcript,
     *,
     estimator: str,
     input_violations: tuple[Violation, ...] = (),
     output_violations: tuple[Violation, ...] = (),
-) -> dict[str, Any]:
-    """The plan as one JSON document: every decision and every estimate."""
+) -> FitDocument:
+    """``windowfit fit --json``: the plan as one document, every decision and every estimate."""
     cleared = {r.call_id for r in plan.cleared}
     protected = {r.call_id for r in plan.protected}
     too_small = {r.call_id for r in plan.too_small}
 
-    def status(ref: ResultRef) -> str:
+    def status(ref: ResultRef) -> ResultStatus:
         if ref.call_id in cleared:
             return "cleared"
         if ref.call_id in protected:
@@ -164,35 +405,115 @@ def plan_to_dict(
         "head": list(plan.head),
         "kept": [list(k) for k in plan.kept],
         "dropped": [{"kind": d.kind, "start": d.start, "stop": d.stop, "tokens": d.tokens} for d in plan.dropped],
-        "repairs": [
-            {"kind": r.kind, "call_id": r.call_id, "message_index": r.message_index, "why": r.why} for r in plan.repairs
-        ],
+        "repairs": [_repair(r) for r in plan.repairs],
         "note": plan.note or None,
         "cause": plan.cause or None,
         "person_message": too_long_message(plan) if plan.outcome == "too-long" else None,
         "violations": {
-            "input": [
-                {
-                    "kind": v.kind,
-                    "message_index": v.message_index,
-                    "call_id": v.call_id,
-                    "line": v.source.line,
-                    "detail": v.detail,
-                }
-                for v in input_violations
-            ],
-            "output": [
-                {"kind": v.kind, "message_index": v.message_index, "call_id": v.call_id, "detail": v.detail}
-                for v in output_violations
-            ],
+            "input": [_input_violation(v) for v in input_violations],
+            "output": [_output_violation(v) for v in output_violations],
         },
     }
 
 
-def replay_to_dict(
-    runs: tuple[Run, ...], transcript: Transcript, *, budget: int, window: int | None, estimator: str
-) -> dict[str, Any]:
-    """A replay: per policy its totals and every step."""
+# --------------------------------------------------------------------------
+# check --format json
+
+
+class CheckedJson(TypedDict):
+    path: str
+    name: str | None
+    outcome: Outcome
+    tokens_before: int
+    tokens_after: int
+    failed: bool
+    cause: str | None
+
+
+class CheckDocument(TypedDict):
+    schema: SchemaVersion
+    estimator: str
+    budget: int
+    window: int | None
+    fail_on: Outcome
+    passed: bool
+    transcripts: list[CheckedJson]
+
+
+def check_document(
+    checked: Sequence[tuple[Transcript, Plan, bool]],
+    *,
+    estimator: str,
+    budget: int,
+    window: int | None,
+    fail_on: Outcome,
+) -> CheckDocument:
+    """``windowfit check --format json``: per transcript its plan's outcome and whether it failed the check."""
+    return {
+        "schema": SCHEMA,
+        "estimator": estimator,
+        "budget": budget,
+        "window": window,
+        "fail_on": fail_on,
+        "passed": not any(failed for _, _, failed in checked),
+        "transcripts": [
+            {
+                "path": t.source.path,
+                "name": t.name or None,
+                "outcome": p.outcome,
+                "tokens_before": p.tokens_before,
+                "tokens_after": p.tokens_after,
+                "failed": failed,
+                "cause": p.cause or None,
+            }
+            for t, p, failed in checked
+        ],
+    }
+
+
+# --------------------------------------------------------------------------
+# replay --json
+
+
+class ReplayStepJson(TypedDict):
+    index: int
+    messages: int
+    line: int | None
+    raw_tokens: int
+    sent_tokens: int
+    outcome: str
+    cleared: int
+    shared_prefix_tokens: int
+    prefix_break: bool
+    rejected: bool
+
+
+class ReplayRunJson(TypedDict):
+    policy: str
+    requests: int
+    rejections: int
+    sent_tokens: int
+    cached_tokens: int
+    uncached_tokens: int
+    prefix_breaks: int
+    outcomes: dict[str, float]
+    steps: list[ReplayStepJson]
+
+
+class ReplayDocument(TypedDict):
+    schema: SchemaVersion
+    path: str
+    name: str | None
+    estimator: str
+    budget: int
+    window: int | None
+    runs: list[ReplayRunJson]
+
+
+def replay_document(
+    runs: Sequence[Run], transcript: Transcript, *, budget: int, window: int | None, estimator: str
+) -> ReplayDocument:
+    """``windowfit replay --json``: per policy its totals and every step."""
     return {
         "schema": SCHEMA,
         "path": transcript.source.path,
@@ -228,4 +549,275 @@ def replay_to_dict(
             }
             for run in runs
         ],
+    }
+
+
+# --------------------------------------------------------------------------
+# audit --json (and --suggest)
+
+
+class RatioJson(TypedDict):
+    blocks: int
+    chars: int
+    estimate: int
+    real: int
+    ratio: float | None
+    under: int
+
+
+class ByScriptJson(TypedDict):
+    ascii: RatioJson
+    cjk: RatioJson
+    other: RatioJson
+
+
+class ByContentJson(TypedDict):
+    prose: RatioJson
+    code: RatioJson
+    json: RatioJson
+    logs: RatioJson
+
+
+class AuditBlockJson(TypedDict):
+    message_index: int | None
+    block_index: int
+    kind: str
+    line: int | None
+    script: ScriptClass
+    content: ContentKind
+    chars: int
+    estimate: int
+    real: int
+    ratio: float | None
+
+
+class AuditMessageJson(TypedDict):
+    message_index: int | None
+    role: str
+    line: int | None
+    chars: int
+    estimate: int
+    real: int
+    ratio: float | None
+
+
+class TokenizerAuditJson(TypedDict):
+    tokenizer: str
+    source: str
+    estimate: int
+    real: int
+    ratio: float | None
+    safe: bool
+    verdict: str
+    messages_under: int
+    blocks: int
+    blocks_under: int
+    by_script: ByScriptJson
+    by_content: ByContentJson
+    worst_blocks: list[AuditBlockJson]
+    worst_messages: list[AuditMessageJson]
+
+
+class ProviderPointJson(TypedDict):
+    messages: int
+    line: int | None
+    estimated: int
+    measured: int
+    ratio: float | None
+
+
+class ProviderAuditJson(TypedDict):
+    points: int
+    under: int
+    min_ratio: float | None
+    median_ratio: float | None
+    max_ratio: float | None
+    worst: list[ProviderPointJson]
+
+
+class TranscriptAuditJson(TypedDict):
+    path: str
+    name: str | None
+    messages: int
+    tokenizers: list[TokenizerAuditJson]
+    provider: ProviderAuditJson | None
+
+
+class TightSampleJson(TypedDict):
+    where: str
+    ascii: int
+    cjk: int
+    other: int
+    tokens: int
+    fixed: int
+    estimate: int
+
+
+class CharsPerTokenJson(TypedDict):
+    ascii: str
+    cjk: str
+    other: str
+
+
+class SuggestionJson(TypedDict):
+    estimator: str
+    chars_per_token: CharsPerTokenJson
+    samples: int
+    over_estimate: float | None
+    base_over_estimate: float | None
+    tightest: list[TightSampleJson]
+
+
+class AuditDocument(TypedDict):
+    schema: SchemaVersion
+    estimator: str
+    tokenizers: list[str]
+    transcripts: list[TranscriptAuditJson]
+    suggestion: SuggestionJson | None
+
+
+def _audit_block(b: BlockAudit) -> AuditBlockJson:
+    return {
+        "message_index": b.message_index,
+        "block_index": b.block_index,
+        "kind": b.kind,
+        "line": b.line,
+        "script": b.script,
+        "content": b.content,
+        "chars": b.counts.total,
+        "estimate": b.estimate,
+        "real": b.real,
+        "ratio": _ratio(b.ratio),
+    }
+
+
+def _audit_message(m: MessageAudit) -> AuditMessageJson:
+    return {
+        "message_index": m.index,
+        "role": m.role,
+        "line": m.line,
+        "chars": m.counts.total,
+        "estimate": m.estimate,
+        "real": m.real,
+        "ratio": _ratio(m.ratio),
+    }
+
+
+def _ratio_rows(rows: Sequence[RatioRow]) -> dict[str, RatioJson]:
+    return {
+        r.group: {
+            "blocks": r.blocks,
+            "chars": r.chars,
+            "estimate": r.estimate,
+            "real": r.real,
+            "ratio": _ratio(r.ratio),
+            "under": r.under,
+        }
+        for r in rows
+    }
+
+
+def _by_script(rows: Sequence[RatioRow]) -> ByScriptJson:
+    by = _ratio_rows(rows)
+    return {"ascii": by["ascii"], "cjk": by["cjk"], "other": by["other"]}
+
+
+def _by_content(rows: Sequence[RatioRow]) -> ByContentJson:
+    by = _ratio_rows(rows)
+    return {"prose": by["prose"], "code": by["code"], "json": by["json"], "logs": by["logs"]}
+
+
+def _provider_point(u: UsageRow) -> ProviderPointJson:
+    return {
+        "messages": u.before,
+        "line": u.line,
+        "estimated": u.estimated,
+        "measured": u.measured,
+        "ratio": _ratio(u.ratio),
+    }
+
+
+def audit_to_dict(audit: TranscriptAudit) -> TranscriptAuditJson:
+    """One transcript's audit: per tokenizer, and against the provider's counts."""
+    usage = audit.usage
+    return {
+        "path": audit.path,
+        "name": audit.name or None,
+        "messages": audit.messages,
+        "tokenizers": [
+            {
+                "tokenizer": t.tokenizer,
+                "source": t.source,
+                "estimate": t.estimate,
+                "real": t.real,
+                "ratio": _ratio(t.ratio),
+                "safe": t.safe,
+                "verdict": t.verdict(audit.path),
+                "messages_under": t.messages_under,
+                "blocks": len(t.blocks),
+                "blocks_under": t.blocks_under,
+                "by_script": _by_script(t.by_script),
+                "by_content": _by_content(t.by_content),
+                "worst_blocks": [_audit_block(b) for b in t.worst_blocks],
+                "worst_messages": [_audit_message(m) for m in t.worst_messages],
+            }
+            for t in audit.tokenizers
+        ],
+        "provider": None
+        if usage is None
+        else {
+            "points": len(usage.points),
+            "under": usage.under,
+            "min_ratio": _ratio(usage.min_ratio),
+            "median_ratio": _ratio(usage.median_ratio),
+            "max_ratio": _ratio(usage.max_ratio),
+            "worst": [_provider_point(u) for u in usage.worst],
+        },
+    }
+
+
+def suggestion_to_dict(rule: ScriptRule, samples: Sequence[Sample], base: ScriptRule) -> SuggestionJson:
+    """``audit --suggest``'s rule, what it covers, and how much it over-estimates next to ``base``."""
+    return {
+        "tightest": [
+            {
+                "where": s.where,
+                "ascii": s.counts.ascii,
+                "cjk": s.counts.cjk,
+                "other": s.counts.other,
+                "tokens": s.tokens,
+                "fixed": s.fixed,
+                "estimate": rule.text_tokens(s.counts) + s.fixed,
+            }
+            for s in tightest(rule, samples)
+        ],
+        "estimator": rule_spec(rule),
+        "chars_per_token": {
+            "ascii": decimal_text(rule.ascii_chars_per_token),
+            "cjk": decimal_text(rule.cjk_chars_per_token),
+            "other": decimal_text(rule.other_chars_per_token),
+        },
+        "samples": len(samples),
+        "over_estimate": _ratio(estimate_over(rule, samples)),
+        "base_over_estimate": _ratio(estimate_over(base, samples)),
+    }
+
+
+def audit_document(
+    audits: Sequence[TranscriptAudit],
+    *,
+    estimator: str,
+    tokenizers: Sequence[Tokenizer],
+    suggestion: ScriptRule | None = None,
+    samples: Sequence[Sample] = (),
+    base: ScriptRule = SEED,
+) -> AuditDocument:
+    """``windowfit audit --json``; with a ``suggestion`` (``--suggest``), its rule
+    fitted to ``samples`` and compared with ``base``."""
+    return {
+        "schema": SCHEMA,
+        "estimator": estimator,
+        "tokenizers": [t.name for t in tokenizers],
+        "transcripts": [audit_to_dict(a) for a in audits],
+        "suggestion": None if suggestion is None else suggestion_to_dict(suggestion, samples, base),
     }

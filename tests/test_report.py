@@ -9,7 +9,7 @@ import pytest
 
 from windowfit.fitting import SEED, Estimator, Message, Source, Text, ToolCall, ToolResult, Transcript, build_report
 from windowfit.fitting.report import ClassRow, ResultRow, ToolRow
-from windowfit.fitting.serialize import report_to_dict, reports_document
+from windowfit.fitting.serialize import report_to_dict, report_document
 from windowfit.fitting.transcript import Block, Defect, Role, Skipped, Usage
 
 TEXT_ONLY = Estimator(SEED.scaled_overhead(0))
@@ -223,7 +223,7 @@ def test_report_to_dict() -> None:
     ]
     assert (d["fits_budget"], d["fits_window"], d["budget"], d["window"]) == (True, True, 200, None)
     assert d["verdict"] == "fits the 200 budget (84 tokens to spare)"
-    assert reports_document([r], estimator="seed") == {"schema": 1, "estimator": "seed", "transcripts": [d]}
+    assert report_document([r], estimator="seed") == {"schema": 1, "estimator": "seed", "transcripts": [d]}
 
 
 def test_live_context_and_measured_usage_after_a_compaction() -> None:
