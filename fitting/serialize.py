@@ -94,7 +94,7 @@ class MeasuredJson(TypedDict):
     measured: int
     cache_read: int
     cache_creation: int
-    ratio: float
+    ratio: float | None
 
 
 class DefectJson(TypedDict):
@@ -200,7 +200,7 @@ def report_to_dict(report: Report) -> TranscriptReportJson:
                 "measured": u.measured,
                 "cache_read": u.cache_read,
                 "cache_creation": u.cache_creation,
-                "ratio": round(u.ratio, 4),
+                "ratio": _ratio(u.ratio),
             }
             for u in report.usage
         ],

@@ -9,7 +9,7 @@ import pytest
 
 from windowfit.fitting import SEED, Estimator, Message, Source, Text, ToolCall, ToolResult, Transcript, build_report
 from windowfit.fitting.report import ClassRow, ResultRow, ToolRow
-from windowfit.fitting.serialize import report_to_dict, report_document
+from windowfit.fitting.serialize import report_document, report_to_dict
 from windowfit.fitting.transcript import Block, Defect, Role, Skipped, Usage
 
 TEXT_ONLY = Estimator(SEED.scaled_overhead(0))
