@@ -9,7 +9,7 @@ import copy
 import functools
 import re
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +135,8 @@ def errors(command: str, document: object) -> list[str]:
 
 @pytest.fixture(scope="module")
 def documents() -> Iterator[dict[str, Any]]:
-    """Each variant's document, each command run once (in-process, from the repository root)."""
+    """Each variant's document (and, under ``"<variant> stdout"``, its text), each command run once
+    (in-process, from the repository root)."""
     from windowfit.cli.app import app
 
     runner = CliRunner()
@@ -147,6 +148,7 @@ def documents() -> Iterator[dict[str, Any]]:
             result = runner.invoke(app, list(args), input=stdin, catch_exceptions=False)
             assert result.exit_code == exit_code, (name, result.stderr)
             found[name] = orjson.loads(result.stdout)
+            found[f"{name} stdout"] = result.stdout
     yield found
 
 
@@ -226,6 +228,18 @@ def test_the_variants_fill_every_shape_of_the_schema(documents: dict[str, Any], 
     }
     missing = [name for name, shape in shapes(command).items() if frozenset(shape["properties"]) not in seen]
     assert missing == []
+
+
+GOLDEN_VARIANTS = ("report-many", "report-claude-code", "replay", "audit-provider-only-suggest")
+"""Documents no other golden file pins (fit's and check's are in test_cli_fit.py and test_cli_check.py);
+audit's with a tokenizer name package versions, so only the provider-only one is pinned."""
+
+
+@pytest.mark.parametrize("variant", GOLDEN_VARIANTS)
+def test_json_output_matches_golden(
+    documents: dict[str, Any], golden: Callable[[str, str], None], variant: str
+) -> None:
+    golden(f"json_{variant.replace('-', '_')}.json", documents[f"{variant} stdout"])
 
 
 # --------------------------------------------------------------------------
