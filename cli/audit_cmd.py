@@ -8,10 +8,11 @@ from typing import Annotated
 import typer
 
 from windowfit.fitting import WindowfitError
-from windowfit.fitting.audit import Sample, audit_transcript, suggest_rule
+from windowfit.fitting.audit import audit_transcript
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import SEED, ScriptRule
 from windowfit.fitting.serialize import audit_document
+from windowfit.fitting.suggest import Sample, suggest_rule
 from windowfit.fitting.tokenizers import DEFAULT_TOKENIZER, KNOWN_TOKENIZERS, Tokenizer, load_tokenizer
 
 from .render import plural

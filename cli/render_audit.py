@@ -9,18 +9,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from windowfit.fitting.audit import (
-    BlockAudit,
-    RatioRow,
-    Sample,
-    TokenizerAudit,
-    TranscriptAudit,
-    UsageAudit,
-    estimate_over,
-    tightest,
-)
-from windowfit.fitting.audit import rule_spec as _rule_spec
+from windowfit.fitting.audit import BlockAudit, RatioRow, TokenizerAudit, TranscriptAudit, UsageAudit
 from windowfit.fitting.estimate import ScriptRule
+from windowfit.fitting.suggest import Sample, estimate_over, tightest
+from windowfit.fitting.suggest import rule_spec as _rule_spec
 
 from .render import plural
 from .tables import WholeTable

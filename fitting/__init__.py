@@ -3,7 +3,7 @@
 Nothing here prints, exits or reads files beyond the loaders.
 """
 
-from .audit import TranscriptAudit, audit_transcript, suggest_rule
+from .audit import TranscriptAudit, audit_transcript
 from .errors import InputError, Location, OptionError, WindowfitError
 from .estimate import (
     SAFE,
@@ -25,6 +25,7 @@ from .notice import has_notice, with_notice
 from .replay import POLICIES, Run, Step, replay, standard_policies
 from .report import Report, build_report
 from .request import FittedRequest, Fitter, fit_request
+from .suggest import suggest_rule
 from .tokenizers import load_tokenizer
 from .transcript import (
     Block,

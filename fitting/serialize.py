@@ -12,24 +12,14 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Literal, TypeAlias, TypedDict
 
-from .audit import (
-    BlockAudit,
-    ContentKind,
-    MessageAudit,
-    RatioRow,
-    Sample,
-    ScriptClass,
-    TranscriptAudit,
-    decimal_text,
-    estimate_over,
-    rule_spec,
-    tightest,
-)
+from .audit import BlockAudit, MessageAudit, RatioRow, TranscriptAudit
+from .content import ContentKind, ScriptClass
 from .estimate import SEED, ScriptRule
 from .fit import MessageFate, Outcome, Plan, ResultRef, repaired, too_long_message
 from .repair import Repair
 from .replay import Run
 from .report import Report, UsageRow
+from .suggest import Sample, decimal_text, estimate_over, rule_spec, tightest
 from .tokenizers import Tokenizer
 from .transcript import Dialect, Role, Transcript
 from .validate import Violation, ViolationKind

@@ -12,7 +12,8 @@ estimate/real over (tokenizer, kind) pairs, each pair weighing the same, under
 one constraint per document: the unrounded estimate is at least ``1 + margin``
 times the most tokens any tokenizer gives it. That is a small linear program
 in tokens per character; it is solved exactly (rational arithmetic, the
-simplex method on its dual). Chars per token are then rounded *down* to
+simplex method on its dual) by ``windowfit.fitting.suggest.solve_lp``, the solver
+``audit --suggest`` uses. Chars per token are then rounded *down* to
 ``--decimals`` places, which only raises estimates, and every document is
 checked again in integers with ``text_tokens`` as the estimator computes it.
 """
@@ -38,6 +39,7 @@ if str(ROOT) not in sys.path:  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
 from windowfit.fitting.estimate import RULES_FILE, SAFE, SEED, CharCounts, ClassRule, load_rules  # noqa: E402
+from windowfit.fitting.suggest import solve_lp  # noqa: E402
 from windowfit.fitting.tokenizers import count_texts, load_tokenizer  # noqa: E402
 
 CORPUS = ROOT / "benchmarks" / "out" / "calibration" / "corpus.jsonl"
@@ -67,89 +69,6 @@ class Doc:
     counts: CharCounts
     real: tuple[int, ...]
     """Tokens per tokenizer, in ``TOKENIZERS`` order."""
-
-
-# --------------------------------------------------------------------------
-# The linear program
-
-
-def solve_lp(rows: Sequence[Sequence[int]], needs: Sequence[Fraction], cost: Sequence[Fraction]) -> list[Fraction]:
-    """The exact minimum of ``cost . v`` over ``v >= 0`` with ``row . v >= need``
-    for every row (all row entries non-negative, cost non-negative).
-
-    Solved as its dual, ``max needs . y`` over ``y >= 0`` with ``sum_j y_j row_j
-    <= cost``, by the revised simplex method from the slack basis (feasible
-    since ``cost >= 0``). Columns are priced in floating point and the optimum
-    is confirmed in exact arithmetic; the primal solution is the simplex
-    multipliers of the optimal basis."""
-    m = len(cost)
-    n = len(rows)
-    basis = [n + i for i in range(m)]  # column j < n: row j's dual variable; n + i: slack i
-    inverse = [[Fraction(int(i == k)) for k in range(m)] for i in range(m)]
-    values = list(cost)  # the basic variables' values
-
-    def column(j: int) -> list[Fraction]:
-        if j < n:
-            return [Fraction(x) for x in rows[j]]
-        return [Fraction(int(i == j - n)) for i in range(m)]
-
-    def objective(j: int) -> Fraction:
-        return needs[j] if j < n else Fraction(0)
-
-    def multipliers() -> list[Fraction]:
-        cb = [objective(j) for j in basis]
-        return [sum((cb[i] * inverse[i][k] for i in range(m)), Fraction(0)) for k in range(m)]
-
-    in_basis = set(basis)
-    degenerate = 0
-    for _ in range(100_000):
-        pi = multipliers()
-        pi_f = [float(p) for p in pi]
-        best, entering = 1e-12, -1
-        use_bland = degenerate > 50
-        for j in range(n):
-            if j in in_basis:
-                continue
-            d = float(needs[j]) - sum(p * x for p, x in zip(pi_f, rows[j], strict=True))
-            if d > best * (1 + 1e-9):
-                best, entering = d, j
-                if use_bland:
-                    break
-        if entering < 0:
-            for k in range(m):  # slack columns: reduced cost -pi_k
-                if n + k not in in_basis and pi[k] < 0:
-                    entering = n + k
-                    break
-        if entering < 0:  # confirm in exact arithmetic
-            for j in range(n):
-                if j not in in_basis and needs[j] - sum(p * x for p, x in zip(pi, rows[j], strict=True)) > 0:
-                    entering = j
-                    break
-        if entering < 0:
-            return pi
-        a = column(entering)
-        u = [sum((inverse[i][k] * a[k] for k in range(m) if a[k]), Fraction(0)) for i in range(m)]
-        leave, ratio = -1, Fraction(0)
-        for i in range(m):
-            if u[i] > 0:
-                r = values[i] / u[i]
-                if leave < 0 or r < ratio or (r == ratio and basis[i] < basis[leave]):
-                    leave, ratio = i, r
-        if leave < 0:
-            raise ValueError("no constants satisfy every document (the program is infeasible)")
-        degenerate = degenerate + 1 if ratio == 0 else 0
-        pivot = u[leave]
-        inverse[leave] = [x / pivot for x in inverse[leave]]
-        values[leave] = values[leave] / pivot
-        for i in range(m):
-            if i != leave and u[i]:
-                f = u[i]
-                inverse[i] = [x - f * y for x, y in zip(inverse[i], inverse[leave], strict=True)]
-                values[i] -= f * values[leave]
-        in_basis.discard(basis[leave])
-        basis[leave] = entering
-        in_basis.add(entering)
-    raise RuntimeError("the simplex method did not finish")
 
 
 # --------------------------------------------------------------------------
