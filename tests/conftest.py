@@ -40,6 +40,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+_NOT_SLOW = pytest.StashKey[dict[str, int]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Before ``-m`` deselects anything, count each test module's tests that are
+    not marked ``slow``: the fast lane (``pytest -m "not slow"``) must run some
+    of every module (``tests/test_fast_lane.py``)."""
+    counts = config.stash.setdefault(_NOT_SLOW, {})
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        counts[module] = counts.get(module, 0) + (item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture
+def not_slow_per_module(request: pytest.FixtureRequest) -> dict[str, int]:
+    """Test module (``tests/test_fit.py``) -> how many of its collected tests are not marked ``slow``."""
+    return request.config.stash.get(_NOT_SLOW, {})
+
+
 def require_shared(*parts: str) -> Path:
     """The path ``../shared/<parts>``, or skip the calling test when it is absent."""
     path = SHARED.joinpath(*parts)

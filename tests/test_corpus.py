@@ -52,6 +52,7 @@ def normalise_arguments(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.mark.slow
 def test_tau_bench_trajectories_load_and_round_trip(shared_dir: Path) -> None:
     items = orjson.loads(corpus_file(shared_dir, TAU_BENCH).read_bytes())
     # SOURCES.md: 200 trajectories, 5,308 messages, 1,164 tool calls and 1,164 tool messages

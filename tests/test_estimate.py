@@ -405,6 +405,7 @@ ANY_TEXT = st.one_of(
 )
 
 
+@pytest.mark.slow
 @given(ANY_TEXT)
 def test_count_chars_agrees_with_naive_classification(text: str) -> None:
     assert count_chars(text) == naive_counts(text)

@@ -46,6 +46,7 @@ def fitted(case: tuple[Transcript, int, int]) -> tuple[Plan, Transcript]:
 # SPEC section 6, one property per invariant
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
 def test_inv1_fitted_request_is_within_budget_or_too_long(case: tuple[Transcript, int, int]) -> None:
@@ -58,6 +59,7 @@ def test_inv1_fitted_request_is_within_budget_or_too_long(case: tuple[Transcript
         assert plan.cause and str(case[1]) in plan.cause.replace(",", "")
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
 def test_inv2_every_call_has_its_result_and_every_result_its_call(case: tuple[Transcript, int, int]) -> None:
@@ -69,6 +71,7 @@ def test_inv2_every_call_has_its_result_and_every_result_its_call(case: tuple[Tr
         assert check_request(out, dialect) == ()
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
 def test_inv3_system_prompt_and_first_message_are_kept_unchanged(case: tuple[Transcript, int, int]) -> None:
@@ -79,6 +82,7 @@ def test_inv3_system_prompt_and_first_message_are_kept_unchanged(case: tuple[Tra
     assert out.messages[0] == transcript.messages[0]
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
 def test_inv4_stages_run_in_order_and_only_when_needed(case: tuple[Transcript, int, int]) -> None:
@@ -115,6 +119,7 @@ def test_inv4_stages_run_in_order_and_only_when_needed(case: tuple[Transcript, i
             assert total(newest) > budget
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
 def test_inv5_cleared_results_are_a_prefix_of_candidates_in_whole_batches(case: tuple[Transcript, int, int]) -> None:
@@ -144,6 +149,7 @@ def test_inv5_cleared_results_are_a_prefix_of_candidates_in_whole_batches(case: 
             assert ref.call_id in text.text and "cleared" in text.text and "again" in text.text
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
 def test_inv6_same_input_and_options_give_byte_identical_output(case: tuple[Transcript, int, int]) -> None:
@@ -158,6 +164,7 @@ def test_inv6_same_input_and_options_give_byte_identical_output(case: tuple[Tran
         )
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
 def test_inv7_the_input_transcript_is_never_modified(case: tuple[Transcript, int, int]) -> None:
@@ -177,6 +184,7 @@ def replay_steps(transcript: Transcript) -> list[Transcript]:
     ]
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(fit_cases(), st.sampled_from((1, 4)))
 def test_inv8_replay_cleared_set_only_grows_in_batch_steps(case: tuple[Transcript, int, int], batch: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import transcripts
@@ -101,6 +102,7 @@ def damaged(draw: st.DrawFn) -> Transcript:
     return replace(transcript, messages=tuple(messages))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(damaged(), st.floats(0.02, 1.2))
 def test_any_damaged_transcript_is_repaired_and_fitted_into_a_valid_request(

@@ -55,6 +55,7 @@ def run_of(transcript: Transcript, factory: object, budget: int, window: int | N
 # The incremental policy is plan_fit, request by request
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(st.one_of(transcripts(), subagents()), st.floats(0.01, 1.2), st.sampled_from((1, 4)))
 def test_incremental_windowfit_equals_plan_fit_on_every_request(t: Transcript, fraction: float, batch: int) -> None:
@@ -68,6 +69,7 @@ def test_incremental_windowfit_equals_plan_fit_on_every_request(t: Transcript, f
         assert (sent.outcome, sent.tokens, sent.cleared) == (plan.outcome, plan.tokens_after, len(plan.cleared))
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(st.one_of(transcripts(), subagents()), st.floats(0.01, 1.2), st.integers(1, 5))
 def test_cleared_set_only_grows_and_in_batch_steps(t: Transcript, fraction: float, batch: int) -> None:

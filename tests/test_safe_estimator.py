@@ -330,6 +330,7 @@ def test_safe_count_is_additive_like_the_seed(a: str, b: str) -> None:
     assert count_chars(a + b) == count_chars(a) + count_chars(b)
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(texts(max_size=30), st.integers(1, 4))
 def test_safe_count_agrees_on_long_mostly_ascii_text(text: str, repeat: int) -> None:

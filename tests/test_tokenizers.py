@@ -88,6 +88,7 @@ def test_a_plain_tokenizer_without_batches_is_counted_one_by_one() -> None:
     assert count_texts(Words(), ["a b", "", "c"]) == [2, 0, 1]
 
 
+@pytest.mark.slow
 def test_tekken_counts_match_mistral_common_itself() -> None:
     from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 

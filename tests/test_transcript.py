@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+import pytest
 from hypothesis import given, settings
 from strategies import subagents, transcripts
 
@@ -157,6 +158,7 @@ def test_message_source_does_not_affect_equality() -> None:
 # Properties over generated transcripts
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(transcripts())
 def test_turns_partition_messages_and_start_at_human_messages(transcript: Transcript) -> None:
@@ -170,6 +172,7 @@ def test_turns_partition_messages_and_start_at_human_messages(transcript: Transc
     assert len(turns) == sum(1 for m in messages if m.role == "user" and not m.tool_results)
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(transcripts())
 def test_every_round_holds_all_results_of_its_calls(transcript: Transcript) -> None:
@@ -188,6 +191,7 @@ def test_every_round_holds_all_results_of_its_calls(transcript: Transcript) -> N
             assert not messages[unit.start].tool_results
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(subagents())
 def test_generated_subagents_are_one_turn_of_many_rounds(transcript: Transcript) -> None:
