@@ -24,6 +24,7 @@ from .shared import (
     Overhead,
     SkipInvalid,
     Window,
+    check_limits,
     estimator_from,
     load_all,
     out,
@@ -84,6 +85,7 @@ def report(
 
     Example: windowfit report sample_transcripts/ru_subagent_chapters.jsonl --budget 400000 --window 1000000
     """
+    check_limits(budget, window)
     est = estimator_from(estimator, overhead)
     transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
     reports = [build_report(t, est, budget=budget, window=window, top=top) for t in transcripts]

@@ -11,11 +11,19 @@ from typing import Annotated
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
-from windowfit.fitting.errors import OptionError
+from windowfit.fitting.errors import InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
-from windowfit.fitting.fit import DEFAULTS, OUTCOMES, Plan, apply_plan, plan_fit, too_long_message
-from windowfit.fitting.request import write_transcript
+from windowfit.fitting.fit import DEFAULTS, OUTCOMES, Limit, Plan, apply_plan, crossed, plan_fit, too_long_message
+from windowfit.fitting.request import (
+    missing_parts,
+    target_dialect,
+    tools_from_json,
+    with_request_parts,
+    write_transcript,
+    writes_body,
+)
 from windowfit.fitting.serialize import check_document, plan_document
+from windowfit.fitting.transcript import Dialect
 from windowfit.fitting.validate import check_request, new_violations
 
 from .exit_codes import ExitCode
@@ -30,6 +38,7 @@ from .shared import (
     Overhead,
     SkipInvalid,
     Window,
+    check_limits,
     err,
     estimator_from,
     fail,
@@ -118,6 +127,7 @@ def _plan(
 def fit(
     file: Annotated[str, typer.Argument(help="One transcript file, or - for stdin.", show_default=False)],
     budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")],
+    window: Window = None,
     output: Annotated[
         str | None,
         typer.Option("--output", "-o", help="Write the fitted request here (- for stdout). Without it, only the diff."),
@@ -135,6 +145,33 @@ def fit(
     min_clear_ratio: MinRatio = DEFAULTS.min_clear_ratio,
     add_notice: AddNotice = DEFAULTS.add_notice,
     json_: JsonFlag = False,
+    system: Annotated[
+        Path | None,
+        typer.Option(
+            "--system",
+            exists=True,
+            dir_okay=False,
+            help="A text file with the system prompt, for files that do not record it (replaces a recorded one). "
+            "Counted in the budget.",
+        ),
+    ] = None,
+    tools: Annotated[
+        Path | None,
+        typer.Option(
+            "--tools",
+            exists=True,
+            dir_okay=False,
+            help="A JSON array of tool definitions (Anthropic or OpenAI shape; converted to the output's), "
+            "for files that do not record them. Counted in the budget.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model to name in the request body, if the file does not.")
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", min=1, help="The reply's token limit for the request body, if the file has none."),
+    ] = None,
     diff: Annotated[
         DiffMode, typer.Option("--diff", help="summary, or full: the request message by message.")
     ] = DiffMode.summary,
@@ -154,11 +191,12 @@ def fit(
     """
     if json_ and output == "-":
         fail(OptionError("--json and -o - both want stdout; write the request to a file instead"))
+    check_limits(budget, window)
     est = estimator_from(estimator, overhead)
     transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid)
     if index >= len(transcripts):
         fail(OptionError(f"{file} holds {len(transcripts)} transcript(s); --index {index} is out of range"))
-    transcript = transcripts[index].live()
+    transcript = _with_parts(transcripts[index].live(), system, tools, model, max_tokens)
     plan = _plan(transcript, est, budget, batch_size, protected_fraction, min_clear_ratio, add_notice)
     fitted = apply_plan(transcript, plan)
     before = check_request(transcript)
@@ -173,6 +211,8 @@ def fit(
             data = write_transcript(fitted, to=to.value)
         except WindowfitError as exc:
             fail(exc)
+        if writes_body(fitted, to.value):
+            _warn_missing(fitted, target_dialect(fitted, to.value))
     if output is not None and output != "-" and plan.fits:
         try:
             target = output_target(Path(output), inputs=[file])
@@ -191,11 +231,23 @@ def fit(
 
     if json_:
         print_json(
-            plan_document(plan, transcript, estimator=est.rule.name, input_violations=before, output_violations=after)
+            plan_document(
+                plan,
+                transcript,
+                estimator=est.rule.name,
+                window=window,
+                input_violations=before,
+                output_violations=after,
+            )
         )
     else:
         console = err if output == "-" else out
         console.print(render_plan(plan, transcript, full=diff is DiffMode.full))
+        if not plan.fits and window is not None:
+            console.print(
+                f"[bold red]The smallest request, {plan.tokens_after:,} tokens, is "
+                f"{limits_phrase(plan, crossed(plan, window), budget, window)}.[/]"
+            )
         if before:
             console.print(
                 f"[yellow]The input already breaks the provider's rules in {len(before)} place(s) "
@@ -210,6 +262,63 @@ def fit(
         sys.stdout.flush()
     if not plan.fits:
         raise typer.Exit(ExitCode.FAILED)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(Location(str(path)), exc.strerror or "cannot read") from None
+
+
+def _with_parts(
+    transcript: Transcript, system: Path | None, tools: Path | None, model: str | None, max_tokens: int | None
+) -> Transcript:
+    """The transcript with what the user gave for the parts its file does not record."""
+    try:
+        system_text = _read(system).decode() if system else None
+        tool_defs = tools_from_json(_read(tools), str(tools)) if tools else None
+    except UnicodeDecodeError as exc:
+        fail(InputError(Location(str(system)), f"not UTF-8 text: {exc.reason}"))
+    except WindowfitError as exc:
+        fail(exc)
+    for given, recorded, what in ((system, transcript.system, "system prompt"), (tools, transcript.tools, "tools")):
+        if given and recorded:
+            err.print(f"[yellow]note:[/] --{what.split()[0]} replaces the {what} recorded in the file")
+    return with_request_parts(transcript, system=system_text, tools=tool_defs, model=model, max_tokens=max_tokens)
+
+
+MISSING_WORDS = {
+    "model": "a model",
+    "max_tokens": "max_tokens",
+    "system": "a system prompt",
+    "tools": "tool definitions",
+}
+MISSING_OPTIONS = {
+    "model": "--model NAME",
+    "max_tokens": "--max-tokens N",
+    "system": "--system FILE",
+    "tools": "--tools FILE",
+}
+
+
+def _warn_missing(fitted: Transcript, dialect: Dialect) -> None:
+    """Say on stderr what the written request body lacks because the file does not record it."""
+    missing = missing_parts(fitted, to=dialect)
+    if not missing:
+        return
+    words = [MISSING_WORDS[m] for m in missing]
+    listed = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+    why = (
+        "; its messages call tools, and the API rejects tool calls without tool definitions"
+        if "tools" in missing
+        else ""
+    )
+    err.print(
+        f"[yellow]warning:[/] the {dialect} request body has no {listed}: "
+        f"{markup_safe(fitted.label)} does not record {'it' if len(words) == 1 else 'them'}{why}"
+    )
+    err.print(f"[dim]hint: pass {', '.join(MISSING_OPTIONS[m] for m in missing)}[/]")
 
 
 def check(
@@ -247,33 +356,42 @@ def check(
     """
     if budget is None:
         fail(OptionError("check needs --budget"))
+    check_limits(budget, window)
     est = estimator_from(estimator, overhead)
     transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
     threshold = OUTCOMES.index(fail_on.value)
     rows = []
     for t in (t.live() for t in transcripts):
         plan = _plan(t, est, budget, batch_size, protected_fraction, min_clear_ratio, False)
-        failed = OUTCOMES.index(plan.outcome) >= threshold
-        over_window = window is not None and plan.tokens_after > window
-        rows.append((t, plan, failed or over_window))
-    any_failed = any(f for _, _, f in rows)
+        limit = crossed(plan, window)
+        rows.append((t, plan, limit, OUTCOMES.index(plan.outcome) >= threshold or limit == "window"))
+    any_failed = any(f for *_, f in rows)
     if format_ is CheckFormat.json:
         print_json(
-            check_document(rows, estimator=est.rule.name, budget=budget, window=window, fail_on=OUTCOMES[threshold])
+            check_document(
+                [(t, p, f) for t, p, _, f in rows],
+                estimator=est.rule.name,
+                budget=budget,
+                window=window,
+                fail_on=OUTCOMES[threshold],
+            )
         )
     else:
-        for t, p, f in rows:
+        for t, p, limit, f in rows:
             path = t.source.path
-            summary = (
-                f"[{t.name}] " if t.name else ""
-            ) + f"{p.outcome}: {p.tokens_before:,} → {p.tokens_after:,} tokens (budget {budget:,})"
+            tokens = f"{p.outcome}: {p.tokens_before:,} → {p.tokens_after:,} tokens"
+            summary = (f"[{t.name}] " if t.name else "") + f"{tokens} ({limits_phrase(p, limit, budget, window)})"
             if p.cause:
                 summary += f" — {p.cause}"
             if format_ is CheckFormat.github:
                 if not f:  # annotations are for what needs a look: a passing file makes none
                     continue
                 level = "error"
-                message = too_long_message(p) if p.outcome == "too-long" else summary
+                message = summary
+                if p.outcome == "too-long":
+                    message = too_long_message(p)
+                    if limit == "window":
+                        message += f" The smallest request, {p.tokens_after:,} tokens, is over the {window:,} window."
                 props = f"file={_gh(path, prop=True)},title={_gh('windowfit ' + p.outcome, prop=True)}"
                 sys.stdout.write(f"::{level} {props}::{_gh(message)}\n")
             elif not (quiet and not f):
@@ -282,10 +400,20 @@ def check(
                     f"{mark} {markup_safe(path)}  [{OUTCOME_STYLE[p.outcome]}]{markup_safe(summary)}[/]", soft_wrap=True
                 )
         if format_ is CheckFormat.text:
-            n_failed = sum(1 for _, _, f in rows if f)
+            n_failed = sum(1 for *_, f in rows if f)
             out.print(f"{len(rows)} checked, {n_failed} failed (fail on: {fail_on.value} or worse)")
     if any_failed:
         raise typer.Exit(ExitCode.FAILED)
+
+
+def limits_phrase(plan: Plan, limit: Limit | None, budget: int, window: int | None) -> str:
+    """The limits a check line names: the one crossed first, then the other."""
+    if limit == "window":
+        return f"over the {window:,} window; budget {budget:,}"
+    under = f", under the {window:,} window" if window is not None else ""
+    if limit == "budget":
+        return f"too long for the {budget:,} budget{under}"
+    return f"budget {budget:,}" + (f", window {window:,}" if window is not None else "")
 
 
 def _gh(text: str, *, prop: bool = False) -> str:

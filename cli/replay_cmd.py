@@ -25,6 +25,7 @@ from .shared import (
     Overhead,
     SkipInvalid,
     Window,
+    check_limits,
     err,
     estimator_from,
     fail,
@@ -126,6 +127,7 @@ def replay_command(
 
     Example: windowfit replay sample_transcripts/ru_subagent_chapters.jsonl --budget 30000 --window 60000
     """
+    check_limits(budget, window)
     est = estimator_from(estimator, overhead)
     transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid)
     if index >= len(transcripts):

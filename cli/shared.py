@@ -16,7 +16,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
-from windowfit.fitting.errors import EmptyTranscript, InputError, Location, NoTranscripts, UnknownFormat
+from windowfit.fitting.errors import EmptyTranscript, InputError, Location, NoTranscripts, OptionError, UnknownFormat
 from windowfit.fitting.estimate import ESTIMATORS, Estimator
 from windowfit.fitting.formats import FORMATS, Input, discover, load
 
@@ -76,6 +76,16 @@ def fail(error: WindowfitError) -> NoReturn:
     if error.hint:
         err.print(f"[dim]hint: {markup_safe(error.hint)}[/]")
     raise typer.Exit(ExitCode.BAD_INPUT if isinstance(error, InputError) else ExitCode.USAGE)
+
+
+def check_limits(budget: int | None, window: int | None) -> None:
+    """The budget is our own ceiling under the model's window: one above it is a usage error."""
+    if budget is not None and window is not None and budget > window:
+        error = OptionError(f"--budget {budget:,} is larger than --window {window:,}")
+        error.hint = (
+            "the budget is your own ceiling under the model's hard limit: pass a --budget of at most the window"
+        )
+        fail(error)
 
 
 def estimator_from(name: str, overhead: float) -> Estimator:

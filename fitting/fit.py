@@ -125,6 +125,59 @@ class Dropped:
     tokens: int
 
 
+CausePartKind: TypeAlias = Literal["preamble", "head", "note", "opener", "newest", "after"]
+AloneKind: TypeAlias = Literal["preamble", "result", "head", "note", "opener", "newest", "after"]
+
+
+@dataclass(frozen=True, slots=True)
+class CausePart:
+    """One part of the smallest request a too-long fit can build."""
+
+    kind: CausePartKind
+    label: str
+    tokens: int
+    start: int | None = None
+    """Messages ``[start, stop)`` of the input (as repaired) this part holds;
+    None for the preamble and the truncation note, which are not input messages."""
+    stop: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Alone:
+    """One piece that by itself is over the budget: no request can hold it."""
+
+    label: str
+    tokens: int
+    kind: AloneKind
+    call_id: str = ""
+    """For a tool result: its call id."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """Why a fit is too long: the smallest request, part by part (their sum is
+    that request's size, over the budget), and the piece that alone is over
+    the budget when there is one. The sentence is rendered from these numbers."""
+
+    budget: int
+    parts: tuple[CausePart, ...]
+    alone: Alone | None = None
+
+    @property
+    def tokens(self) -> int:
+        """The size of the smallest request: the sum of its parts."""
+        return sum(p.tokens for p in self.parts)
+
+    @property
+    def sentence(self) -> str:
+        if self.alone:
+            a = self.alone
+            verb = "are" if a.kind in ("preamble", "after") or " and " in a.label else "is"
+            return f"{a.label} alone {verb} {a.tokens:,} tokens, over the {self.budget:,} budget"
+        listed = " + ".join(f"{p.label} {p.tokens:,}" for p in self.parts)
+        return f"the smallest request it can send is {self.tokens:,} tokens ({listed}), over the {self.budget:,} budget"
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """Every decision of one fit. ``apply_plan`` needs nothing else."""
@@ -159,8 +212,13 @@ class Plan:
     repairs: tuple[Repair, ...] = ()
     """Orphans fixed before fitting (message indices are the input's); every
     other index in the plan refers to the repaired messages."""
-    cause: str = ""
-    """For ``too-long``: why, in words."""
+    too_long: Cause | None = None
+    """For ``too-long``: the smallest request, part by part, and why it cannot fit."""
+
+    @property
+    def cause(self) -> str:
+        """For ``too-long``: why, in words; empty otherwise."""
+        return self.too_long.sentence if self.too_long else ""
 
     @property
     def cleared(self) -> tuple[ResultRef, ...]:
@@ -377,15 +435,17 @@ def plan_fit(
         return replace(
             truncated, outcome="rounds-dropped", tokens_after=used, stages=stages, kept=kept, dropped=dropped
         )
-    cause = _cause(
+    cause = _too_long(
         tokens,
         results,
-        units[newest] if units else None,
+        base.candidates,
+        units,
+        take,
         budget=budget,
         preamble=preamble,
-        floor=floor,
+        head=head,
         note=note_tokens,
-        has_opener=opener is not None,
+        opener=opener,
     )
     return replace(
         truncated,
@@ -394,7 +454,7 @@ def plan_fit(
         stages=stages,
         kept=kept,
         dropped=dropped,
-        cause=cause,
+        too_long=cause,
     )
 
 
@@ -415,39 +475,70 @@ def _dropped_units(units: Sequence[Unit], tokens: Sequence[int]) -> tuple[Droppe
     )
 
 
-def _cause(
+def _too_long(
     tokens: Sequence[int],
     results: Sequence[ResultRef],
-    newest: Unit | None,
+    candidates: Sequence[ResultRef],
+    units: Sequence[Unit],
+    take: int,
     *,
     budget: int,
     preamble: int,
-    floor: int,
+    head: tuple[int, int],
     note: int,
-    has_opener: bool,
-) -> str:
-    """Why nothing fits, in words: the part that alone is too big, or the
-    smallest request stage 3 can build, part by part. ``floor`` is what every
-    stage-3 request carries: preamble, head, ``note`` and opener."""
-    if preamble > budget:
-        return f"the system prompt and tool definitions alone are {preamble:,} tokens; budget {budget:,}"
-    newest_cost = sum(tokens[newest.start : newest.stop]) if newest else 0
-    if newest is not None:
-        in_unit = [r for r in results if newest.start <= r.message_index < newest.stop]
-        if in_unit:
-            largest = max(in_unit, key=lambda r: r.tokens)
-            if largest.tokens > budget / 2:
-                which = "newest tool result" if largest is in_unit[-1] else f"tool result {largest.call_id}"
-                return f"the {which} alone is {largest.tokens:,} tokens; budget {budget:,}"
-    first = floor - preamble - note
+    opener: tuple[int, int] | None,
+) -> Cause:
+    """The smallest request stage 3 builds, part by part, and the one part that
+    alone is over the budget, if there is one."""
+
+    def cost(a: int, b: int) -> int:
+        return sum(tokens[a:b])
+
     parts = [
-        f"system prompt and tools {preamble:,}",
-        f"{'first message and the last turn' + chr(39) + 's opening' if has_opener else 'first message'} {first:,}",
-        f"truncation note {note:,}",
+        CausePart("preamble", "system prompt and tools", preamble),
+        CausePart(
+            "head", "first message" + (" and its tool results" if head[1] > head[0] + 1 else ""), cost(*head), *head
+        ),
+        CausePart("note", "truncation note", note),
     ]
-    if newest is not None:
-        parts.append(f"newest {'tool round' if isinstance(newest, Round) else 'message'} {newest_cost:,}")
-    return f"the smallest request it can send is {floor + newest_cost:,} tokens ({', '.join(parts)}); budget {budget:,}"
+    if opener:
+        parts.append(CausePart("opener", "the last turn's opening message", cost(*opener), *opener))
+    tail = units[len(units) - take :] if take else ()
+    if tail:
+        first = tail[0]
+        kind = "newest tool round" if isinstance(first, Round) else "newest message"
+        parts.append(CausePart("newest", kind, cost(first.start, first.stop), first.start, first.stop))
+        if len(tail) > 1:
+            a, b = tail[1].start, tail[-1].stop
+            parts.append(CausePart("after", "the messages after it", cost(a, b), a, b))
+    return Cause(budget, tuple(parts), _alone(parts, results, candidates, budget=budget))
+
+
+def _alone(
+    parts: Sequence[CausePart], results: Sequence[ResultRef], candidates: Sequence[ResultRef], *, budget: int
+) -> Alone | None:
+    """The most specific piece of the smallest request that is, by itself,
+    over the budget: the preamble, a tool result kept whole, or a whole part."""
+    by_kind = {p.kind: p for p in parts}
+    if by_kind["preamble"].tokens > budget:
+        return Alone("the system prompt and tool definitions", by_kind["preamble"].tokens, "preamble")
+    cleared = {(r.message_index, r.block_index) for r in candidates}  # stage 3 runs after every batch
+    whole = [
+        r
+        for r in results
+        if (r.message_index, r.block_index) not in cleared
+        and any(p.start is not None and p.stop is not None and p.start <= r.message_index < p.stop for p in parts)
+    ]
+    if whole:
+        largest = max(whole, key=lambda r: r.tokens)
+        if largest.tokens > budget:
+            which = "the newest tool result" if largest is results[-1] else f"tool result {largest.call_id}"
+            return Alone(which, largest.tokens, "result", largest.call_id)
+    for part in parts:
+        if part.kind != "preamble" and part.tokens > budget:
+            label = f"the messages after the {by_kind['newest'].label}" if part.kind == "after" else part.label
+            return Alone(label if label.startswith("the ") else f"the {label}", part.tokens, part.kind)
+    return None
 
 
 def repaired(transcript: Transcript, plan: Plan) -> Transcript:
@@ -498,6 +589,17 @@ def fit(
         add_notice=add_notice,
     )
     return Fitted(plan, apply_plan(transcript, plan))
+
+
+Limit: TypeAlias = Literal["window", "budget"]
+
+
+def crossed(plan: Plan, window: int | None = None) -> Limit | None:
+    """Which limit the fitted request is over: the model's window (the provider
+    rejects it), else the budget (too long, though the model would read it), or none."""
+    if window is not None and plan.tokens_after > window:
+        return "window"
+    return "budget" if plan.tokens_after > plan.options.budget else None
 
 
 def too_long_message(plan: Plan) -> str:

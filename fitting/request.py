@@ -4,17 +4,18 @@ body (a dict) before sending it, and write fitted transcripts back out."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 import orjson
 
-from .errors import OptionError
+from .errors import Location, OptionError, UnknownShape
 from .estimate import Estimator, make_estimator
 from .fit import DEFAULTS, FitOptions, Plan, apply_plan, plan_fit
 from .formats import anthropic, openai
 from .formats.bodies import transcript_from_body
-from .transcript import Dialect, Transcript
+from .formats.common import dumps, loads
+from .transcript import Dialect, Text, ToolDef, Transcript
 
 Target: TypeAlias = Literal["auto", "same", "anthropic", "openai"]
 """What ``fit`` writes: ``same`` keeps the input's shape (messages JSONL or a
@@ -50,6 +51,83 @@ def write_transcript(transcript: Transcript, *, to: Target = "auto") -> bytes:
         lines.append({"role": "system", "content": system})
     lines.extend(body["messages"])
     return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+
+
+def writes_body(transcript: Transcript, to: Target) -> bool:
+    """Whether ``write_transcript(transcript, to=to)`` writes a request body
+    (not messages JSONL)."""
+    return to in ("anthropic", "openai") or transcript.format != "messages"
+
+
+def target_dialect(transcript: Transcript, to: Target) -> Dialect:
+    """The dialect ``write_transcript(transcript, to=to)`` writes."""
+    if to == "anthropic" or to == "openai":
+        return to
+    return transcript.dialect
+
+
+def missing_parts(transcript: Transcript, *, to: Dialect | None = None) -> tuple[str, ...]:
+    """What a request body written from ``transcript`` lacks for the API to
+    accept it as the harness sent it: ``model``, ``max_tokens`` (Anthropic
+    requires it), ``system`` (when the file is a log that did not record one)
+    and ``tools`` (when the messages call tools but no definitions are known)."""
+    dialect = to or transcript.dialect
+    body = body_from_transcript(transcript, to=dialect)
+    missing = []
+    if "model" not in body:
+        missing.append("model")
+    if dialect == "anthropic" and "max_tokens" not in body:
+        missing.append("max_tokens")
+    if not transcript.system and transcript.format not in REQUEST_FORMATS:
+        missing.append("system")
+    if not transcript.tools and any(m.tool_calls for m in transcript.messages):
+        missing.append("tools")
+    return tuple(missing)
+
+
+def with_request_parts(
+    transcript: Transcript,
+    *,
+    system: str | None = None,
+    tools: tuple[ToolDef, ...] | None = None,
+    model: str | None = None,
+    max_tokens: int | None = None,
+) -> Transcript:
+    """``transcript`` with the parts of a request its file did not record, given
+    by the user: they replace what the file recorded and count in every size."""
+    extra = loads(transcript.extra) if transcript.extra else {}
+    if model is not None:
+        extra["model"] = model
+    if max_tokens is not None:
+        for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+            extra.pop(key, None)
+        extra["max_tokens" if transcript.dialect == "anthropic" else "max_completion_tokens"] = max_tokens
+    return replace(
+        transcript,
+        system=transcript.system if system is None else ((Text(system),) if system else ()),
+        tools=transcript.tools if tools is None else tools,
+        extra=dumps(extra) if extra else "",
+    )
+
+
+def tools_from_json(data: bytes, path: str) -> tuple[ToolDef, ...]:
+    """Tool definitions from a JSON array, each in either provider's shape
+    (Anthropic ``input_schema``, OpenAI ``function.parameters``), or from a
+    request body's ``tools``."""
+    where = Location(path)
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise UnknownShape(where, f"not JSON: {exc}") from None
+    if isinstance(value, dict) and isinstance(value.get("tools"), list):
+        value = value["tools"]
+    if not isinstance(value, list):
+        raise UnknownShape(where, "expected a JSON array of tool definitions (or a request body with 'tools')")
+    tools = tuple(anthropic.tool_from_json(obj, where) for obj in value)
+    unnamed = [i for i, t in enumerate(tools) if not t.name]
+    if unnamed:
+        raise UnknownShape(where, f"tool definition {unnamed[0]} has no name")
+    return tools
 
 
 @dataclass(frozen=True, slots=True)

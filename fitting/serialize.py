@@ -15,7 +15,19 @@ from typing import Literal, TypeAlias, TypedDict
 from .audit import BlockAudit, MessageAudit, RatioRow, TranscriptAudit
 from .content import ContentKind, ScriptClass
 from .estimate import SEED, ScriptRule
-from .fit import MessageFate, Outcome, Plan, ResultRef, repaired, too_long_message
+from .fit import (
+    AloneKind,
+    Cause,
+    CausePartKind,
+    Limit,
+    MessageFate,
+    Outcome,
+    Plan,
+    ResultRef,
+    crossed,
+    repaired,
+    too_long_message,
+)
 from .repair import Repair
 from .replay import Run
 from .report import Report, UsageRow
@@ -277,6 +289,48 @@ class ViolationsJson(TypedDict):
     output: list[OutputViolationJson]
 
 
+class CausePartJson(TypedDict):
+    kind: CausePartKind
+    label: str
+    tokens: int
+    start: int | None
+    stop: int | None
+
+
+class AloneJson(TypedDict):
+    kind: AloneKind
+    label: str
+    tokens: int
+    call_id: str | None
+
+
+class TooLongJson(TypedDict):
+    """Why a fit is too long, as numbers: the smallest request part by part
+    (``tokens`` is their sum) and the piece that alone is over the budget."""
+
+    budget: int
+    tokens: int
+    parts: list[CausePartJson]
+    alone: AloneJson | None
+    sentence: str
+
+
+def _too_long(cause: Cause | None) -> TooLongJson | None:
+    if cause is None:
+        return None
+    a = cause.alone
+    return {
+        "budget": cause.budget,
+        "tokens": cause.tokens,
+        "parts": [
+            {"kind": p.kind, "label": p.label, "tokens": p.tokens, "start": p.start, "stop": p.stop}
+            for p in cause.parts
+        ],
+        "alone": {"kind": a.kind, "label": a.label, "tokens": a.tokens, "call_id": a.call_id or None} if a else None,
+        "sentence": cause.sentence,
+    }
+
+
 class FitDocument(TypedDict):
     schema: SchemaVersion
     path: str
@@ -285,8 +339,10 @@ class FitDocument(TypedDict):
     dialect: Dialect
     estimator: str
     options: FitOptionsJson
+    window: int | None
     outcome: Outcome
     fits: bool
+    crossed: Limit | None
     tokens_before: int
     tokens_after: int
     preamble_tokens: int
@@ -303,6 +359,7 @@ class FitDocument(TypedDict):
     repairs: list[RepairJson]
     note: str | None
     cause: str | None
+    too_long: TooLongJson | None
     person_message: str | None
     violations: ViolationsJson
 
@@ -330,6 +387,7 @@ def plan_document(
     transcript: Transcript,
     *,
     estimator: str,
+    window: int | None = None,
     input_violations: tuple[Violation, ...] = (),
     output_violations: tuple[Violation, ...] = (),
 ) -> FitDocument:
@@ -363,8 +421,10 @@ def plan_document(
             "min_clear_ratio": plan.options.min_clear_ratio,
             "add_notice": plan.options.add_notice,
         },
+        "window": window,
         "outcome": plan.outcome,
         "fits": plan.fits,
+        "crossed": crossed(plan, window),
         "tokens_before": plan.tokens_before,
         "tokens_after": plan.tokens_after,
         "preamble_tokens": plan.preamble_tokens,
@@ -398,6 +458,7 @@ def plan_document(
         "repairs": [_repair(r) for r in plan.repairs],
         "note": plan.note or None,
         "cause": plan.cause or None,
+        "too_long": _too_long(plan.too_long),
         "person_message": too_long_message(plan) if plan.outcome == "too-long" else None,
         "violations": {
             "input": [_input_violation(v) for v in input_violations],
@@ -417,7 +478,9 @@ class CheckedJson(TypedDict):
     tokens_before: int
     tokens_after: int
     failed: bool
+    crossed: Limit | None
     cause: str | None
+    too_long: TooLongJson | None
 
 
 class CheckDocument(TypedDict):
@@ -454,7 +517,9 @@ def check_document(
                 "tokens_before": p.tokens_before,
                 "tokens_after": p.tokens_after,
                 "failed": failed,
+                "crossed": crossed(p, window),
                 "cause": p.cause or None,
+                "too_long": _too_long(p.too_long),
             }
             for t, p, failed in checked
         ],

@@ -149,7 +149,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
     # result 750 lines = 12000 chars = 3000.  Before 3010 > 1000.
     # Nothing clearable (one result, the newest); no second turn; stage 3: 4 + 42 = 46, + the round 3006
     # = 3052 > 1000 -> too-long, and the smallest attempt (head, note, newest round) is 3052.
-    # Cause: the newest result (3000) is more than half the budget.
+    # Cause: the newest result (3000) is, by itself, over the budget.
     "too_long": {
         "outcome": "too-long",
         "tokens_before": 3010,
@@ -161,7 +161,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "batches": [],
         "dropped": [],
         "kept": [[1, 3]],
-        "cause": "the newest tool result alone is 3,000 tokens; budget 1,000",
+        "cause": "the newest tool result alone is 3,000 tokens, over the 1,000 budget",
     },
 }
 
@@ -283,6 +283,24 @@ def test_json_plan_matches_golden_and_hand_computation(run_cli: Run, golden: Gol
     else:
         assert plan["person_message"] is None
     golden(f"fit_{case}.json", result.stdout)
+
+
+def test_json_too_long_holds_the_smallest_request_part_by_part(run_cli: Run, in_data: Path) -> None:
+    # toolong.jsonl at 1,000 (see EXPECTED): head 4 + note 42 + the newest round (6 + 3,000) = 3,052.
+    plan = plan_json(run_cli, "too_long")
+    assert plan["too_long"] == {
+        "budget": 1000,
+        "tokens": 3052,
+        "parts": [
+            {"kind": "preamble", "label": "system prompt and tools", "tokens": 0, "start": None, "stop": None},
+            {"kind": "head", "label": "first message", "tokens": 4, "start": 0, "stop": 1},
+            {"kind": "note", "label": "truncation note", "tokens": 42, "start": None, "stop": None},
+            {"kind": "newest", "label": "newest tool round", "tokens": 3006, "start": 1, "stop": 3},
+        ],
+        "alone": {"kind": "result", "label": "the newest tool result", "tokens": 3000, "call_id": "r1"},
+        "sentence": plan["cause"],
+    }
+    assert plan["crossed"] == "budget"
 
 
 def test_json_message_fates_follow_the_plan(run_cli: Run, in_data: Path) -> None:
@@ -437,7 +455,7 @@ def test_too_long_exits_1_tells_the_person_and_writes_nothing(run_cli: Run, in_d
     text = flat(result.stdout)
     assert "grown too long for the model to read in one go" in text
     assert "Start a new chat" in text
-    assert "the newest tool result alone is 3,000 tokens; budget 1,000" in text
+    assert "the newest tool result alone is 3,000 tokens, over the 1,000 budget" in text
     assert not target.exists()
     assert list(tmp_path.iterdir()) == []
 

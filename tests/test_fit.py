@@ -4,6 +4,7 @@ examples with hand-computed expectations, and the field report's experiment."""
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import replace
 
 import pytest
@@ -13,7 +14,16 @@ from strategies import subagents, transcripts
 
 from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
 from windowfit.fitting.estimate import Estimator
-from windowfit.fitting.fit import OUTCOMES, TRUNCATION_NOTE, Plan, apply_plan, clear_results, plan_fit, stub_text
+from windowfit.fitting.fit import (
+    OUTCOMES,
+    TRUNCATION_NOTE,
+    Plan,
+    apply_plan,
+    clear_results,
+    plan_fit,
+    repaired,
+    stub_text,
+)
 from windowfit.fitting.replay import LegacyPolicy, Session
 from windowfit.fitting.request import write_transcript
 from windowfit.fitting.transcript import split_turns, split_units
@@ -364,7 +374,7 @@ def test_too_long_names_the_cause_and_is_an_outcome() -> None:
     t = subagent([4000] * 3 + [520_000])
     plan = plan_fit(t, budget=100_000, estimator=bare())
     assert plan.outcome == "too-long"
-    assert plan.cause == "the newest tool result alone is 130,000 tokens; budget 100,000"
+    assert plan.cause == "the newest tool result alone is 130,000 tokens, over the 100,000 budget"
     assert not plan.fits
 
 
@@ -450,7 +460,7 @@ def test_a_tail_without_any_tool_round_is_too_long() -> None:
     t = replace(t, messages=(*t.messages, Message("assistant", (Text("done"),))))
     plan = plan_fit(t, budget=500, estimator=bare())
     assert plan.outcome == "too-long"
-    assert plan.cause == "the newest tool result alone is 1,000 tokens; budget 500"
+    assert plan.cause == "the newest tool result alone is 1,000 tokens, over the 500 budget"
     out = apply_plan(t, plan)
     assert out.messages[-3:] == t.messages[-3:]  # the smallest attempt keeps the newest round and the reply
 
@@ -475,6 +485,108 @@ def test_too_long_without_one_big_part_lists_the_smallest_request() -> None:
     assert plan.outcome == "too-long"
     # smallest: 2,000 + 1,500 + 1 ("bye": 0.75 -> 1) + 42 = 3,543 > 3,400
     assert plan.cause == (
-        "the smallest request it can send is 3,543 tokens (system prompt and tools 2,000, first message "
-        "and the last turn's opening 1,501, truncation note 42); budget 3,400"
+        "the smallest request it can send is 3,543 tokens (system prompt and tools 2,000 + first message 1,500 "
+        "+ truncation note 42 + the last turn's opening message 1), over the 3,400 budget"
     )
+
+
+# --------------------------------------------------------------------------
+# Issue 7 item 3: the too-long cause is literally true
+
+
+@st.composite
+def too_long_cases(draw: st.DrawFn) -> tuple[Transcript, int, int]:
+    """A transcript and a budget small enough that it is often too long."""
+    transcript = draw(st.one_of(transcripts(), subagents()))
+    budget = max(1, int(total(transcript) * draw(st.floats(0.001, 0.35))))
+    batch = draw(st.sampled_from((1, 4)))
+    if draw(st.booleans()):
+        # Just under a smallest request whose every part is under the budget: no "alone".
+        cause = plan_fit(transcript, budget=budget, batch_size=batch).too_long
+        if cause is not None:
+            largest = max(p.tokens for p in cause.parts)
+            if largest < cause.tokens - 1:
+                budget = draw(st.integers(max(largest + 1, cause.tokens * 9 // 10), cause.tokens - 1))
+    return transcript, budget, batch
+
+
+NUMBER = re.compile(r"\d[\d,]*")
+
+
+@PROPERTY
+@given(too_long_cases())
+def test_too_long_cause_numbers_are_the_smallest_request_and_true(case: tuple[Transcript, int, int]) -> None:
+    transcript, budget, _ = case
+    plan, out = fitted(case)
+    event(plan.outcome)
+    if plan.outcome != "too-long":
+        assert plan.too_long is None and plan.cause == ""
+        return
+    cause = plan.too_long
+    assert cause is not None and cause.budget == budget
+    event(f"alone: {cause.alone.kind if cause.alone else 'no'}")
+    # The parts add up to the request apply_plan builds (the smallest one), which is over the budget.
+    assert cause.tokens == plan.tokens_after == total(out) > budget
+    # Each part is exactly what that request holds, in order: preamble, then message by message.
+    fresh = make_estimator()
+    cleared = clear_results(repaired(transcript, plan).messages, plan.cleared)
+    at = 0
+    for part in cause.parts:
+        if part.kind == "preamble":
+            assert part.tokens == fresh.preamble(out)
+            continue
+        if part.kind == "note":
+            held = out.messages[at : at + 1]
+            assert held[0].content == (Text(TRUNCATION_NOTE),)
+        else:
+            assert part.start is not None and part.stop is not None
+            held = out.messages[at : at + part.stop - part.start]
+            assert list(held) == cleared[part.start : part.stop]
+        assert part.tokens == sum(fresh.message(m).tokens for m in held)
+        at += len(held)
+    assert at == len(out.messages)
+    sentence = plan.cause
+    if cause.alone:
+        # "alone" only when that piece by itself is over the budget ...
+        alone = cause.alone
+        assert alone.tokens > budget
+        if alone.kind == "result":
+            sizes = [
+                fresh.message(m).block_tokens[i]
+                for m in out.messages
+                for i, b in enumerate(m.content)
+                if isinstance(b, ToolResult) and b.call_id == alone.call_id
+            ]
+            assert alone.tokens in sizes
+        else:
+            assert alone.tokens == next(p.tokens for p in cause.parts if p.kind == alone.kind)
+        # ... and the sentence says those numbers.
+        said = re.search(r"alone (?:is|are) ([\d,]+) tokens, over the ([\d,]+) budget$", sentence)
+        assert said is not None
+        assert [int(n.replace(",", "")) for n in said.groups()] == [alone.tokens, budget]
+    else:
+        # No single piece is over the budget: the sentence lists the smallest request part by part.
+        assert all(p.tokens <= budget for p in cause.parts)
+        numbers = [int(n.replace(",", "")) for n in NUMBER.findall(sentence)]
+        assert numbers == [cause.tokens, *(p.tokens for p in cause.parts), budget]
+        assert sum(numbers[1:-1]) == numbers[0] > numbers[-1]
+
+
+def test_a_result_under_the_budget_is_never_said_to_be_too_big_alone() -> None:
+    # Regression (issue 7 item 3): the newest result, 1,500 tokens, is over half of a 1,520
+    # budget but not over it; what does not fit is the smallest request as a whole:
+    # "go" (1) + note (42) + the newest round (call 2 + result 1,500) = 1,545 > 1,520.
+    t = subagent([4000, 6000])
+    plan = plan_fit(t, budget=1520, estimator=bare())
+    assert plan.outcome == "too-long" and plan.too_long is not None
+    assert plan.too_long.alone is None
+    assert plan.cause == (
+        "the smallest request it can send is 1,545 tokens (system prompt and tools 0 + first message 1 "
+        "+ truncation note 42 + newest tool round 1,502), over the 1,520 budget"
+    )
+
+
+def test_a_big_first_message_is_named_alone() -> None:
+    t = subagent([400], instruction="x" * 8000)  # 2,000 tokens
+    plan = plan_fit(t, budget=1500, estimator=bare())
+    assert plan.cause == "the first message alone is 2,000 tokens, over the 1,500 budget"
