@@ -282,18 +282,14 @@ def _with_parts(
         fail(InputError(Location(str(system)), f"not UTF-8 text: {exc.reason}"))
     except WindowfitError as exc:
         fail(exc)
-    for given, recorded, what in ((system, transcript.system, "system prompt"), (tools, transcript.tools, "tools")):
-        if given and recorded:
-            err.print(f"[yellow]note:[/] --{what.split()[0]} replaces the {what} recorded in the file")
+    if system and transcript.system:
+        err.print("[yellow]note:[/] --system replaces the system prompt recorded in the file")
+    if tools and transcript.tools:
+        err.print("[yellow]note:[/] --tools replaces the tool definitions recorded in the file")
     return with_request_parts(transcript, system=system_text, tools=tool_defs, model=model, max_tokens=max_tokens)
 
 
-MISSING_WORDS = {
-    "model": "a model",
-    "max_tokens": "max_tokens",
-    "system": "a system prompt",
-    "tools": "tool definitions",
-}
+MISSING_WORDS = {"model": "model", "max_tokens": "max_tokens", "system": "system prompt", "tools": "tool definitions"}
 MISSING_OPTIONS = {
     "model": "--model NAME",
     "max_tokens": "--max-tokens N",
@@ -307,8 +303,7 @@ def _warn_missing(fitted: Transcript, dialect: Dialect) -> None:
     missing = missing_parts(fitted, to=dialect)
     if not missing:
         return
-    words = [MISSING_WORDS[m] for m in missing]
-    listed = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+    listed = _listing([MISSING_WORDS[m] for m in missing], "or")
     why = (
         "; its messages call tools, and the API rejects tool calls without tool definitions"
         if "tools" in missing
@@ -316,9 +311,14 @@ def _warn_missing(fitted: Transcript, dialect: Dialect) -> None:
     )
     err.print(
         f"[yellow]warning:[/] the {dialect} request body has no {listed}: "
-        f"{markup_safe(fitted.label)} does not record {'it' if len(words) == 1 else 'them'}{why}"
+        f"{markup_safe(fitted.label)} does not record {'it' if len(missing) == 1 else 'them'}{why}"
     )
-    err.print(f"[dim]hint: pass {', '.join(MISSING_OPTIONS[m] for m in missing)}[/]")
+    err.print(f"[dim]hint: pass {_listing([MISSING_OPTIONS[m] for m in missing], 'and')}[/]")
+
+
+def _listing(items: list[str], conjunction: str) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
 
 
 def check(

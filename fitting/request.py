@@ -23,6 +23,9 @@ request body; refused for logs), ``anthropic``/``openai`` a request body, and
 ``auto`` is ``same`` where that works and the transcript's own dialect's body
 for logs (Claude Code sessions, Codex rollouts, ...)."""
 REQUEST_FORMATS = frozenset({"messages", "request"})
+UNRECORDED_SYSTEM = frozenset({"claude_code", "codex"})
+"""Logs of harnesses that send a system prompt but do not record it (other
+formats record what was sent, so no system prompt there means none was sent)."""
 
 
 def body_from_transcript(transcript: Transcript, *, to: Dialect | None = None) -> dict[str, Any]:
@@ -69,8 +72,9 @@ def target_dialect(transcript: Transcript, to: Target) -> Dialect:
 def missing_parts(transcript: Transcript, *, to: Dialect | None = None) -> tuple[str, ...]:
     """What a request body written from ``transcript`` lacks for the API to
     accept it as the harness sent it: ``model``, ``max_tokens`` (Anthropic
-    requires it), ``system`` (when the file is a log that did not record one)
-    and ``tools`` (when the messages call tools but no definitions are known)."""
+    requires it), ``system`` (for logs of harnesses that send one but do not
+    record it) and ``tools`` (when the messages call tools but no definitions
+    are known: the APIs reject tool calls without tool definitions)."""
     dialect = to or transcript.dialect
     body = body_from_transcript(transcript, to=dialect)
     missing = []
@@ -78,7 +82,7 @@ def missing_parts(transcript: Transcript, *, to: Dialect | None = None) -> tuple
         missing.append("model")
     if dialect == "anthropic" and "max_tokens" not in body:
         missing.append("max_tokens")
-    if not transcript.system and transcript.format not in REQUEST_FORMATS:
+    if not transcript.system and transcript.format in UNRECORDED_SYSTEM:
         missing.append("system")
     if not transcript.tools and any(m.tool_calls for m in transcript.messages):
         missing.append("tools")

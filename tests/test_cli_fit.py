@@ -29,6 +29,7 @@ import pytest
 from typer.testing import Result
 
 from windowfit.fitting.notice import NOTICE
+from windowfit.fitting.transcript import Dialect
 
 DATA = Path(__file__).parent / "data" / "fit"
 
@@ -539,3 +540,76 @@ def test_written_file_gets_the_usual_permissions(run_cli: Run, in_data: Path, tm
     umask = os.umask(0)
     os.umask(umask)
     assert out.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# --------------------------------------------------------------------------
+# Issue 7 item 6: a request body that can be sent
+
+SESSION = Path(__file__).parent / "data" / "claude_code" / "parallel.jsonl"
+READ_TOOL = {
+    "type": "function",
+    "function": {"name": "Read", "description": "Read a file.", "parameters": {"type": "object"}},
+}
+
+
+def _body_passes_the_provider_rules(path: Path, dialect: Dialect) -> dict[str, Any]:
+    from windowfit.fitting.formats.bodies import transcript_from_body
+    from windowfit.fitting.validate import check_request
+
+    body: dict[str, Any] = json.loads(path.read_bytes())
+    transcript = transcript_from_body(body, dialect=dialect)
+    assert check_request(transcript, dialect) == ()
+    return body
+
+
+@pytest.mark.parametrize("to", ["anthropic", "openai"])
+def test_a_log_without_system_or_tools_warns_naming_what_the_body_lacks(
+    run_cli: Run, tmp_path: Path, to: Dialect
+) -> None:
+    target = tmp_path / "request.json"
+    result = run_cli("fit", str(SESSION), "--budget", "100000", "--to", to, "-o", str(target))
+    assert result.exit_code == 0
+    body = _body_passes_the_provider_rules(target, to)
+    assert body["model"] == "claude-opus-4-5-20251101"  # Claude Code records the model on each reply
+    assert "tools" not in body
+    warning = flat(result.stderr)
+    lacks = (
+        "max_tokens, system prompt or tool definitions" if to == "anthropic" else "system prompt or tool definitions"
+    )
+    assert f"warning: the {to} request body has no {lacks}: {SESSION} does not record them" in warning
+    assert "the API rejects tool calls without tool definitions" in warning
+    assert "--system FILE and --tools FILE" in warning
+    assert "warning" not in result.stdout
+
+
+@pytest.mark.parametrize("to", ["anthropic", "openai"])
+def test_given_system_tools_and_limits_reach_the_body_and_the_budget(run_cli: Run, tmp_path: Path, to: Dialect) -> None:
+    system, tools, target = tmp_path / "system.txt", tmp_path / "tools.json", tmp_path / "request.json"
+    system.write_text("You are a careful coding agent.")  # 31 chars: 8 tokens with --overhead 0
+    tools.write_text(json.dumps([READ_TOOL]))
+    given = ("--system", str(system), "--tools", str(tools), "--max-tokens", "4096", "--model", "claude-x")
+    args = ("fit", str(SESSION), "--budget", "100000", "--overhead", "0", "--to", to, *given)
+    result = run_cli(*args, "-o", str(target))
+    assert result.exit_code == 0
+    assert result.stderr == ""  # nothing is missing
+    body = _body_passes_the_provider_rules(target, to)
+    assert body["model"] == "claude-x"
+    if to == "anthropic":
+        assert body["max_tokens"] == 4096
+        assert body["system"] == [{"type": "text", "text": "You are a careful coding agent."}]
+        assert body["tools"] == [{"name": "Read", "description": "Read a file.", "input_schema": {"type": "object"}}]
+    else:
+        assert body["max_completion_tokens"] == 4096
+        assert body["messages"][0] == {"role": "system", "content": "You are a careful coding agent."}
+        assert body["tools"] == [READ_TOOL]
+    # The given parts are counted: "Read" 4 + "Read a file." 12 + '{"type":"object"}' 17 = 33 chars -> 9; + 8.
+    plan = json.loads(run_cli(*args, "--json").stdout)
+    assert plan["preamble_tokens"] == 8 + 9
+
+
+def test_a_bad_tools_file_exits_3(run_cli: Run, tmp_path: Path) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text('{"name": "Read"}')
+    result = run_cli("fit", str(SESSION), "--budget", "100000", "--tools", str(tools))
+    assert result.exit_code == 3
+    assert "expected a JSON array of tool definitions" in flat(result.stderr)

@@ -488,3 +488,21 @@ def test_corpus_report_and_fit(name: str, run_cli: Any, tmp_path: Path) -> None:
     same = run_cli("fit", path, "--budget", "20000", "--to", "same", "-o", str(tmp_path / "same.json"), *flags)
     assert same.exit_code in (2, 3)
     assert "hint:" in same.stderr
+
+
+def test_the_model_of_the_newest_reply_is_kept_for_the_request_body() -> None:
+    # Issue 7 item 6: Claude Code records the model on each reply (not system, tools or max_tokens);
+    # Claude Code's own "<synthetic>" replies name no model.
+    data = jsonl(
+        envelope("u1", None, "user", "hi"),
+        envelope("a1", "u1", "assistant", [{"type": "text", "text": "hello"}]),
+        envelope("u2", "a1", "user", "again"),
+        envelope("a2", "u2", "assistant", [{"type": "text", "text": "no"}]),
+    )
+    values = [orjson.loads(line) for line in data.splitlines()]
+    values[1]["message"]["model"] = "claude-opus-4-5"
+    values[3]["message"]["model"] = "<synthetic>"
+    (t,) = load(Input("-", jsonl(*values)), fmt="claude_code")
+    assert orjson.loads(t.extra) == {"model": "claude-opus-4-5"}
+    (bare,) = load(Input("-", jsonl(*values[:1])), fmt="claude_code")
+    assert bare.extra == ""

@@ -16,12 +16,26 @@ the text block nested in a tool result; tool definitions +8):
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
+import orjson
 import pytest
 
+from windowfit.fitting import make_estimator
+from windowfit.fitting.errors import UnknownShape
+from windowfit.fitting.formats.bodies import transcript_from_body
 from windowfit.fitting.notice import NOTICE
-from windowfit.fitting.request import Fitter, fit_request
+from windowfit.fitting.request import (
+    Fitter,
+    body_from_transcript,
+    fit_request,
+    missing_parts,
+    tools_from_json,
+    with_request_parts,
+)
+from windowfit.fitting.transcript import Dialect
+from windowfit.fitting.validate import check_request
 
 STUB_START = "[windowfit: tool result cleared]"
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
@@ -306,3 +320,109 @@ def test_fitter_memoises_while_clearing_the_same_batch() -> None:
     assert len(fitter.estimator._memo) == size + 2
     # the cleared prefix is byte-identical between the two requests (the prefix cache keeps working)
     assert second.body["messages"][:5] == first.body["messages"]
+
+
+# --------------------------------------------------------------------------
+# Issue 7 item 6: a fitted request that can be sent
+
+
+def _sendable(body: dict[str, Any], dialect: Dialect) -> None:
+    """The body passes the provider's structural rules (validate.py) and, if its
+    messages call tools, defines tools."""
+    transcript = transcript_from_body(body, dialect=dialect)
+    assert transcript.dialect == dialect
+    assert check_request(transcript, dialect) == ()
+    if any(m.tool_calls for m in transcript.messages):
+        assert body.get("tools")
+
+
+@pytest.mark.parametrize("to", ["anthropic", "openai"])
+@pytest.mark.parametrize("source", ["anthropic", "openai"])
+def test_a_recorded_model_max_tokens_system_and_tools_reach_the_body(source: str, to: Dialect) -> None:
+    body = anthropic_body() if source == "anthropic" else openai_body()
+    body = {**body, "model": "m-1", "max_tokens": 321}
+    transcript = transcript_from_body(body)
+    written = body_from_transcript(transcript, to=to)
+    _sendable(written, to)
+    assert written["model"] == "m-1"
+    # the same dialect keeps the recorded key; OpenAI's current name for the limit otherwise
+    assert written["max_tokens" if to == "anthropic" or source == to else "max_completion_tokens"] == 321
+    if to == "anthropic":
+        assert [b["text"] for b in written["system"]] == ["You read files."]
+        assert written["tools"] == [{"name": "read", "description": "Read a file.", "input_schema": SCHEMA}]
+    else:
+        assert written["messages"][0] == {"role": "system", "content": "You read files."}
+        assert written["tools"] == [
+            {"type": "function", "function": {"name": "read", "description": "Read a file.", "parameters": SCHEMA}}
+        ]
+    assert missing_parts(transcript, to=to) == ()
+
+
+def test_only_the_keys_that_translate_cross_dialects() -> None:
+    body = {**anthropic_body(), "model": "m-1", "max_tokens": 321, "stream": True, "metadata": {"user_id": "u"}}
+    written = body_from_transcript(transcript_from_body(body), to="openai")
+    assert [k for k in written if k not in ("messages", "tools")] == ["model", "max_completion_tokens"]
+    # ... while the same dialect keeps every recorded key
+    same = body_from_transcript(transcript_from_body(body), to="anthropic")
+    assert {"model": "m-1", "max_tokens": 321, "stream": True, "metadata": {"user_id": "u"}}.items() <= same.items()
+
+
+def test_missing_parts_names_what_the_file_does_not_record() -> None:
+    body = anthropic_body()
+    del body["system"], body["tools"], body["model"], body["max_tokens"]
+    transcript = replace(transcript_from_body(body), format="claude_code")
+    assert missing_parts(transcript, to="anthropic") == ("model", "max_tokens", "system", "tools")
+    assert missing_parts(transcript, to="openai") == ("model", "system", "tools")
+    # a request log records what was sent: no system prompt there means none was sent
+    assert missing_parts(replace(transcript, format="anthropic_log"), to="openai") == ("model", "tools")
+
+
+@pytest.mark.parametrize("to", ["anthropic", "openai"])
+def test_given_parts_fill_the_gaps_and_tools_convert_to_the_target(to: Dialect) -> None:
+    body = anthropic_body()
+    del body["system"], body["tools"], body["model"], body["max_tokens"]
+    transcript = replace(transcript_from_body(body), format="claude_code")
+    openai_tool = {
+        "type": "function",
+        "function": {"name": "read", "description": "Read a file.", "parameters": SCHEMA},
+    }
+    tools = tools_from_json(orjson.dumps([openai_tool]), "tools.json")
+    given = with_request_parts(transcript, system="You read files.", tools=tools, model="m-2", max_tokens=99)
+    assert missing_parts(given, to=to) == ()
+    written = body_from_transcript(given, to=to)
+    _sendable(written, to)
+    assert written["model"] == "m-2"
+    assert written["max_tokens" if to == "anthropic" else "max_completion_tokens"] == 99
+    expected_tool = (
+        {"name": "read", "description": "Read a file.", "input_schema": SCHEMA} if to == "anthropic" else openai_tool
+    )
+    assert written["tools"] == [expected_tool]
+    # the given parts count in the fit: the preamble is 38 tokens (module docstring)
+    assert make_estimator().preamble(given) == 38
+
+
+def test_tools_file_accepts_every_shape_and_a_request_body() -> None:
+    anthropic_tool = {"name": "read", "description": "Read a file.", "input_schema": SCHEMA}
+    chat_tool = {"type": "function", "function": {"name": "grep", "description": "", "parameters": SCHEMA}}
+    responses_tool = {"type": "function", "name": "ls", "description": "List.", "parameters": SCHEMA, "strict": True}
+    tools = tools_from_json(orjson.dumps([anthropic_tool, chat_tool, responses_tool]), "t.json")
+    assert [(t.name, t.dialect, orjson.loads(t.schema_json)) for t in tools] == [
+        ("read", "anthropic", SCHEMA),
+        ("grep", "openai", SCHEMA),
+        ("ls", "openai", SCHEMA),
+    ]
+    assert tools_from_json(orjson.dumps({"tools": [anthropic_tool]}), "body.json") == tools[:1]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{not json", "not JSON"),
+        (b'{"name": "read"}', "expected a JSON array"),
+        (b'[{"description": "no name"}]', "tool definition 0 has no name"),
+        (b"[1]", "a tool definition must be an object"),
+    ],
+)
+def test_a_bad_tools_file_is_bad_input(data: bytes, message: str) -> None:
+    with pytest.raises(UnknownShape, match=message):
+        tools_from_json(data, "tools.json")

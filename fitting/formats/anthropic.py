@@ -111,8 +111,13 @@ def system_from_json(raw: Any, where: Location) -> tuple[Block, ...]:
 
 
 def tool_from_json(obj: Any, where: Location) -> ToolDef:
+    """A tool definition in either provider's shape: Anthropic (``input_schema``),
+    OpenAI chat (``function.parameters``) or OpenAI Responses (flat ``parameters``)."""
     if not isinstance(obj, dict):
         raise UnknownShape(where, "a tool definition must be an object")
+    if obj.get("type") == "function" and "function" not in obj and isinstance(obj.get("name"), str):
+        # The Responses API's flat shape: kept as the chat shape it stands for.
+        obj = {"type": "function", "function": {k: v for k, v in obj.items() if k != "type"}}
     if obj.get("type") == "function" and isinstance(obj.get("function"), dict):
         fn = obj["function"]
         return ToolDef(
@@ -233,11 +238,27 @@ def tool_to_json(tool: ToolDef) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "input_schema": loads(tool.schema_json or "{}")}
 
 
+def request_keys(extra: dict[str, Any]) -> dict[str, Any]:
+    """The request-level keys of another dialect's body that mean the same here:
+    the model, and the output limit under its Anthropic name."""
+    out: dict[str, Any] = {}
+    if isinstance(extra.get("model"), str):
+        out["model"] = extra["model"]
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        if isinstance(extra.get(key), int):
+            out["max_tokens"] = extra[key]
+            break
+    return out
+
+
 def request_to_json(transcript: Transcript) -> dict[str, Any]:
+    """A Messages API body. Request-level keys the file recorded (model,
+    max_tokens, ...) come first; from another dialect only those that translate."""
     same = transcript.dialect == "anthropic"
     body: dict[str, Any] = {}
-    if same and transcript.extra:
-        body.update(loads(transcript.extra))
+    if transcript.extra:
+        extra = loads(transcript.extra)
+        body.update(extra if same else request_keys(extra))
     if transcript.system:
         body["system"] = [block_to_json(b) for b in transcript.system]
     if transcript.tools:

@@ -18,6 +18,7 @@ from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript, Usage
 from ..validate import check_messages
 from . import anthropic
+from .common import dumps
 from .jsonl import LineReader
 from .registry import Format, Input
 
@@ -65,6 +66,8 @@ class _Node:
     blocks: tuple[Block, ...] = ()
     usage: tuple[int, int, int] | None = None
     compact: bool = False
+    model: str = ""
+    """The model that wrote an assistant message (``<synthetic>`` for Claude Code's own)."""
 
     @property
     def is_message(self) -> bool:
@@ -132,6 +135,7 @@ def _message_node(obj: Envelope, kind: str, source: Source) -> _Node:
         message_id if isinstance(message_id, str) and kind == "assistant" else f"line {source.line}",
         blocks,
         counts,
+        model=_str(message.get("model")) if kind == "assistant" else "",
     )
 
 
@@ -544,6 +548,8 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
         )
     if built.empty_lines:
         notes.append(f"{built.empty_lines} message line(s) with no content left out")
+    # The session records the model on each reply (not max_tokens, system or tools): a request body gets it.
+    models = [nodes[i].model for i in sorted(selected) if nodes[i].model and not nodes[i].model.startswith("<")]
     return Transcript(
         system=(),
         tools=(),
@@ -551,6 +557,7 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
         source=Source(path),
         format=NAME,
         dialect="anthropic",
+        extra=dumps({"model": models[-1]}) if models else "",
         defects=tuple(defects),
         usage=built.usage,
         notes=tuple(notes),
