@@ -13,8 +13,12 @@ from typing import Any
 import orjson
 import pytest
 
-from windowfit.fitting import Estimator, Round, Transcript, build_report, split_units
+from windowfit.fitting import Estimator, Round, Transcript, build_report, fit, split_units
 from windowfit.fitting.formats import Input, anthropic, load, openai
+from windowfit.fitting.formats.bodies import transcript_from_body
+from windowfit.fitting.request import missing_parts, write_transcript
+from windowfit.fitting.transcript import Dialect
+from windowfit.fitting.validate import check_request
 
 TAU_BENCH = ("corpus", "transcripts", "openai_chat", "sierra-research_tau-bench__gpt-4o-airline.json")
 CLAUDE_TRACE = ("corpus", "transcripts", "anthropic_messages", "zkcpku_claude-trace-dev__test-traffic.jsonl")
@@ -109,3 +113,28 @@ def test_claude_trace_request_bodies_load_and_round_trip(shared_dir: Path) -> No
         assert build_report(t, est).tokens > est.preamble(t)
         assert anthropic.request_to_json(t) == canonical_anthropic(body)
     assert largest == (27, 11, 11)
+
+
+@pytest.mark.parametrize("to", ["anthropic", "openai"])
+def test_claude_trace_requests_become_bodies_that_can_be_sent(shared_dir: Path, to: Dialect) -> None:
+    # Issue 7 item 6: every logged request, fitted and written for either API, keeps the
+    # model, max_tokens, system and tools it recorded, and passes the provider's rules.
+    path = corpus_file(shared_dir, CLAUDE_TRACE)
+    transcripts = load(Input(str(path)))
+    assert len(transcripts) > 1 and all(t.format == "anthropic_log" for t in transcripts)
+    with_tools = 0
+    for t in transcripts:
+        recorded = orjson.loads(t.extra)
+        fitted = fit(t, budget=10_000)
+        if not fitted.plan.fits:
+            continue
+        body = orjson.loads(write_transcript(fitted.transcript, to=to))
+        written = transcript_from_body(body, dialect=to)
+        assert check_request(written, to) == ()
+        assert body["model"] == recorded["model"]
+        assert body["max_tokens" if to == "anthropic" else "max_completion_tokens"] == recorded["max_tokens"]
+        assert len(body.get("tools", ())) == len(t.tools)
+        assert bool(written.system) == bool(t.system)
+        with_tools += bool(t.tools)
+        assert missing_parts(fitted.transcript, to=to) == ()
+    assert with_tools > 0
