@@ -513,6 +513,7 @@ def too_long_cases(draw: st.DrawFn) -> tuple[Transcript, int, int]:
 NUMBER = re.compile(r"\d[\d,]*")
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(too_long_cases())
 def test_too_long_cause_numbers_are_the_smallest_request_and_true(case: tuple[Transcript, int, int]) -> None:
