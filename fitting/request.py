@@ -9,51 +9,37 @@ from typing import Any, Literal, TypeAlias
 
 import orjson
 
+from ._json import dumps, loads
 from .errors import Location, OptionError, UnknownShape
 from .estimate import Estimator, make_estimator
 from .fit import DEFAULTS, FitOptions, Plan, apply_plan, plan_fit
-from .formats import anthropic, openai
-from .formats.bodies import transcript_from_body
-from .formats.common import dumps, loads
+from .formats import format_of
 from .transcript import Dialect, Text, ToolDef, Transcript
+from .wire import anthropic
+from .wire.bodies import body_from_transcript, transcript_from_body
 
 Target: TypeAlias = Literal["auto", "same", "anthropic", "openai"]
 """What ``fit`` writes: ``same`` keeps the input's shape (messages JSONL or a
 request body; refused for logs), ``anthropic``/``openai`` a request body, and
-``auto`` is ``same`` where that works and the transcript's own dialect's body
-for logs (Claude Code sessions, Codex rollouts, ...)."""
-REQUEST_FORMATS = frozenset({"messages", "request"})
+``auto`` is ``same`` where the format writes back (``Format.write``) and the
+transcript's own dialect's body for logs (Claude Code sessions, Codex rollouts, ...)."""
 UNRECORDED_SYSTEM = frozenset({"claude_code", "codex"})
 """Logs of harnesses that send a system prompt but do not record it (other
 formats record what was sent, so no system prompt there means none was sent)."""
 
 
-def body_from_transcript(transcript: Transcript, *, to: Dialect | None = None) -> dict[str, Any]:
-    """A request body in ``to`` (default: the transcript's own dialect)."""
-    if (to or transcript.dialect) == "anthropic":
-        return anthropic.request_to_json(transcript)
-    return openai.request_to_json(transcript)
-
-
 def write_transcript(transcript: Transcript, *, to: Target = "auto") -> bytes:
     """The bytes ``windowfit fit`` writes (see ``Target``)."""
+    fmt = format_of(transcript)
     if to == "auto":
-        to = "same" if transcript.format in REQUEST_FORMATS else transcript.dialect
+        to = "same" if fmt is not None and fmt.writes_back else transcript.dialect
     if to != "same":
         return orjson.dumps(body_from_transcript(transcript, to=to), option=orjson.OPT_INDENT_2) + b"\n"
-    if transcript.format == "request":
-        return orjson.dumps(body_from_transcript(transcript), option=orjson.OPT_INDENT_2) + b"\n"
-    if transcript.format != "messages":
+    if fmt is None or fmt.write is None:
         error = OptionError(f"{transcript.format} files are logs, not requests: '--to same' cannot write one")
         error.hint = f"leave --to out to write an {transcript.dialect} request body, or pass --to anthropic|openai"
         raise error
-    body = body_from_transcript(transcript)
-    lines = []
-    if transcript.dialect == "anthropic" and "system" in body:
-        system = body["system"]
-        lines.append({"role": "system", "content": system})
-    lines.extend(body["messages"])
-    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    return fmt.write(transcript)
 
 
 def writes_body(transcript: Transcript, to: Target) -> bool:

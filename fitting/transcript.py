@@ -96,8 +96,6 @@ class ToolResult:
 
 
 Block: TypeAlias = Text | Thinking | ToolCall | ToolResult | Image | Other
-ContentBlock: TypeAlias = Text | Image | Other
-"""What may sit inside a tool result."""
 
 
 @dataclass(frozen=True, slots=True)

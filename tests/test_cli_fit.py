@@ -553,8 +553,8 @@ READ_TOOL = {
 
 
 def _body_passes_the_provider_rules(path: Path, dialect: Dialect) -> dict[str, Any]:
-    from windowfit.fitting.formats.bodies import transcript_from_body
     from windowfit.fitting.validate import check_request
+    from windowfit.fitting.wire.bodies import transcript_from_body
 
     body: dict[str, Any] = json.loads(path.read_bytes())
     transcript = transcript_from_body(body, dialect=dialect)

@@ -14,11 +14,12 @@ import orjson
 import pytest
 
 from windowfit.fitting import Estimator, Round, Transcript, build_report, fit, split_units
-from windowfit.fitting.formats import Input, anthropic, load, openai
-from windowfit.fitting.formats.bodies import transcript_from_body
+from windowfit.fitting.formats import Input, load
 from windowfit.fitting.request import missing_parts, write_transcript
 from windowfit.fitting.transcript import Dialect
 from windowfit.fitting.validate import check_request
+from windowfit.fitting.wire import anthropic, openai
+from windowfit.fitting.wire.bodies import transcript_from_body
 
 TAU_BENCH = ("corpus", "transcripts", "openai_chat", "sierra-research_tau-bench__gpt-4o-airline.json")
 CLAUDE_TRACE = ("corpus", "transcripts", "anthropic_messages", "zkcpku_claude-trace-dev__test-traffic.jsonl")

@@ -15,7 +15,7 @@ from typer.testing import Result
 
 from windowfit.fitting import Estimator, Thinking, Transcript
 from windowfit.fitting.errors import InvalidJson, UnknownShape
-from windowfit.fitting.formats import FORMATS, Input, detect, load_path
+from windowfit.fitting.formats import load_path
 from windowfit.fitting.formats.codex import sniff
 from windowfit.fitting.transcript import Other, Text, ToolCall, ToolResult
 from windowfit.fitting.validate import check_request
@@ -304,23 +304,6 @@ def test_malformed_item_is_located_or_skipped(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------
 # Detection
-
-
-def all_files() -> list[Path]:
-    files = sorted(p for p in DATA.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json", ".traj"))
-    corpus = require_shared("corpus", "transcripts")
-    return files + sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json", ".traj"))
-
-
-def test_exactly_one_sniffer_claims_each_file() -> None:
-    for path in all_files():
-        head = Input(str(path)).head()
-        claims = [name for name, fmt in FORMATS.items() if name != "messages" and fmt.sniff(head)]
-        assert len(claims) <= 1, (path, claims)  # none: plain messages, the fallback's
-        is_codex = path.parent.name == "codex"
-        assert (claims == ["codex"]) == is_codex, (path, claims)
-        if is_codex:
-            assert detect(Input(str(path))).name == "codex"
 
 
 def test_sniff_long_first_lines() -> None:

@@ -19,8 +19,9 @@ from typer.testing import Result
 
 from windowfit.fitting import ToolCall, ToolResult, Transcript
 from windowfit.fitting.errors import InvalidJson, UnknownShape
-from windowfit.fitting.formats import FORMATS, Input, detect, document, load_path
-from windowfit.fitting.formats.document import iter_members, scan_head
+from windowfit.fitting.formats import Input, _document, detect, load_path
+from windowfit.fitting.formats._document import iter_members
+from windowfit.fitting.formats._sniff import scan_head
 from windowfit.fitting.validate import check_request
 
 Run = Callable[..., Result]
@@ -267,7 +268,7 @@ def test_members_are_the_same_whatever_the_chunk_size(monkeypatch: pytest.Monkey
     text = '[\n  1234567,\n  -8.5e3, "a\\nb",\n  {"k": [1, 2, {"x": "é中"}]},\n  [],\n  null\n]\n'
     expected = json.loads(text)
     for chunk in range(1, 40):
-        monkeypatch.setattr(document, "CHUNK_CHARS", chunk)
+        monkeypatch.setattr(_document, "CHUNK_CHARS", chunk)
         members = list(iter_members(io.BytesIO(text.encode()), "t.json"))
         assert [m.value for m in members] == expected
         assert [m.line for m in members] == [2, 3, 3, 4, 5, 6]
@@ -275,7 +276,7 @@ def test_members_are_the_same_whatever_the_chunk_size(monkeypatch: pytest.Monkey
 
 
 def test_object_members_and_trailing_garbage(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(document, "CHUNK_CHARS", 3)
+    monkeypatch.setattr(_document, "CHUNK_CHARS", 3)
     members = list(iter_members(io.BytesIO(b'\xef\xbb\xbf{"a": 1, "b": {"c": []}}'), "t.json"))
     assert [(m.key, m.value) for m in members] == [("a", 1), ("b", {"c": []})]
     with pytest.raises(InvalidJson):
@@ -284,24 +285,6 @@ def test_object_members_and_trailing_garbage(monkeypatch: pytest.MonkeyPatch) ->
 
 # --------------------------------------------------------------------------
 # Sniffing
-
-
-def specific_claims(path: Path) -> set[str]:
-    """The formats other than the generic fallback that claim a file."""
-    head = Input(str(path)).head()
-    return {name for name, fmt in FORMATS.items() if name != "messages" and fmt.sniff(head)}
-
-
-def test_sniffers_claim_each_file_once() -> None:
-    shared = require_shared("corpus", "transcripts")
-    files = [p for p in sorted(shared.rglob("*")) if p.is_file() and p.suffix != ".md"]
-    files += [p for p in sorted(DATA.rglob("*")) if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")]
-    for path in files:
-        claims = specific_claims(path)
-        assert len(claims) <= 1, (path, claims)
-        mine = path.parent.name == "openai_chat"
-        assert (claims == {"openai_chat"}) == mine, (path, claims)
-        assert detect(Input(str(path))).name == (claims.pop() if claims else "messages")
 
 
 def test_head_shapes() -> None:

@@ -14,9 +14,10 @@ from typer.testing import Result
 from windowfit.fitting import Transcript
 from windowfit.fitting.errors import UnknownShape
 from windowfit.fitting.formats import Input, detect, load_path
-from windowfit.fitting.formats.responses import ItemReader, sniff
+from windowfit.fitting.formats.responses import sniff
 from windowfit.fitting.transcript import Source, Text, Thinking, ToolCall, ToolResult
 from windowfit.fitting.validate import check_request
+from windowfit.fitting.wire.responses import ItemReader
 
 RESPONSES = DATA / "responses"
 HERE = Source("<test>")

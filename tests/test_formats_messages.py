@@ -18,8 +18,9 @@ from windowfit.fitting.errors import (
     UnknownFormat,
     UnknownShape,
 )
-from windowfit.fitting.formats import Input, anthropic, discover, load, load_path, openai
+from windowfit.fitting.formats import Input, discover, load, load_path
 from windowfit.fitting.transcript import Skipped
+from windowfit.fitting.wire import anthropic, openai
 
 
 def jsonl(*values: Any) -> bytes:

@@ -24,7 +24,6 @@ import pytest
 
 from windowfit.fitting import make_estimator
 from windowfit.fitting.errors import UnknownShape
-from windowfit.fitting.formats.bodies import transcript_from_body
 from windowfit.fitting.notice import NOTICE
 from windowfit.fitting.request import (
     Fitter,
@@ -36,6 +35,7 @@ from windowfit.fitting.request import (
 )
 from windowfit.fitting.transcript import Dialect
 from windowfit.fitting.validate import check_request
+from windowfit.fitting.wire.bodies import transcript_from_body
 
 STUB_START = "[windowfit: tool result cleared]"
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}

@@ -6,7 +6,6 @@ request is a transcript; the response's ``usage`` is its measured size."""
 from __future__ import annotations
 
 import contextlib
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -17,12 +16,14 @@ from urllib.parse import urlsplit
 import orjson
 
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..transcript import Defect, Dialect, Skipped, Source, Transcript, Usage
+from ..transcript import Defect, Skipped, Source, Transcript, Usage
 from ..validate import check_messages
-from . import anthropic, messages
-from .document import HeadShape, is_document, iter_members, scan_head
-from .jsonl import LineReader
-from .registry import Format, Input
+from ..wire import anthropic
+from . import messages
+from ._document import is_document, iter_members
+from ._jsonl import LineReader
+from ._sniff import HeadShape, head_dialect, is_capture, scan_head
+from .base import Format, Input
 
 NAME = "anthropic_log"
 
@@ -37,41 +38,8 @@ class CapturedRequest(TypedDict, total=False):
     body: Any
 
 
-class CapturedResponse(TypedDict, total=False):
-    """``response`` of a claude-trace line: a JSON ``body``, or ``body_raw`` (server-sent events)."""
-
-    status_code: int
-    headers: dict[str, str]
-    body: Any
-    body_raw: str
-
-
 # --------------------------------------------------------------------------
-# Which dialect a logged body is in, from its first bytes (shared with openai_chat)
-
-_ANTHROPIC_MARKS = re.compile(
-    rb'"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"|"input_schema"\s*:|"cache_control"\s*:'
-)
-_OPENAI_MARKS = re.compile(
-    rb'"role"\s*:\s*"(?:system|developer|tool)"|"tool_calls"\s*:|"tool_call_id"\s*:|"type"\s*:\s*"function"'
-)
-
-
-def body_dialect(keys: tuple[str, ...], text: bytes) -> Dialect:
-    """The dialect of a body with ``messages`` whose keys and first bytes are
-    given: Anthropic if it has a top-level ``system`` or Anthropic blocks,
-    OpenAI if it has OpenAI shapes; undecided, a request log (``model`` or
-    ``max_tokens``) is Anthropic and a bare conversation is OpenAI."""
-    if "system" in keys or _ANTHROPIC_MARKS.search(text):
-        return "anthropic"
-    if _OPENAI_MARKS.search(text):
-        return "openai"
-    return "anthropic" if "model" in keys or "max_tokens" in keys else "openai"
-
-
-def is_capture(keys: tuple[str, ...], text: bytes) -> bool:
-    """An HTTP capture line: a ``request`` object wrapping the body."""
-    return bool(keys) and keys[0] == "request" and b'"body"' in text
+# Sniffing
 
 
 def sniff(head: bytes) -> bool:
@@ -89,7 +57,7 @@ def sniff(head: bytes) -> bool:
 
 
 def _anthropic(keys: tuple[str, ...], text: bytes) -> bool:
-    return body_dialect(keys, text) == "anthropic"
+    return head_dialect(keys, text) == "anthropic"
 
 
 # --------------------------------------------------------------------------
@@ -260,5 +228,4 @@ FORMAT = Format(
     description="Anthropic request logs: request bodies one per line, or HTTP captures wrapping them (claude-trace)",
     sniff=sniff,
     load=load,
-    writes_requests=False,
 )

@@ -14,13 +14,13 @@ from typing import Any, Literal, TypedDict, cast
 
 import orjson
 
+from .._json import dumps
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript, Usage
 from ..validate import check_messages
-from . import anthropic
-from .common import dumps
-from .jsonl import LineReader
-from .registry import Format, Input
+from ..wire import anthropic
+from ._jsonl import LineReader
+from .base import Format, Input
 
 NAME = "claude_code"
 NO_PREAMBLE_NOTE = "Claude Code does not record its system prompt or tools; estimates cover the messages only"
@@ -681,5 +681,4 @@ FORMAT = Format(
     description="Claude Code session JSONL (~/.claude/projects/<project>/<session>.jsonl), with subagents",
     sniff=sniff,
     load=load,
-    writes_requests=False,
 )

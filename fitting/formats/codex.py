@@ -23,12 +23,12 @@ from typing import Any
 
 import orjson
 
+from .._json import dumps
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolDef, Transcript, Usage
-from .common import dumps
-from .jsonl import LineReader
-from .registry import Format, Input
-from .responses import ItemReader, defects_of, item_type
+from ..wire.responses import ItemReader, defects_of, item_type
+from ._jsonl import LineReader
+from .base import Format, Input
 
 ENVELOPE_TYPES = frozenset({"session_meta", "response_item", "compacted", "turn_context", "event_msg"})
 LEGACY_HEADER_KEYS = frozenset({"id", "timestamp", "instructions", "git"})
@@ -339,5 +339,4 @@ FORMAT = Format(
     description="Codex CLI rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl), current and legacy layouts",
     sniff=sniff,
     load=load,
-    writes_requests=False,
 )

@@ -7,11 +7,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Dialect, Message, Skipped, Source, Transcript
-from . import anthropic, openai
-from .jsonl import LineReader, loads_document
-from .registry import Format, Input
+from ..wire import anthropic, openai
+from ..wire.bodies import body_from_transcript, transcript_from_body
+from ._jsonl import LineReader, loads_document
+from .base import Format, Input
+
+NAME = "messages"
+REQUEST = "request"
+"""The ``Transcript.format`` of a request body read from a file (or given to ``fit_request``)."""
 
 
 def message_from_json(obj: Any, source: Source) -> tuple[Message, Dialect | None]:
@@ -34,7 +41,7 @@ def transcript_from_objects(
     *,
     skip_invalid: bool,
     skipped: list[Skipped],
-    fmt: str = "messages",
+    fmt: str = NAME,
 ) -> Transcript:
     messages: list[Message] = []
     dialects: set[Dialect] = set()
@@ -62,13 +69,7 @@ def transcript_from_objects(
 def _document(data: bytes, path: str, *, skip_invalid: bool) -> Transcript:
     value = loads_document(data, path)
     if isinstance(value, dict) and "messages" in value:
-        is_openai = any(
-            isinstance(m, dict) and (openai.looks_openai(m) or m.get("role") == "system")
-            for m in value.get("messages") or ()
-        ) or any(isinstance(t, dict) and t.get("type") == "function" for t in value.get("tools") or ())
-        if is_openai and "system" not in value:
-            return openai.request_from_json(value, Source(path), "request")
-        return anthropic.request_from_json(value, Source(path), "request")
+        return transcript_from_body(value, source=Source(path), fmt=REQUEST)
     if isinstance(value, list):
         return transcript_from_objects(((None, m) for m in value), path, skip_invalid=skip_invalid, skipped=[])
     if isinstance(value, dict) and "role" in value:
@@ -97,10 +98,25 @@ def sniff(head: bytes) -> bool:
     return text.startswith((b"{", b"[")) and (b'"role"' in head or b'"messages"' in head)
 
 
+def write(transcript: Transcript) -> bytes:
+    """The fitted transcript in the shape it was read: a request body read
+    stays a body; messages are written one per line, an Anthropic system prompt
+    on a first ``role: system`` line."""
+    body = body_from_transcript(transcript)
+    if transcript.format == REQUEST:
+        return orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n"
+    lines = []
+    if transcript.dialect == "anthropic" and "system" in body:
+        lines.append({"role": "system", "content": body["system"]})
+    lines.extend(body["messages"])
+    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+
+
 FORMAT = Format(
-    name="messages",
+    name=NAME,
     description="messages JSONL (one Anthropic or OpenAI message per line) or one request body / message array",
     sniff=sniff,
     load=load,
-    writes_requests=True,
+    write=write,
+    variants=(REQUEST,),
 )

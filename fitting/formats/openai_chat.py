@@ -10,16 +10,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._json import dumps
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, ToolCall, ToolDef, ToolResult, Transcript
 from ..validate import check_messages
-from . import messages, openai
-from .anthropic import tool_from_json
-from .anthropic_log import body_dialect, is_capture
-from .common import dumps
-from .document import is_document, iter_members, locate_members, scan_head
-from .jsonl import LineReader
-from .registry import Format, Input
+from ..wire import openai
+from ..wire.anthropic import tool_from_json
+from . import messages
+from ._document import is_document, iter_members, locate_members
+from ._jsonl import LineReader
+from ._sniff import head_dialect, is_capture, scan_head
+from .base import Format, Input
 
 NAME = "openai_chat"
 CONVERSATION_KEYS = ("messages", "traj", "history", "conversation")
@@ -50,7 +51,7 @@ def sniff(head: bytes) -> bool:
         if is_capture(keys, shape.first_line):
             return False
         if "messages" in keys:
-            return body_dialect(keys, shape.first_line) == "openai"
+            return head_dialect(keys, shape.first_line) == "openai"
         # Items holding a conversation under a key of their own, or with other keys first (tau-bench).
         return any(k in keys for k in CONVERSATION_KEYS[1:]) or (bool(keys) and b'"role"' in head)
     if shape.opening == "{":
@@ -62,7 +63,7 @@ def sniff(head: bytes) -> bool:
             "messages" in keys
             and shape.lines_of_values
             and not is_capture(keys, shape.first_line)
-            and body_dialect(keys, shape.first_line) == "openai"
+            and head_dialect(keys, shape.first_line) == "openai"
         )
     return False
 
@@ -339,5 +340,4 @@ FORMAT = Format(
     "a SWE-agent trajectory's history, or one per line",
     sniff=sniff,
     load=load,
-    writes_requests=False,
 )

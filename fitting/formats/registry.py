@@ -1,87 +1,98 @@
-"""What a format is, and the input a loader reads (a file or stdin bytes)."""
+"""The file formats windowfit reads, in the order detection tries them: the one
+place a new format is added. Also choosing a format for an input, loading it,
+and finding the transcript files in folders."""
 
 from __future__ import annotations
 
-import io
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
 
+from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
+from . import anthropic_log, claude_code, codex, messages, openai_chat, responses
+from .base import Format, Input
 
-SNIFF_BYTES = 65536
+SPECIFIC: tuple[Format, ...] = (
+    codex.FORMAT,
+    responses.FORMAT,
+    claude_code.FORMAT,
+    openai_chat.FORMAT,
+    anthropic_log.FORMAT,
+)
+"""Formats recognised by marks of their own, tried in this order. Their
+sniffers never overlap, so the order decides nothing but speed and a stable
+answer: codex, responses and claude_code look for their line or item types
+(``payload`` envelopes, Responses item types, ``parentUuid``/``sessionId``),
+which the others never carry; openai_chat and anthropic_log split request
+bodies and conversations by the same tests (``_sniff.head_dialect`` and
+``_sniff.is_capture``), one taking each answer. tests/test_formats_registry.py
+checks every sample file and corpus transcript is claimed by at most one."""
+
+FALLBACK: Format = messages.FORMAT
+"""Tried when no specific format claims the input: plain messages, one per
+line, or one request body or message array (it accepts JSON with a ``role`` or
+``messages`` anywhere in its first bytes, which is why it comes last)."""
+
+FORMATS: dict[str, Format] = {f.name: f for f in (*SPECIFIC, FALLBACK)}
+"""Every format by name, in detection order (what ``--from`` lists)."""
+
+SUFFIXES = (".jsonl", ".json", ".traj")
+"""File names a folder search picks up."""
 
 
-@dataclass(frozen=True, slots=True)
-class Input:
-    """A file on disk, or bytes already read (stdin); ``path`` names it in errors."""
+def detect(source: Input) -> Format:
+    """The specific format whose sniffer accepts the input's first bytes, else
+    the fallback if it does."""
+    head = source.head()
+    if not head.strip():
+        raise EmptyTranscript(Location(source.path), "the file is empty")
+    for fmt in SPECIFIC:
+        if fmt.sniff(head):
+            return fmt
+    if FALLBACK.sniff(head):
+        return FALLBACK
+    raise UnknownFormat(
+        Location(source.path),
+        "not a transcript format windowfit knows",
+        hint=f"pass --from with one of: {', '.join(FORMATS)}",
+    )
 
-    path: str
-    data: bytes | None = None
 
-    def open(self) -> BinaryIO:
-        return io.BytesIO(self.data) if self.data is not None else open(self.path, "rb")
+def get_format(name: str) -> Format:
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise UnknownFormat(
+            Location(name), f"unknown format {name!r}", hint=f"known formats: {', '.join(FORMATS)}"
+        ) from None
 
-    def head(self, size: int = SNIFF_BYTES) -> bytes:
-        """The first bytes, without a UTF-8 byte order mark."""
-        if self.data is not None:
-            head = self.data[:size]
+
+def format_of(transcript: Transcript) -> Format | None:
+    """The format whose loader gave ``transcript`` (None for a name no format owns)."""
+    return next((f for f in FORMATS.values() if transcript.format in (f.name, *f.variants)), None)
+
+
+def load(source: Input, *, fmt: str | None = None, skip_invalid: bool = False) -> tuple[Transcript, ...]:
+    """Every transcript in one input (most files hold exactly one)."""
+    chosen = get_format(fmt) if fmt else detect(source)
+    return chosen.load(source, skip_invalid=skip_invalid)
+
+
+def load_path(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = False) -> tuple[Transcript, ...]:
+    return load(Input(str(path)), fmt=fmt, skip_invalid=skip_invalid)
+
+
+def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Files named, and transcript files found recursively in directories (sorted).
+    A Claude Code ``<session>/subagents/`` file is left out when its session file
+    is found too: loading the session loads it."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+            if not found:
+                raise NoTranscripts(Location(str(path)), "no transcript files (*.jsonl, *.json) in this directory")
+            listed = set(found)
+            yield from (p for p in found if claude_code.session_of(p) == p or claude_code.session_of(p) not in listed)
         else:
-            with open(self.path, "rb") as f:
-                head = f.read(size)
-        return head[3:] if head.startswith(b"\xef\xbb\xbf") else head
-
-    def read_all(self) -> bytes:
-        return self.data if self.data is not None else Path(self.path).read_bytes()
-
-    def lines(self) -> Iterator[bytes]:
-        with self.open() as f:
-            yield from f
-
-    def is_document(self) -> bool:
-        """True if the input is one JSON document rather than JSON Lines: its
-        first non-blank line is not a complete JSON value on its own."""
-        import orjson
-
-        with self.open() as f:
-            for number, line in enumerate(f):
-                if number == 0 and line.startswith(b"\xef\xbb\xbf"):
-                    line = line[3:]
-                if not line.strip():
-                    continue
-                if line.lstrip().startswith(b"//"):
-                    return False
-                try:
-                    value = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    # A document spread over lines, or JSON Lines whose first line is broken:
-                    # in the second case the next non-blank line is a whole value. A broken
-                    # first line opening an array is a document (a message line is an object).
-                    if line.lstrip().startswith(b"["):
-                        return True
-                    if line.strip().startswith(b"{") and line.strip().endswith(b"}"):
-                        return False  # shaped like a whole object: a broken JSON Lines line
-                    for nxt in f:
-                        if nxt.strip():
-                            try:
-                                return not isinstance(orjson.loads(nxt), dict)
-                            except orjson.JSONDecodeError:
-                                return True
-                    return True
-                if f.read(4096).strip():
-                    return False
-                return isinstance(value, list) or (isinstance(value, dict) and "role" not in value)
-        return False
-
-
-@dataclass(frozen=True, slots=True)
-class Format:
-    """A transcript format: how to recognise it and how to load it."""
-
-    name: str
-    description: str
-    sniff: Callable[[bytes], bool]
-    load: Callable[..., tuple[Transcript, ...]]
-    writes_requests: bool
-    """Whether ``--to same`` can write this format (a request, not a log)."""
+            yield path

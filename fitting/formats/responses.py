@@ -1,257 +1,27 @@
-"""OpenAI Responses API items (``message``, ``reasoning``, ``function_call`` /
-``function_call_output``, custom and local shell calls) read into neutral
-messages, and the ``responses`` format: a JSON array of items, a request body
-``{"input": [...]}``, or JSON Lines with one item per line."""
+"""The "responses" format: OpenAI Responses API input items in a file, as a
+JSON array of items, a request body ``{"input": [...]}``, or JSON Lines with
+one item per line (the items themselves are read by ``wire.responses``)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from itertools import chain, pairwise
+from itertools import chain
 from typing import Any
 
 import orjson
 
+from .._json import dumps
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..images import decoded_size, sniff_dimensions
-from ..transcript import (
-    Block,
-    Defect,
-    Image,
-    Message,
-    Skipped,
-    Source,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolDef,
-    ToolResult,
-    Transcript,
-)
-from ..validate import check_messages
-from .anthropic import tool_from_json
-from .common import dumps, other_block
-from .document import Member, is_document, iter_members, locate_members, scan_head
-from .jsonl import LineReader
-from .openai import _arguments_json
-from .registry import Format, Input
+from ..transcript import Block, Skipped, Source, Text, Transcript
+from ..wire.responses import ITEM_TYPES, ItemReader, defects_of, item_type, tool_from_json
+from ._document import Member, is_document, iter_members, locate_members
+from ._jsonl import LineReader
+from ._sniff import scan_head
+from .base import Format, Input
 
-CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
-OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
-ASSISTANT_ONLY = frozenset({"reasoning", "web_search_call"})
-ITEM_TYPES = CALLS | OUTPUTS | ASSISTANT_ONLY | {"message"}
-"""The item types read into messages; any other (``ghost_snapshot``,
-``compaction``, ``item_reference``, ...) is counted by the caller and skipped."""
-
-LOCAL_SHELL = "local_shell"
-"""The tool name given to ``local_shell_call`` items, which carry none."""
-
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
-
-
-def item_type(item: dict[str, Any]) -> str:
-    """An item's type; an item with a ``role`` and no type is a message (the API's "easy" input)."""
-    kind = item.get("type")
-    if isinstance(kind, str):
-        return kind
-    return "message" if "role" in item else ""
-
-
-def _image(part: dict[str, Any]) -> Block:
-    """``input_image`` as an image block written back in the Chat Completions shape."""
-    url = part.get("image_url")
-    if not isinstance(url, str) or not url:
-        return other_block("input_image", part)
-    chat: dict[str, Any] = {"type": "image_url", "image_url": {"url": url}}
-    if isinstance(part.get("detail"), str):
-        chat["image_url"]["detail"] = part["detail"]
-    if url.startswith("data:") and ";base64," in url:
-        media, data = url[5:].split(";base64,", 1)
-        dims = sniff_dimensions(data)
-        return Image(media, decoded_size(data), dims[0] if dims else None, dims[1] if dims else None, dumps(chat))
-    return Image("", 0, None, None, dumps(chat))
-
-
-def content_blocks(raw: Any, where: Location) -> tuple[Block, ...]:
-    """A message's (or an output's) content: a string or a list of parts."""
-    if raw is None:
-        return ()
-    if isinstance(raw, str):
-        return (Text(raw),) if raw else ()
-    if not isinstance(raw, list):
-        raise UnknownShape(where, "'content' must be a string or a list of parts")
-    blocks: list[Block] = []
-    for part in raw:
-        if isinstance(part, str):
-            blocks.append(Text(part))
-        elif not isinstance(part, dict):
-            raise UnknownShape(where, "a content part must be an object")
-        elif part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str):
-            blocks.append(Text(part["text"]))
-        elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
-            blocks.append(Text(part["refusal"]))
-        elif part.get("type") == "input_image":
-            blocks.append(_image(part))
-        else:
-            blocks.append(other_block(str(part.get("type")), part))
-    return tuple(blocks)
-
-
-def _output_content(raw: Any, where: Location) -> tuple[tuple[Block, ...], bool]:
-    """A call's output and whether it reports a failure. Sent as it is: a JSON
-    *string* holding JSON (Codex's ``{"output": ..., "metadata": ...}``) stays
-    that string, escapes and all. Older Codex wrote a failure as ``{content, success}``."""
-    if isinstance(raw, dict) and "content" in raw:
-        return content_blocks(raw.get("content"), where), raw.get("success") is False
-    if isinstance(raw, dict):
-        return (Text(dumps(raw)),), False
-    return content_blocks(raw, where), False
-
-
-def _reasoning_text(item: dict[str, Any]) -> str:
-    """The readable part of a reasoning item: its summaries and any plain reasoning
-    text. ``encrypted_content`` is opaque base64 and is never counted."""
-    texts = []
-    for key in ("summary", "content"):
-        for part in item.get(key) or ():
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-    return "\n\n".join(texts)
-
-
-def _call_id(item: dict[str, Any], kind: str, where: Location) -> str:
-    """The id that pairs a call with its output; local shell items may carry only ``id``."""
-    call_id = item.get("call_id") or (item.get("id") if kind.startswith("local_shell") else None)
-    if not isinstance(call_id, str) or not call_id:
-        raise UnknownShape(where, f"a {kind} item needs a 'call_id'")
-    return call_id
-
-
-def _call(item: dict[str, Any], kind: str, where: Location) -> ToolCall:
-    call_id = _call_id(item, kind, where)
-    if kind == "function_call":
-        raw = item.get("arguments")
-        compact = _arguments_json(raw)
-        return ToolCall(
-            call_id, str(item.get("name", "")), compact, "", raw if isinstance(raw, str) and raw != compact else ""
-        )
-    if kind == "custom_tool_call":
-        # A freeform tool's input is raw text (e.g. an apply_patch body), not JSON: it is
-        # kept as {"input": text}, the object a function-shaped request can carry.
-        return ToolCall(call_id, str(item.get("name", "")), dumps({"input": item.get("input", "")}))
-    return ToolCall(call_id, LOCAL_SHELL, dumps(item.get("action") or {}))
-
-
-@dataclass(slots=True)
-class ItemReader:
-    """Builds messages from Responses items, one at a time, in order.
-
-    Consecutive model-side items (reasoning, assistant text, tool calls) make
-    ONE assistant message, so parallel calls share it; each output becomes a
-    ``tool`` message; developer and system messages become ``system`` messages.
-    """
-
-    messages: list[Message] = field(default_factory=list)
-    call_lines: dict[str, int | None] = field(default_factory=dict)
-    """Where each call was read (for defects)."""
-    reasoning_items: int = 0
-    _blocks: list[Block] = field(default_factory=list)
-    _source: Source | None = None
-
-    @property
-    def begun(self) -> int:
-        """Messages read so far, counting the assistant message still being built."""
-        return len(self.messages) + (self._source is not None)
-
-    def role_at(self, index: int) -> str:
-        """The role of message ``index`` (the one being built is an assistant)."""
-        return self.messages[index].role if index < len(self.messages) else "assistant"
-
-    def close(self) -> None:
-        """End the assistant message being built, if any."""
-        if self._source is not None:
-            self.messages.append(Message("assistant", tuple(self._blocks), self._source))
-            self._blocks, self._source = [], None
-
-    def _assistant(self, blocks: Iterable[Block], source: Source) -> None:
-        if self._source is None:
-            self._source = source
-        self._blocks.extend(blocks)
-
-    def _append(self, message: Message) -> None:
-        self.close()
-        self.messages.append(message)
-
-    def add(self, item: dict[str, Any], source: Source) -> bool:
-        """Read one item. False when its type is not one that becomes a message
-        (the caller counts it); raises ``UnknownShape`` for a malformed item."""
-        where = Location(source.path, source.line)
-        kind = item_type(item)
-        if kind == "message":
-            role = item.get("role")
-            content = content_blocks(item.get("content"), where)
-            if role == "assistant":
-                self._assistant(content, source)
-            elif role == "user":
-                self._append(Message("user", content, source))
-            elif role in ("developer", "system"):
-                extra = dumps({"role": "developer"}) if role == "developer" else ""
-                self._append(Message("system", content, source, extra))
-            else:
-                raise UnknownShape(where, f"unknown message role {role!r}")
-        elif kind == "reasoning":
-            self.reasoning_items += 1
-            self._assistant((Thinking(_reasoning_text(item)),), source)
-        elif kind in CALLS:
-            call = _call(item, kind, where)
-            self.call_lines.setdefault(call.id, source.line)
-            self._assistant((call,), source)
-        elif kind == "web_search_call":
-            self._assistant((other_block(kind, item),), source)
-        elif kind in OUTPUTS:
-            call_id = _call_id(item, kind, where)
-            content, failed = _output_content(item.get("output"), where)
-            self._append(Message("tool", (ToolResult(call_id, content, failed),), source))
-        else:
-            return False
-        return True
-
-    def finish(self) -> list[Message]:
-        self.close()
-        return self.messages
-
-
-def defects_of(messages: list[Message], starts: Iterable[int], call_lines: dict[str, int | None]) -> list[Defect]:
-    """Calls without results and results without calls, per context segment
-    (a compaction's replacement history repeats earlier calls: not a defect)."""
-    bounds = sorted({0, *starts, len(messages)})
-    defects = []
-    for a, b in pairwise(bounds):
-        for v in check_messages(messages[a:b], "openai"):
-            source = v.source
-            if v.kind == "unanswered-call" and call_lines.get(v.call_id) is not None:
-                source = Source(source.path, call_lines[v.call_id])
-            defects.append(Defect(source, v.kind, v.detail))
-    return defects
-
-
-# --------------------------------------------------------------------------
-# The "responses" format
-
-
-def _tool(obj: Any, where: Location) -> ToolDef | None:
-    """A Responses tool definition (flat ``{type: function, name, parameters}``)
-    in the Chat Completions shape; None for built-in tools (web search, ...)."""
-    if not isinstance(obj, dict):
-        raise UnknownShape(where, "a tool definition must be an object")
-    if obj.get("type") == "function" and "function" not in obj:
-        fn = {k: obj[k] for k in ("name", "description", "parameters", "strict") if k in obj}
-        return tool_from_json({"type": "function", "function": fn}, where)
-    if obj.get("type") == "function":
-        return tool_from_json(obj, where)
-    return None
+NAME = "responses"
 
 
 def _transcript(
@@ -283,7 +53,7 @@ def _transcript(
     system: tuple[Block, ...] = ()
     if isinstance(body.get("instructions"), str) and body["instructions"]:
         system = (Text(body["instructions"]),)
-    tools = [_tool(t, where) for t in body.get("tools") or ()]
+    tools = [tool_from_json(t, where) for t in body.get("tools") or ()]
     kept = tuple(t for t in tools if t is not None)
     notes = []
     if len(kept) < len(tools):
@@ -298,7 +68,7 @@ def _transcript(
         tools=kept,
         messages=tuple(messages),
         source=Source(path),
-        format="responses",
+        format=NAME,
         dialect="openai",
         skipped=tuple(skipped),
         extra=dumps({"model": body["model"]}) if isinstance(body.get("model"), str) else "",
@@ -397,9 +167,8 @@ def sniff(head: bytes) -> bool:
 
 
 FORMAT = Format(
-    name="responses",
+    name=NAME,
     description='OpenAI Responses API input items: a JSON array, a body {"input": [...]}, or one item per line',
     sniff=sniff,
     load=load,
-    writes_requests=False,
 )

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from .._json import dumps, extras, loads, merge_extra, other_block
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
@@ -22,8 +23,7 @@ from ..transcript import (
     ToolResult,
     Transcript,
 )
-from .anthropic import tool_from_json
-from .common import dumps, extras, loads, merge_extra, other_block
+from .anthropic import block_to_json, tool_from_json
 
 _MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 _REQUEST = frozenset({"messages", "tools"})
@@ -58,7 +58,7 @@ def _content_from_json(raw: Any, where: Location) -> tuple[Block, ...]:
     raise UnknownShape(where, "message 'content' must be a string, a list of parts, or null")
 
 
-def _arguments_json(raw: Any) -> str:
+def arguments_json(raw: Any) -> str:
     """Compact JSON of a call's arguments (a JSON string in this API)."""
     if isinstance(raw, str):
         try:
@@ -99,7 +99,7 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
                 ToolCall(
                     call["id"],
                     str(fn.get("name", "")),
-                    compact := _arguments_json(raw_args),
+                    compact := arguments_json(raw_args),
                     extras(call, frozenset({"id", "type", "function"})),
                     raw_args if isinstance(raw_args, str) and raw_args != compact else "",
                 )
@@ -164,13 +164,7 @@ def _part_to_json(block: Block) -> dict[str, Any]:
         return {"type": "text", "text": block.text}
     if isinstance(block, Other):
         return {"type": "text", "text": block.raw}
-    return {"type": "text", "text": dumps(block_summary(block))}
-
-
-def block_summary(block: Block) -> Any:
-    from .anthropic import block_to_json
-
-    return block_to_json(block)
+    return {"type": "text", "text": dumps(block_to_json(block))}
 
 
 def _content_to_json(blocks: tuple[Block, ...]) -> str | list[dict[str, Any]]:
@@ -180,11 +174,6 @@ def _content_to_json(blocks: tuple[Block, ...]) -> str | list[dict[str, Any]]:
     if len(blocks) == 1 and isinstance(blocks[0], Text):
         return blocks[0].text
     return [_part_to_json(b) for b in blocks]
-
-
-def _arguments_text(call: ToolCall) -> str:
-    """The arguments string to send: as received, else the compact input."""
-    return call.arguments or call.input_json
 
 
 def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
-"""Reading one large JSON document piece by piece: the members of its top-level
-array or object, each with the line it starts on, without holding the file;
-and a look at the keys of a JSON value from its first bytes (for sniffers)."""
+"""Private: reading one large JSON document piece by piece (the members of its
+top-level array or object, each with the line it starts on, without holding the
+file), and telling a JSON document from JSON Lines."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ..errors import InvalidJson, InvalidUtf8, Location
-from .registry import SNIFF_BYTES, Input
+from ._sniff import scan_head
+from .base import SNIFF_BYTES, Input
 
 CHUNK_CHARS = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
@@ -166,93 +167,6 @@ def locate_members(text: str, start: int = 0) -> Iterator[tuple[str | None, int,
         if text[pos : pos + 1] != ",":
             return
         pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-
-
-# --------------------------------------------------------------------------
-# Sniffing from the first bytes
-
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|"')
-
-
-@dataclass(frozen=True, slots=True)
-class HeadShape:
-    """What the first bytes of an input show about its first JSON value."""
-
-    opening: str
-    """``{``, ``[`` or "" (not a container)."""
-    keys: tuple[str, ...]
-    """Keys of the first value (an object), as far as the bytes go."""
-    item_opening: str
-    """For an array: how its first item opens (``{``, ``[``, or "")."""
-    item_keys: tuple[str, ...]
-    """For an array whose first item is an object: that item's keys seen."""
-    complete: bool
-    """The first value ends within the bytes."""
-    more: bool
-    """Another value follows the first one (JSON Lines)."""
-    multiline: bool
-    """The first value spans several lines (a pretty-printed document)."""
-    first_line: bytes
-    """The bytes of the first value (up to the end of the bytes seen)."""
-
-    @property
-    def lines_of_values(self) -> bool:
-        """JSON Lines, or maybe (one long line not seen to its end)."""
-        return self.more or (not self.complete and not self.multiline)
-
-
-def scan_head(head: bytes) -> HeadShape:
-    """The shape of the first JSON value in ``head``, read tolerantly (the
-    bytes may end anywhere). Skips ``//`` comment lines before it."""
-    text = head.lstrip()
-    while text.startswith(b"//"):
-        text = text.partition(b"\n")[2].lstrip()
-    opening = text[:1].decode("ascii", "replace")
-    if opening not in ("[", "{"):
-        return HeadShape("", (), "", (), False, False, False, text.partition(b"\n")[0])
-    keys: list[str] = []
-    item_keys: list[str] = []
-    item_opening = ""
-    depth = 0
-    end: int | None = None
-    previous = b""
-    first_item_done = False
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        if token == b'"':
-            break  # a string cut by the end of the bytes
-        if token in (b"{", b"["):
-            depth += 1
-            if opening == "[" and depth == 2 and not item_opening:
-                item_opening = token.decode()
-        elif token in (b"}", b"]"):
-            depth -= 1
-            first_item_done = first_item_done or depth == 1
-            if depth == 0:
-                end = match.end()
-                break
-        elif token == b":" and previous.startswith(b'"'):
-            try:
-                key = json.loads(previous)
-            except ValueError:
-                key = ""
-            if depth == 1 and opening == "{":
-                keys.append(key)
-            elif depth == 2 and opening == "[" and item_opening == "{" and not first_item_done:
-                item_keys.append(key)
-        previous = token
-    value = text[:end] if end is not None else text
-    rest = text[end:].strip() if end is not None else b""
-    return HeadShape(
-        opening,
-        tuple(keys),
-        item_opening,
-        tuple(item_keys),
-        end is not None,
-        bool(rest),
-        b"\n" in value.rstrip(),
-        value,
-    )
 
 
 def is_document(source: Input) -> bool:

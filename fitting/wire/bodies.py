@@ -1,4 +1,5 @@
-"""Request bodies as dicts: which dialect one is in, and reading it."""
+"""Request bodies as dicts, in either dialect: which dialect one is in, reading
+one into a transcript, and writing a transcript as one."""
 
 from __future__ import annotations
 
@@ -23,6 +24,13 @@ def body_dialect(body: Mapping[str, Any]) -> Dialect:
     if any(isinstance(t, dict) and t.get("type") == "function" for t in body.get("tools") or ()):
         return "openai"
     return "anthropic"
+
+
+def body_from_transcript(transcript: Transcript, *, to: Dialect | None = None) -> dict[str, Any]:
+    """A request body in ``to`` (default: the transcript's own dialect)."""
+    if (to or transcript.dialect) == "anthropic":
+        return anthropic.request_to_json(transcript)
+    return openai.request_to_json(transcript)
 
 
 def transcript_from_body(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._json import dumps, extras, loads, merge_extra, other_block
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
@@ -19,14 +20,12 @@ from ..transcript import (
     ToolResult,
     Transcript,
 )
-from .common import dumps, extras, loads, merge_extra, other_block
 
 _TEXT = frozenset({"type", "text"})
 _THINKING = frozenset({"type", "thinking"})
 _TOOL_USE = frozenset({"type", "id", "name", "input"})
 _TOOL_RESULT = frozenset({"type", "tool_use_id", "content", "is_error"})
 _MESSAGE = frozenset({"role", "content"})
-_TOOL = frozenset({"name", "description", "input_schema"})
 _REQUEST = frozenset({"system", "tools", "messages"})
 BLOCK_TYPES = frozenset(
     {

@@ -1,4 +1,4 @@
-"""Reading JSON and JSON Lines with located errors (file, line, column)."""
+"""Private: reading JSON and JSON Lines with located errors (file, line, column)."""
 
 from __future__ import annotations
 

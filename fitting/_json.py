@@ -1,4 +1,6 @@
-"""Small pieces the dialect modules share: compact JSON and extras."""
+"""Private JSON plumbing shared by the wire shapes and the file formats: compact
+JSON text, the keys a shape does not model (kept to be written back), and
+blocks kept verbatim with their base64 payloads left uncounted."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ..transcript import JsonText, Other
+from .transcript import JsonText, Other
 
 
 def dumps(value: Any) -> JsonText:

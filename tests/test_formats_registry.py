@@ -1,0 +1,102 @@
+"""The format registry: at most one specific sniffer claims any real file (none:
+the messages fallback), and whether ``--to same`` works is the format's own say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import DATA, require_shared
+
+from windowfit.fitting.errors import OptionError, UnknownFormat
+from windowfit.fitting.formats import FALLBACK, FORMATS, SPECIFIC, Input, detect, format_of, load_path
+from windowfit.fitting.request import write_transcript
+from windowfit.fitting.wire.bodies import transcript_from_body
+
+SUFFIXES = (".jsonl", ".json", ".traj")
+FORMAT_OF_FOLDER = {
+    "anthropic_log": "anthropic_log",
+    "anthropic_messages": "anthropic_log",  # the corpus files claude-trace captures under the API's name
+    "claude_code": "claude_code",
+    "codex": "codex",
+    "openai_chat": "openai_chat",
+    "responses": "responses",
+}
+"""The format of a file, by the folder it sits in (tests/data and the corpus);
+files anywhere else (tests/data/fit, replay, report) are plain messages."""
+
+
+def transcript_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+
+
+def expected_format(path: Path, root: Path) -> str | None:
+    """The specific format the file's folder names, or None for plain messages."""
+    return next((FORMAT_OF_FOLDER[d] for d in path.relative_to(root).parts[:-1] if d in FORMAT_OF_FOLDER), None)
+
+
+def claims(path: Path) -> list[str]:
+    head = Input(str(path)).head()
+    return [fmt.name for fmt in SPECIFIC if fmt.sniff(head)]
+
+
+def check_detection(root: Path) -> set[str | None]:
+    """Checks every transcript file under ``root``; the formats they are in."""
+    seen = set()
+    for path in transcript_files(root):
+        expected = expected_format(path, root)
+        assert claims(path) == ([expected] if expected else []), path
+        assert detect(Input(str(path))).name == (expected or FALLBACK.name), path
+        seen.add(expected)
+    return seen
+
+
+def test_each_sample_file_is_claimed_by_its_own_format_or_falls_back_to_messages() -> None:
+    assert check_detection(DATA) == {*FORMAT_OF_FOLDER.values(), None}
+
+
+def test_each_corpus_transcript_is_claimed_by_exactly_its_own_format() -> None:
+    corpus = require_shared("corpus", "transcripts")
+    assert check_detection(corpus) == {"anthropic_log", "claude_code", "codex", "openai_chat"}
+
+
+def test_the_fallback_comes_after_every_specific_format() -> None:
+    assert FALLBACK.name == "messages"
+    assert FALLBACK not in SPECIFIC
+    assert list(FORMATS) == [*(f.name for f in SPECIFIC), FALLBACK.name]
+
+
+def test_input_that_no_format_accepts_is_an_unknown_format(tmp_path: Path) -> None:
+    path = tmp_path / "notes.jsonl"
+    path.write_text('{"note": "no role, no messages"}\n')
+    assert claims(path) == []
+    with pytest.raises(UnknownFormat, match="not a transcript format"):
+        detect(Input(str(path)))
+
+
+# --------------------------------------------------------------------------
+# Writing back
+
+
+def test_only_the_messages_format_writes_back() -> None:
+    assert {name for name, fmt in FORMATS.items() if fmt.writes_back} == {"messages"}
+
+
+@pytest.mark.parametrize("path", transcript_files(DATA), ids=lambda p: str(p.relative_to(DATA)))
+def test_to_same_works_exactly_for_formats_that_write_back(path: Path) -> None:
+    for transcript in load_path(path, skip_invalid=True):
+        fmt = format_of(transcript)
+        assert fmt is not None and transcript.format in (fmt.name, *fmt.variants)
+        if fmt.writes_back:
+            assert write_transcript(transcript, to="same") == write_transcript(transcript)
+        else:
+            with pytest.raises(OptionError, match="'--to same' cannot write one"):
+                write_transcript(transcript, to="same")
+
+
+def test_a_request_body_belongs_to_the_messages_format() -> None:
+    body = {"system": "s", "messages": [{"role": "user", "content": "hi"}]}
+    transcript = transcript_from_body(body)
+    assert transcript.format == "request"
+    assert format_of(transcript) is FALLBACK
+    assert write_transcript(transcript, to="same").startswith(b'{\n  "system"')
