@@ -23,9 +23,6 @@ Target: TypeAlias = Literal["auto", "same", "anthropic", "openai"]
 request body; refused for logs), ``anthropic``/``openai`` a request body, and
 ``auto`` is ``same`` where the format writes back (``Format.write``) and the
 transcript's own dialect's body for logs (Claude Code sessions, Codex rollouts, ...)."""
-UNRECORDED_SYSTEM = frozenset({"claude_code", "codex"})
-"""Logs of harnesses that send a system prompt but do not record it (other
-formats record what was sent, so no system prompt there means none was sent)."""
 
 
 def write_transcript(transcript: Transcript, *, to: Target = "auto") -> bytes:
@@ -68,7 +65,8 @@ def missing_parts(transcript: Transcript, *, to: Dialect | None = None) -> tuple
         missing.append("model")
     if dialect == "anthropic" and "max_tokens" not in body:
         missing.append("max_tokens")
-    if not transcript.system and transcript.format in UNRECORDED_SYSTEM:
+    fmt = format_of(transcript)
+    if not transcript.system and fmt is not None and not fmt.records_system:
         missing.append("system")
     if not transcript.tools and any(m.tool_calls for m in transcript.messages):
         missing.append("tools")

@@ -114,6 +114,9 @@ class Format:
     """``--to same``: None for logs (a session, a rollout, a capture), which are not requests."""
     variants: tuple[str, ...] = ()
     """Other ``Transcript.format`` values its loader gives (``messages``: ``request``, a request body)."""
+    records_system: bool = True
+    """False for logs of harnesses that send a system prompt and tool definitions but do not record them
+    (Claude Code, Codex): there, no system prompt in the file does not mean none was sent."""
 
     @property
     def writes_back(self) -> bool:

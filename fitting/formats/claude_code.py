@@ -681,4 +681,5 @@ FORMAT = Format(
     description="Claude Code session JSONL (~/.claude/projects/<project>/<session>.jsonl), with subagents",
     sniff=sniff,
     load=load,
+    records_system=False,
 )

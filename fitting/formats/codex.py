@@ -339,4 +339,5 @@ FORMAT = Format(
     description="Codex CLI rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl), current and legacy layouts",
     sniff=sniff,
     load=load,
+    records_system=False,
 )
