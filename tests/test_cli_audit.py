@@ -217,7 +217,10 @@ def test_unknown_tokenizer_is_a_usage_error(run_cli: Run, at_root: None) -> None
     result = run_cli("audit", BILINGUAL, "-t", "gpt-17")
     assert result.exit_code == ExitCode.USAGE
     assert "unknown tokenizer 'gpt-17'" in result.stderr
-    assert "known tokenizers: cl100k_base, mistral-tekken, claude-legacy" in result.stderr
+    assert (
+        "known tokenizers: cl100k_base, o200k_base, llama3, llama4, qwen, deepseek, mistral-tekken, mistral-v3, "
+        "claude-legacy" in result.stderr
+    )
 
 
 def test_bad_input_exits_3(run_cli: Run, tmp_path: Path) -> None:

