@@ -14,15 +14,19 @@ committed; ``calibrate.py`` turns it into numbers.
 from __future__ import annotations
 
 import argparse
+import base64
+import difflib
 import gettext
 import gzip
 import hashlib
 import io
 import json
 import os
+import random
 import re
 import subprocess
 import sys
+import textwrap
 import unicodedata
 import zipfile
 from collections import defaultdict
@@ -164,6 +168,32 @@ CODE_PACKAGES = {
     "bash-completion": "code:shell",
     "perl-modules-5.36": "code:perl",
 }
+AGENT_CODE_PACKAGES = {
+    # more source packages for the agent-transcript kinds (diffs, line-numbered reads): a package split needs many
+    "python3-attr": "python",
+    "python3-click": "python",
+    "python3-packaging": "python",
+    "python3-yaml": "python",
+    "librust-rand-dev": "rust",
+    "librust-syn-dev": "rust",
+    "golang-golang-x-text-dev": "go",
+}
+MINIFIED_PACKAGES = (
+    "libjs-jquery",
+    "libjs-bootstrap4",
+    "libjs-bootstrap5",
+    "libjs-jquery-ui",
+    "libjs-underscore",
+    "libjs-d3",
+    "libjs-popper.js",
+    "libjs-highlight.js",
+    "libjs-sphinxdoc",
+    "libjs-moment",
+    "libjs-chart.js",
+    "libjs-leaflet",
+    "libjs-vue",
+    "node-typescript",
+)
 DATA_PACKAGES = (
     "iso-codes",
     "node-mdn-data",
@@ -184,7 +214,8 @@ def packages() -> list[str]:
     names += [f"libreoffice-help-{c}" for c in LIBREOFFICE_HELP]
     names += [f"libreoffice-l10n-{c}" for c in LIBREOFFICE_UI]
     names += [f"firefox-esr-l10n-{c}" for c in FIREFOX]
-    return names + list(CODE_PACKAGES) + list(DATA_PACKAGES)
+    names += list(CODE_PACKAGES) + list(AGENT_CODE_PACKAGES) + list(DATA_PACKAGES)
+    return list(dict.fromkeys([*names, *MINIFIED_PACKAGES]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,14 +317,28 @@ def html_text(path: Path) -> str:
 
 
 def man_text(path: Path) -> str:
-    """A man page rendered by man-db to plain UTF-8, without its indentation."""
+    """A man page rendered by man-db to plain UTF-8, without its indentation (cached under ``OUT/man``)."""
+    cached = OUT / "man" / (hashlib.sha1(str(path).encode()).hexdigest() + ".txt")
+    if cached.exists():
+        return cached.read_text(encoding="utf-8")
+    text = _render_man(path)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_text(text, encoding="utf-8")
+    return text
+
+
+def _render_man(path: Path) -> str:
     env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "MANWIDTH": "100", "MAN_KEEP_FORMATTING": ""}
-    run = subprocess.run(
-        ["man", "--no-hyphenation", "--no-justification", "-l", str(path)],
-        capture_output=True,
-        env=env,
-        timeout=60,
-    )
+    try:
+        run = subprocess.run(
+            ["man", "--no-hyphenation", "--no-justification", "-l", str(path)],
+            capture_output=True,
+            env=env,
+            timeout=300,
+        )
+    except subprocess.TimeoutExpired:  # a busy machine: skip the page rather than the corpus
+        print(f"man timed out: {path}", file=sys.stderr)
+        return ""
     text = run.stdout.decode("utf-8", errors="replace")
     return "\n".join(line.strip() for line in text.splitlines()) + "\n"
 
@@ -560,7 +605,7 @@ def encoded(roots: dict[str, Path]) -> Iterator[Document]:
         files = sorted(str(p.relative_to(roots[name])) for p in roots[name].rglob("*") if p.is_file())
         run = subprocess.run(["sha256sum", *files], cwd=roots[name], capture_output=True, check=True)
         yield Document(f"sha256sum:{name}", "hashes", name, run.stdout.decode("utf-8", "replace"))
-    for name in ("libjs-jquery", "libjs-bootstrap4", "node-typescript"):
+    for name in MINIFIED_PACKAGES:
         for f in sorted(roots[name].rglob("*.min.*")):
             if f.suffix in (".js", ".css") and not f.is_symlink():
                 yield Document(f"{name}:{f.name}", "code:minified", name, f.read_text("utf-8", errors="replace"))
@@ -585,6 +630,200 @@ def package_docs(roots: dict[str, Path]) -> Iterator[Document]:
             yield Document(f"{name}:{f.name}", "markdown", name, text)
 
 
+# --- what agent transcripts carry: tool results ------------------------------------
+
+
+AGENT_SUFFIXES = {"python": (".py",), "c": (".c", ".h"), "rust": (".rs",), "go": (".go",), "js": (".js",)}
+
+
+def source_files(roots: dict[str, Path]) -> Iterator[tuple[str, str, Path, Path]]:
+    """(package, language, root, file) for the code packages' source files, minified code left out."""
+    packages = {**{p: k.split(":")[1] for p, k in CODE_PACKAGES.items()}, **AGENT_CODE_PACKAGES}
+    for package, lang in sorted(packages.items()):
+        if lang not in AGENT_SUFFIXES:
+            continue
+        root = roots[package]
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(AGENT_SUFFIXES[lang]))
+        for f in sample([f for f in files if not f.is_symlink() and ".min." not in f.name], str, 40):
+            yield package, lang, root, f
+
+
+def mutate(lines: list[str], seed: str) -> list[str]:
+    """A plausible edit of a source file: some lines changed, some deleted, some added (deterministic)."""
+    rng = random.Random(seed)
+    out = []
+    for line in lines:
+        r = rng.random()
+        if r < 0.03:
+            continue  # deleted
+        if r < 0.08 and line.strip():
+            words = re.findall(r"[A-Za-z_]\w*", line)
+            if words:  # rename one identifier, as a refactoring does
+                word = rng.choice(words)
+                line = re.sub(rf"\b{re.escape(word)}\b", word[: max(1, len(word) // 2)] + "_", line)
+        out.append(line)
+        if r > 0.97:
+            out.append(rng.choice(lines))  # a line copied from elsewhere
+    return out
+
+
+def diffs(roots: dict[str, Path]) -> Iterator[Document]:
+    """Unified diffs of real source files against a plausible edit of them (``git diff`` style)."""
+    for package, lang, root, f in source_files(roots):
+        old = f.read_text("utf-8", errors="replace").splitlines(keepends=True)
+        new = mutate(old, str(f.relative_to(root)))
+        name = str(f.relative_to(root))
+        header = f"diff --git a/{name} b/{name}\n"
+        body = "".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}", n=3))
+        yield Document(f"{package}:{name}#diff", f"diff:{lang}", package, header + body)
+
+
+def numbered_reads(roots: dict[str, Path]) -> Iterator[Document]:
+    """Source files as file-reading tools return them: ``cat -n`` and the ``N→`` style."""
+    for package, _lang, root, f in source_files(roots):
+        lines = f.read_text("utf-8", errors="replace").splitlines()
+        name = str(f.relative_to(root))
+        if hashlib.sha1(name.encode()).digest()[0] % 2:
+            text = "".join(f"{i:6}\t{line}\n" for i, line in enumerate(lines, 1))
+            yield Document(f"{package}:{name}#cat-n", "read:cat-n", package, text)
+        else:
+            text = "".join(f"{i:6}\u2192{line}\n" for i, line in enumerate(lines, 1))
+            yield Document(f"{package}:{name}#arrow", "read:arrow", package, text)
+
+
+def base64_files(roots: dict[str, Path]) -> Iterator[Document]:
+    """Real binary files in base64, wrapped at 76 (MIME, PEM) or as one line (data URLs, JSON fields)."""
+    for package in ("python3-numpy", "libjs-jquery-ui", "libjs-leaflet", "libjs-mathjax-unused", "libjs-highlight.js"):
+        if package not in roots:
+            continue
+        files = [p for p in roots[package].rglob("*") if p.is_file() and not p.is_symlink()]
+        binaries = [p for p in files if p.suffix in (".so", ".png", ".gif", ".gz", ".woff", ".ttf", ".npy")]
+        for f in sample(binaries, str, 12):
+            data = f.read_bytes()[:30_000]
+            encoded = base64.b64encode(data).decode()
+            wrapped = hashlib.sha1(f.name.encode()).digest()[0] % 2
+            text = "\n".join(textwrap.wrap(encoded, 76)) + "\n" if wrapped else encoded
+            yield Document(f"{package}:{f.relative_to(roots[package])}#base64", "base64:file", package, text)
+
+
+def shell_output(roots: dict[str, Path]) -> Iterator[Document]:
+    """What shell tools print inside an agent's session: ``ls -la``, ``find``, ``grep -rn``."""
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "TZ": "UTC"}
+    for package in sorted({*CODE_PACKAGES, *AGENT_CODE_PACKAGES}):
+        root = roots[package]
+        for name, argv in (
+            ("ls -laR", ["ls", "-laR", "--time-style=long-iso", "."]),
+            ("find", ["find", ".", "-type", "f"]),
+            ("grep -rn", ["grep", "-rn", "-E", r"(def |fn |func |function |return )", "."]),
+        ):
+            run = subprocess.run(argv, cwd=root, capture_output=True, env=env, timeout=120)
+            out = run.stdout.decode("utf-8", "replace")
+            for i, chunk in enumerate(chunks(out, 20_000)):
+                if i < 3:
+                    yield Document(f"shell:{name}:{package}#{i}", "shell", package, chunk)
+
+
+TEST_MODULES = (
+    "test_json",
+    "test_csv",
+    "test_textwrap",
+    "test_difflib",
+    "test_string",
+    "test_heapq",
+    "test_bisect",
+    "test_fractions",
+    "test_statistics",
+    "test_shlex",
+    "test_base64",
+    "test_enum",
+)
+
+
+def test_runs(roots: dict[str, Path]) -> Iterator[Document]:
+    """Test-runner output: CPython's own test suites run by unittest and by pytest, verbose."""
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0"}
+    pytest = ROOT / ".venv" / "bin" / "python"
+    for module in TEST_MODULES:
+        run = subprocess.run(
+            [sys.executable, "-m", "unittest", "-v", f"test.{module}"], capture_output=True, env=env, timeout=600
+        )
+        out = (run.stdout + run.stderr).decode("utf-8", "replace")
+        for i, chunk in enumerate(chunks(out, 20_000)):
+            yield Document(f"unittest:{module}#{i}", "tests", f"cpython:{module}", chunk)
+        if pytest.exists():
+            run = subprocess.run(
+                [str(pytest), "-m", "pytest", "-v", "-p", "no:cacheprovider", "--pyargs", f"test.{module}"],
+                capture_output=True,
+                env=env,
+                timeout=600,
+                cwd="/tmp",
+            )
+            out = (run.stdout + run.stderr).decode("utf-8", "replace")
+            for i, chunk in enumerate(chunks(out, 20_000)):
+                yield Document(f"pytest:{module}#{i}", "tests", f"cpython:{module}", chunk)
+
+
+def lockfiles(roots: dict[str, Path]) -> Iterator[Document]:
+    """Lock and checksum files: Rust's ``.cargo-checksum.json`` as shipped, and pip ``--require-hashes``
+    requirements made from the packages' own file hashes."""
+    for package in sorted(roots):
+        if not package.startswith("librust-"):
+            continue
+        for f in sorted(roots[package].rglob(".cargo-checksum.json")):
+            yield Document(f"{package}:{f.relative_to(roots[package])}", "lockfile", package, f.read_text())
+    for package in sorted({*CODE_PACKAGES, *AGENT_CODE_PACKAGES, *MINIFIED_PACKAGES}):
+        root = roots[package]
+        lines = []
+        for f in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink())[:300]:
+            digest = hashlib.sha256(f.read_bytes()).hexdigest()
+            stem = re.sub(r"[^A-Za-z0-9]+", "-", f.stem).strip("-").lower() or "file"
+            version = f"{len(f.name) % 7}.{f.stat().st_size % 20}.{len(str(f)) % 10}"
+            lines.append(f"{stem}=={version} \\\n    --hash=sha256:{digest}\n")
+        yield Document(f"{package}:requirements.txt", "lockfile", package, "".join(lines))
+
+
+PROSE_EMOJI = (
+    "\u2705",
+    "\U0001f680",
+    "\u26a0\ufe0f",
+    "\U0001f4dd",
+    "\U0001f527",
+    "\u2728",
+    "\U0001f41b",
+    "\U0001f4a1",
+    "\U0001f389",
+    "\u274c",
+    "\U0001f4e6",
+    "\U0001f50d",
+    "\U0001f44d",
+    "\U0001f525",
+    "\U0001f4ca",
+    "\U0001f9ea",
+)
+
+
+def after_sentences(line: str, rng: random.Random) -> str:
+    """``line`` with an emoji after some of its sentences."""
+    return re.sub(r"\. ", lambda _m: ". " + rng.choice(PROSE_EMOJI) + " " if rng.random() < 0.3 else ". ", line)
+
+
+def emoji_prose(roots: dict[str, Path]) -> Iterator[Document]:
+    """English prose with emoji inside it, as chat models write status updates: at line starts and after sentences."""
+    base = roots["manpages"] / "usr/share/man"
+    pages = sorted(p for p in base.glob("man[1-8]/*") if p.is_file())
+    for page in sample(pages, lambda p: "emoji:" + str(p), MAX_DOCS * 2):
+        rng = random.Random(str(page))
+        out = []
+        for line in man_text(page).splitlines():
+            if line and rng.random() < 0.25:
+                line = rng.choice(PROSE_EMOJI) + " " + line
+            line = after_sentences(line, rng)
+            out.append(line)
+        yield Document(
+            f"manpages:{page.relative_to(base)}#emoji", "emoji:prose", f"manpages:{page.name}", "\n".join(out)
+        )
+
+
 SOURCES: tuple[Source, ...] = (
     man_pages,
     handbook,
@@ -601,6 +840,13 @@ SOURCES: tuple[Source, ...] = (
     logs,
     encoded,
     package_docs,
+    diffs,
+    numbered_reads,
+    base64_files,
+    shell_output,
+    test_runs,
+    lockfiles,
+    emoji_prose,
 )
 
 
