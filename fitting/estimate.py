@@ -8,11 +8,10 @@ estimator. Their constants live in ``rules.json`` beside this module.
 
 Counting is done by C code: ``str.isascii`` for pure ASCII, the UTF-8 lead
 bytes (``bytes.translate``) for the rest, and one compiled character class for
-CJK only when 3- or 4-byte characters are present. A ``ClassRule`` maps each
-character's 256-code-point block (its UTF-16 high byte; UTF-32 when astral
-characters are present) to a class with ``bytes.translate``; inside a block that
-two classes share, the low byte decides, selected by an integer AND. Counts are
-popcounts of 0/1 translations, whose cost does not depend on how classes mix.
+CJK only when 3- or 4-byte characters are present. A ``ClassRule`` deletes
+ASCII classes byte by byte (``bytes.translate``) and sorts the rest by the
+UTF-16 high byte of each character (its 256-code-point block), falling back to
+a compiled character class only inside a block that two classes share.
 Estimates use integer weights: exact, or fixed-point rounded up (never below
 the exact value) when the exact denominator would be a big integer.
 """
@@ -305,72 +304,51 @@ def _overlaps(r: tuple[int, int], ranges: Iterable[tuple[int, int]]) -> bool:
     return any(a <= r[1] and r[0] <= b for a, b in ranges)
 
 
-_PLANES = 17
-_NOT_COUNTED = 0
-"""Table value for a position a pass must skip; class ``i`` is coded ``i + 1``."""
+_HIGH_SURROGATE_BYTES = range(0xD8, 0xDC)
+_LOW_SURROGATE_BYTES = range(0xDC, 0xE0)
+_ASTRAL_RUN = re.compile("[\U00010000-\U0010ffff]+")
+
+
+def _char_set(ranges: Iterable[tuple[int, int]]) -> str:
+    return "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+
+
+def _run_pattern(ranges: Iterable[tuple[int, int]]) -> re.Pattern[str]:
+    return re.compile(f"[{_char_set(ranges)}]+")
+
+
+def _count_runs(pattern: re.Pattern[str], text: str) -> int:
+    """How many characters of ``text`` ``pattern`` (a run of a character class) matches."""
+    return len(text) - len(pattern.sub("", text))
 
 
 @dataclass(frozen=True, slots=True)
 class _Split:
-    """One 256-code-point block that several classes share: its main class (the
-    one that takes the remainder) and, per low byte, the code of every other class."""
+    """Inside one 256-code-point block that several classes share: the classes
+    other than the block's main one, each with its compiled character class."""
 
     main: int
-    low_codes: bytes
-    """Per low byte: ``j + 1`` for ``others[j]``, ``_NOT_COUNTED`` for the main class."""
-    others: tuple[int, ...]
-    select: bytes
-    """Per key byte: 0xFF for this block's key, 0x00 for every other (a mask, by ``bytes.translate``)."""
-
-
-def _eq_table(key: int) -> bytes:
-    return bytes(0xFF if b == key else 0 for b in range(256))
-
-
-_ONE_AT = tuple(bytes(int(b == value) for b in range(256)) for value in range(256))
-"""Per byte value, a translation table that maps that value to 1 and every other to 0."""
-
-
-def _tally(codes: bytes) -> dict[int, int]:
-    """How often each byte value occurs in ``codes``, in passes whose cost does not depend on
-    how the values mix: ``bytes.count`` and deleting with ``bytes.translate`` both slow down
-    many times over on a mix (a branch per match), so a long ``codes`` is counted by mapping
-    one value to 1 and the rest to 0 and counting the set bits of the result as one integer.
-    The values come from a sample; the most frequent takes the remainder; any the sample
-    missed are found by deleting the sampled ones (which deletes nearly everything, cheaply)."""
-    n = len(codes)
-    if n <= 256:
-        return {code: codes.count(code) for code in set(codes)}
-    sample = codes[:: n // 256]
-    found = set(sample)
-    top = max(found, key=sample.count)
-    tally = {code: int.from_bytes(codes.translate(_ONE_AT[code]), "little").bit_count() for code in found - {top}}
-    rest = codes.translate(None, bytes(found))
-    while rest:  # values the sample missed: rare by construction
-        code = rest[0]
-        kept = rest.translate(None, bytes((code,)))
-        tally[code] = len(rest) - len(kept)
-        rest = kept
-    tally[top] = n - sum(tally.values())
-    return tally
+    others: tuple[tuple[int, re.Pattern[str]], ...]
 
 
 class _ClassCounter:
     """Counts characters per class with C-level passes (see the module docstring)."""
 
-    __slots__ = ("ascii_codes", "block_codes", "n", "plane_codes", "splits")
+    __slots__ = ("ascii_chain", "astral", "block_codes", "codes", "fallback", "n", "splits", "whole_run")
 
     SPLIT_BASE = 0x80
-    """Block codes from here on name a ``_Split``; below, class ``i`` is ``i + 1``."""
+    """Block codes from here on name a ``_Split``; below, a class index."""
+    HIGH = 0xFE
+    LOW = 0xFF
 
     def __init__(self, classes: tuple[CharClass, ...]) -> None:
         self.n = len(classes)
-        if self.n >= self.SPLIT_BASE - 1:
-            raise ValueError(f"at most {self.SPLIT_BASE - 2} classes, not {self.n}")
+        if self.n >= self.SPLIT_BASE:
+            raise ValueError(f"at most {self.SPLIT_BASE - 1} classes, not {self.n}")
         fallbacks = [i for i, c in enumerate(classes) if not c.ranges]
         if len(fallbacks) != 1:
             raise ValueError("exactly one class must have no ranges (it takes every code point no other class names)")
-        fallback = fallbacks[0]
+        self.fallback = fallbacks[0]
         explicit = [(i, r) for i, c in enumerate(classes) for r in c.ranges]
         for _, (a, b) in explicit:
             if not 0 <= a <= b <= MAX_CODE_POINT:
@@ -390,105 +368,125 @@ class _ClassCounter:
             if len({_group_of(r) for r in c.ranges}) > 1:
                 raise ValueError(f"class {c.name!r} mixes ASCII, CJK and other code points")
 
-        # ASCII: each byte's class, by one bytes.translate.
-        ascii_of = bytearray(256)
+        # ASCII: one delete-set per class, most frequent classes first (each pass shrinks the bytes).
+        ascii_of = bytearray(128)
         for i, (a, b) in explicit:
             for cp in range(a, min(b, 0x7F) + 1):
                 ascii_of[cp] = i
-        self.ascii_codes = bytes(ascii_of)
+        order = sorted({ascii_of[cp] for cp in range(128)}, key=lambda i: -sum(1 for x in ascii_of if x == i))
+        self.ascii_chain = tuple((i, bytes(cp for cp in range(128) if ascii_of[cp] == i)) for i in order)
 
-        # Per plane, a code per 256-code-point block (the UTF-16 or UTF-32 high byte of a character):
-        # its class, or a _Split when classes share the block (then the low byte decides).
-        def class_at(block: int, lo: int) -> int:
-            cp = (block << 8) | lo
-            for i, (a, b) in explicit:
-                if a <= cp <= b:
-                    return i
-            return fallback
-
+        # Above ASCII: a code per UTF-16 high byte (the block U+hh00-U+hhFF).
+        codes = bytearray(256)
         splits: list[_Split] = []
-        plane_codes = []
-        for plane in range(_PLANES):
-            codes = bytearray(256)
-            for hi in range(256):
-                block = (plane << 8) | hi
-                start, end = block << 8, (block << 8) | 0xFF
-                inside = {i for i, (a, b) in explicit if a <= end and start <= b}
-                named = sum(min(b, end) - max(a, start) + 1 for _, (a, b) in explicit if a <= end and start <= b)
-                if named < end - start + 1:
-                    inside.add(fallback)
-                if len(inside) == 1:
-                    codes[hi] = next(iter(inside)) + 1
-                    continue
-                # The main class holds the block's first code point: a position masked out reads
-                # as low byte 0, which must fall to the main class (it is never counted, it takes the rest).
-                main = class_at(block, 0)
-                per_low = [class_at(block, lo) for lo in range(256)]
-                others = tuple(sorted({i for i in per_low if i != main}))
-                low_codes = bytes(others.index(i) + 1 if i != main else _NOT_COUNTED for i in per_low)
-                if len(splits) >= 0xFF - self.SPLIT_BASE:
-                    raise ValueError("too many 256-code-point blocks are shared between classes")
-                codes[hi] = self.SPLIT_BASE + len(splits)
-                splits.append(_Split(main, low_codes, others, _eq_table(hi)))
-            plane_codes.append(bytes(codes))
-        self.plane_codes = tuple(plane_codes)
-        self.block_codes = plane_codes[0]
+        for hi in range(256):
+            if hi in _HIGH_SURROGATE_BYTES:
+                codes[hi] = self.HIGH
+                continue
+            if hi in _LOW_SURROGATE_BYTES:
+                codes[hi] = self.LOW
+                continue
+            block = (max(hi << 8, 0x80), (hi << 8) | 0xFF)
+            parts: dict[int, list[tuple[int, int]]] = {}
+            for i, (a, b) in explicit:
+                lo, up = max(a, block[0]), min(b, block[1])
+                if lo <= up:
+                    parts.setdefault(i, []).append((lo, up))
+            named = sum(up - lo + 1 for rs in parts.values() for lo, up in rs)
+            if named < block[1] - block[0] + 1:
+                parts.setdefault(self.fallback, [])  # the fallback takes the rest of the block
+            if len(parts) == 1:
+                codes[hi] = next(iter(parts))
+                continue
+            main = max(parts, key=lambda i: (not parts[i], sum(up - lo + 1 for lo, up in parts[i])))
+            others = tuple((i, _run_pattern(rs)) for i, rs in sorted(parts.items()) if i != main)
+            codes[hi] = self.SPLIT_BASE + len(splits)
+            splits.append(_Split(main, others))
+        if len(splits) > self.HIGH - self.SPLIT_BASE:
+            raise ValueError("too many 256-code-point blocks are shared between classes")
+        self.block_codes = bytes(codes)
+        self.codes = tuple(sorted(set(codes)))
         self.splits = tuple(splits)
+        # Runs of characters whose block is one class: cut away before the character classes of shared blocks run.
+        whole = [(max(hi << 8, 0x80), (hi << 8) | 0xFF) for hi in range(256) if codes[hi] < self.SPLIT_BASE]
+        self.whole_run = _run_pattern(whole)
+        astral: list[tuple[int, re.Pattern[str]]] = []
+        for i, c in enumerate(classes):
+            rs = [(max(a, 0x10000), b) for a, b in c.ranges if b >= 0x10000]
+            if rs:
+                astral.append((i, _run_pattern(rs)))
+        self.astral = tuple(astral)
 
     def count(self, text: str) -> list[int]:
         """Characters of ``text`` per class."""
         out = [0] * self.n
         if text.isascii():
-            for i, k in _tally(text.encode("ascii").translate(self.ascii_codes)).items():
-                out[i] = k
+            rest = text.encode("ascii")
+            last = len(self.ascii_chain) - 1
+            for k, (i, delete) in enumerate(self.ascii_chain):
+                if not rest:
+                    break
+                if k == last:
+                    out[i] += len(rest)
+                    break
+                kept = rest.translate(None, delete)
+                out[i] += len(rest) - len(kept)
+                rest = kept
             return out
-        units = text.encode("utf-16-be", "surrogatepass")
-        if len(units) == 2 * len(text):  # no astral character: one UTF-16 unit each
-            self._count_block_codes(units[::2], units, 2, self.block_codes, None, len(text), out)
-        else:
-            self._count_astral(text, out)
+        rest = text.encode("utf-8", "surrogatepass")
+        for i, delete in self.ascii_chain:
+            kept = rest.translate(None, delete)
+            out[i] += len(rest) - len(kept)
+            rest = kept
+        wide = rest.decode("utf-8", "surrogatepass")  # the characters above ASCII, in order
+        self._count_wide(wide, out)
         return out
 
-    def _count_astral(self, text: str, out: list[int]) -> None:
-        """Text with astral characters: UTF-32, one plane at a time."""
-        data = text.encode("utf-32-be", "surrogatepass")
-        planes = data[1::4]
-        for plane, n in _tally(planes).items():
-            mask = None if n == len(text) else int.from_bytes(planes.translate(_eq_table(plane)), "big")
-            self._count_block_codes(data[2::4], data, 4, self.plane_codes[plane], mask, n, out)
-
-    def _count_block_codes(
-        self, highs: bytes, data: bytes, width: int, table: bytes, mask: int | None, n: int, out: list[int]
-    ) -> None:
-        """Count ``n`` characters whose block bytes are ``highs`` (only where ``mask`` is 0xFF, if given):
-        whole blocks by their class code, shared blocks by their low bytes (``data[width - 1::width]``)."""
-        codes = highs.translate(table)
-        if mask is not None:  # the other planes' positions become _NOT_COUNTED
-            codes = (int.from_bytes(codes, "big") & mask).to_bytes(len(codes), "big")
-        lows: bytes | None = None
-        lows_int = 0
-        for code, k in _tally(codes).items():
-            if code == _NOT_COUNTED:
+    def _count_wide(self, wide: str, out: list[int]) -> None:
+        codes = wide.encode("utf-16-be", "surrogatepass")[::2].translate(self.block_codes)
+        # Delete one code at a time, the likeliest first (a text is mostly in one or two blocks).
+        first = (codes[0], codes[len(codes) // 2], codes[-1])
+        tally: dict[int, int] = {}
+        rest = codes
+        for code in (*dict.fromkeys(first), *self.codes):
+            if not rest:
+                break
+            if code in tally:
                 continue
-            if code < self.SPLIT_BASE:
-                out[code - 1] += k
-                continue
-            split = self.splits[code - self.SPLIT_BASE]
-            if lows is None:
-                lows = data[width - 1 :: width]
-                lows_int = int.from_bytes(lows, "big")
-            if k == n and mask is None:
-                selected = lows  # every character is in this block
+            kept = rest.translate(None, bytes((code,)))
+            if len(kept) != len(rest):
+                tally[code] = len(rest) - len(kept)
+                rest = kept
             else:
-                block_mask = int.from_bytes(highs.translate(split.select), "big")
-                if mask is not None:
-                    block_mask &= mask
-                selected = (block_mask & lows_int).to_bytes(len(lows), "big")
-            for j, m in _tally(selected.translate(split.low_codes)).items():
-                if j != _NOT_COUNTED:
-                    out[split.others[j - 1]] += m
-                    k -= m
-            out[split.main] += k
+                tally[code] = 0
+        shared = 0
+        for code, n in tally.items():
+            if code < self.SPLIT_BASE:
+                out[code] += n
+            else:
+                shared += n
+        if not shared:
+            return
+        # Few characters in shared blocks: look at those alone (one pass over long runs of the others).
+        narrow = self.whole_run.sub("", wide) if 4 * shared < len(codes) else wide
+        for code, n in tally.items():
+            if self.SPLIT_BASE <= code < self.HIGH and n:
+                split = self.splits[code - self.SPLIT_BASE]
+                for i, pattern in split.others:
+                    k = _count_runs(pattern, narrow)
+                    out[i] += k
+                    n -= k
+                out[split.main] += n
+        surrogates = tally.get(self.HIGH, 0) + tally.get(self.LOW, 0)
+        if surrogates:
+            astral = _count_runs(_ASTRAL_RUN, narrow)
+            named = 0
+            for i, pattern in self.astral:
+                k = _count_runs(pattern, narrow)
+                out[i] += k
+                named += k
+            # unnamed astral code points, and lone surrogates (two UTF-16 units per astral one)
+            out[self.fallback] += astral - named + surrogates - 2 * astral
 
 
 def _group_of(r: tuple[int, int]) -> Group:
@@ -514,6 +512,8 @@ class ClassRule:
     _cjk: tuple[int, ...] = field(init=False, repr=False, compare=False, hash=False, default=())
     """Indices of the classes in the seed's CJK class (the rest of the non-ASCII ones are "other")."""
     _other: tuple[int, ...] = field(init=False, repr=False, compare=False, hash=False, default=())
+    _ascii_prefix: int = field(init=False, repr=False, compare=False, hash=False, default=0)
+    """How many leading classes hold all of ASCII (0 when the ASCII classes do not come first)."""
     _counter: _ClassCounter | None = field(init=False, repr=False, compare=False, hash=False, default=None)
 
     def __post_init__(self) -> None:
@@ -528,6 +528,8 @@ class ClassRule:
         object.__setattr__(self, "_denominator", denominator)
         object.__setattr__(self, "_cjk", tuple(i for i, c in enumerate(self.classes) if c.group == "cjk"))
         object.__setattr__(self, "_other", tuple(i for i, c in enumerate(self.classes) if c.group == "other"))
+        ascii_ = [i for i, c in enumerate(self.classes) if c.group == "ascii"]
+        object.__setattr__(self, "_ascii_prefix", len(ascii_) if ascii_ == list(range(len(ascii_))) else 0)
         object.__setattr__(self, "_counter", _ClassCounter(self.classes))
 
     def scaled_overhead(self, factor: float) -> ClassRule:
@@ -557,7 +559,11 @@ class ClassRule:
             if counts.total == 0:
                 return 0
             raise ValueError(f"rule {self.name!r} needs counts made by its own count() ({len(self.classes)} classes)")
-        weighted: int = sum(map(mul, classes, self._weights))
+        if self._ascii_prefix and counts.ascii == counts.total:  # ASCII only: the other classes are 0
+            k = self._ascii_prefix
+            weighted: int = sum(map(mul, classes[:k], self._weights[:k]))
+        else:
+            weighted = sum(map(mul, classes, self._weights))
         return -(-weighted // self._denominator)
 
     def class_tokens(self, counts: CharCounts) -> tuple[float, ...]:
