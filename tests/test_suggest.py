@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from windowfit.fitting import SAFE, SEED, CharCounts, ClassRule, Estimator, ScriptRule, load_path, make_estimator
 from windowfit.fitting.audit import audit_tokenizer, audit_transcript
 from windowfit.fitting.errors import Unsuggestable
+from windowfit.fitting.estimate import ESTIMATORS
 from windowfit.fitting.suggest import (
     CEIL_MARGIN,
     MAX_CHARS_PER_TOKEN,
@@ -290,9 +291,10 @@ def test_solve_lp_is_feasible_and_optimal_over_every_vertex(
 
 @pytest.mark.slow
 def test_refitting_the_calibration_table_gives_the_committed_safe_constants() -> None:
-    """``benchmarks/calibrate/calibrate.py`` fits ``rules.json``'s safe rule with
+    """``benchmarks/calibrate/calibrate.py`` fits ``rules.json``'s safe rules with
     ``solve_lp``; run its fit on the committed per-document numbers (no corpus
-    needed) and get exactly the constants that ``rules.json`` holds."""
+    needed; the same fit and held-out split) and get exactly the constants that
+    ``rules.json`` holds, for ``safe`` and every ``safe-*`` variant."""
     root = Path(__file__).parents[1]
     spec = importlib.util.spec_from_file_location("calibrate", root / "benchmarks" / "calibrate" / "calibrate.py")
     assert spec is not None and spec.loader is not None
@@ -310,6 +312,7 @@ def test_refitting_the_calibration_table_gives_the_committed_safe_constants() ->
             calibrate.Doc(
                 row["id"],
                 row["kind"],
+                row["split"],
                 int(row["chars"]),
                 CharCounts(
                     int(row["seed:ascii"]),
@@ -318,8 +321,17 @@ def test_refitting_the_calibration_table_gives_the_committed_safe_constants() ->
                     tuple(int(row[n]) for n in names),
                 ),
                 tuple(int(row[f"tokens:{t}"]) for t in calibrate.TOKENIZERS),
+                row["unit"],
             )
             for row in csv.DictReader(f)
         ]
-    constants = calibrate.fit(docs, SAFE, margin=calibrate.MARGIN, decimals=calibrate.DECIMALS)
-    assert constants == {c.name: c.chars_per_token for c in SAFE.classes}
+    tokenizers = calibrate.TOKENIZERS
+    variants = [
+        calibrate.calibrate(name, docs, SAFE, [tokenizers.index(t) for t in family], calibrate.SAFETY)
+        for name, family in calibrate.VARIANTS.items()
+    ]
+    variants = [variants[0], *(calibrate.never_looser(v, variants[0], docs, SAFE) for v in variants[1:])]
+    for v in variants:
+        rule = ESTIMATORS[v.name]
+        assert isinstance(rule, ClassRule)
+        assert v.constants == {c.name: c.chars_per_token for c in rule.classes}, v.name
