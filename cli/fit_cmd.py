@@ -248,12 +248,14 @@ def fit(
                 f"[bold red]The smallest request, {plan.tokens_after:,} tokens, is "
                 f"{limits_phrase(plan, crossed(plan, window), budget, window)}.[/]"
             )
-        if before:
+        repaired_keys = {(r.defect, r.call_id) for r in plan.repairs}
+        kept_as_is = [v for v in before if v.key not in repaired_keys]
+        if kept_as_is:
             console.print(
-                f"[yellow]The input already breaks the provider's rules in {len(before)} place(s) "
+                f"[yellow]The input already breaks the provider's rules in {len(kept_as_is)} place(s) "
                 "(kept as they are):[/]"
             )
-            for v in before[:10]:
+            for v in kept_as_is[:10]:
                 console.print(f"  [yellow]{markup_safe(str(v))}[/]")
         if output and output != "-" and plan.fits:
             console.print(f"wrote {markup_safe(output)}")
@@ -384,7 +386,11 @@ def check(
             if p.cause:
                 summary += f" — {p.cause}"
             if format_ is CheckFormat.github:
-                if not f:  # annotations are for what needs a look: a passing file makes none
+                for r in p.repairs:  # a defect needs a look even in a passing file
+                    line = f",line={r.source.line}" if r.source.line else ""
+                    props = f"file={_gh(path, prop=True)}{line},title={_gh('windowfit ' + r.defect, prop=True)}"
+                    sys.stdout.write(f"::warning {props}::{_gh(r.why + ' (call ' + r.call_id + '; fit repairs it)')}\n")
+                if not f:  # errors are for what fails: a passing file makes none
                     continue
                 level = "error"
                 message = summary
@@ -399,6 +405,13 @@ def check(
                 out.print(
                     f"{mark} {markup_safe(path)}  [{OUTCOME_STYLE[p.outcome]}]{markup_safe(summary)}[/]", soft_wrap=True
                 )
+                for r in p.repairs:  # what fit repairs first: the input breaks the provider's rules here
+                    where = f"{r.source.path}:{r.source.line}" if r.source.line else r.source.path
+                    out.print(
+                        f"     [yellow]{markup_safe(where)}: {r.defect}: {markup_safe(r.why)} "
+                        f"(call {markup_safe(r.call_id)}; fit repairs it)[/]",
+                        soft_wrap=True,
+                    )
         if format_ is CheckFormat.text:
             n_failed = sum(1 for *_, f in rows if f)
             out.print(f"{len(rows)} checked, {n_failed} failed (fail on: {fail_on.value} or worse)")

@@ -220,14 +220,15 @@ def render_repairs(plan: Plan) -> RenderableType | None:
     if not plan.repairs:
         return None
     table = WholeTable(
-        title=f"Repaired {len(plan.repairs)} orphan(s) first, so the request is valid",
+        title=f"Repaired {len(plan.repairs)} defect(s) first, so the request is valid",
         title_justify="left",
         show_edge=False,
     )
-    for col in ("repair", "msg", "call id", "why"):
-        table.add_column(col, justify="right" if col == "msg" else "left")
+    for col in ("repair", "msg", "line", "call id", "why"):
+        table.add_column(col, justify="right" if col in ("msg", "line") else "left")
     for r in plan.repairs:
-        table.add_row(r.kind, str(r.message_index), markup_safe(r.call_id), markup_safe(r.why))
+        line = "" if r.source.line is None else str(r.source.line)
+        table.add_row(r.kind, str(r.message_index), line, markup_safe(r.call_id), markup_safe(r.why))
     return table
 
 

@@ -62,6 +62,10 @@ class UnknownFormat(InputError):
     """The file's format could not be detected, or the requested one does not exist."""
 
 
+class UnsendableRequest(InputError):
+    """The request made from the input is one no provider accepts (for example, no messages)."""
+
+
 class OptionError(WindowfitError):
     """An option value makes no sense (for example a negative budget)."""
 

@@ -381,9 +381,35 @@ def plan_fit(
             return replace(base, outcome="cleared", tokens_after=total, stages=(1,), batches=tuple(batches))
     stages = (1,) if batches else ()
 
+    note_tokens = est.message(_note_message()).tokens
+    if not working:
+        # Only the preamble, and it alone is over the budget (issue 8: an IndexError
+        # here): no turn or round to keep, so nothing can fit.
+        empty = (0, 0)
+        cause = _too_long(
+            tokens,
+            results,
+            base.candidates,
+            (),
+            0,
+            budget=budget,
+            preamble=preamble,
+            head=empty,
+            note=note_tokens,
+            opener=None,
+        )
+        return replace(
+            base,
+            outcome="too-long",
+            tokens_after=cause.tokens,
+            stages=stages,
+            head=empty,
+            note=TRUNCATION_NOTE,
+            too_long=cause,
+        )
+
     # Stage 2: the head, a note, and the newest whole turns that fit.
     head = _head(working)
-    note_tokens = est.message(_note_message()).tokens
     fixed = preamble + sum(tokens[head[0] : head[1]]) + note_tokens
     truncated = replace(base, batches=tuple(batches), head=head, note=TRUNCATION_NOTE)
     all_turns = split_turns(working)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from .estimate import CharCounts, Estimator
+from .repair import repair_defects
 from .transcript import (
     Defect,
     Dialect,
@@ -237,10 +238,18 @@ def build_report(
         session_messages=len(session.messages),
         session_tokens=session_tokens,
         usage=usage,
-        defects=session.defects,
+        defects=_defects(session, transcript),
         line_kinds=session.line_kinds,
         notes=session.notes,
     )
+
+
+def _defects(session: Transcript, live: Transcript) -> tuple[Defect, ...]:
+    """The loader's defects, then every defect ``fit`` would repair in the live
+    context that the loader did not already list (same kind, same line)."""
+    known = {(d.kind, d.source.path, d.source.line) for d in session.defects}
+    found = tuple(d for d in repair_defects(live) if (d.kind, d.source.path, d.source.line) not in known)
+    return session.defects + found
 
 
 def _usage_rows(session: Transcript, estimator: Estimator, preamble: int) -> tuple[UsageRow, ...]:

@@ -10,11 +10,12 @@ from typing import Any, Literal, TypeAlias
 import orjson
 
 from ._json import dumps, loads
-from .errors import Location, OptionError, UnknownShape
+from .errors import Location, OptionError, UnknownShape, UnsendableRequest
 from .estimate import Estimator, make_estimator
 from .fit import DEFAULTS, FitOptions, Plan, apply_plan, plan_fit
 from .formats import format_of
 from .transcript import Dialect, Text, ToolDef, Transcript
+from .validate import unsendable
 from .wire import anthropic
 from .wire.bodies import body_from_transcript, transcript_from_body
 
@@ -25,8 +26,21 @@ request body; refused for logs), ``anthropic``/``openai`` a request body, and
 transcript's own dialect's body for logs (Claude Code sessions, Codex rollouts, ...)."""
 
 
+def refuse_unsendable(transcript: Transcript) -> None:
+    """Raise ``UnsendableRequest`` when no provider would accept ``transcript``."""
+    why = unsendable(transcript)
+    if why is not None:
+        raise UnsendableRequest(
+            Location(transcript.source.path),
+            f"nothing sendable to write: {why}",
+            hint="run 'windowfit report' on the input to see its defects",
+        )
+
+
 def write_transcript(transcript: Transcript, *, to: Target = "auto") -> bytes:
-    """The bytes ``windowfit fit`` writes (see ``Target``)."""
+    """The bytes ``windowfit fit`` writes (see ``Target``). An empty or
+    unsendable request is never written: it raises ``UnsendableRequest``."""
+    refuse_unsendable(transcript)
     fmt = format_of(transcript)
     if to == "auto":
         to = "same" if fmt is not None and fmt.writes_back else transcript.dialect
@@ -168,12 +182,16 @@ class Fitter:
 
     def fit(self, body: Mapping[str, Any], *, dialect: Dialect | None = None) -> FittedRequest:
         """The body to send (same dialect), and the plan. A body that already
-        fits is returned as it is, not copied."""
+        fits and needed no repair is returned as it is, not copied; one that
+        needed repairs (an interrupted call, an orphan result) comes back
+        repaired, even when it fits (issue 8)."""
         transcript = transcript_from_body(body, dialect=dialect)
         plan = self.plan(transcript)
-        if plan.outcome == "fits" and not plan.notice_added:
+        if plan.outcome == "fits" and not plan.notice_added and not plan.repairs:
             return FittedRequest(body if isinstance(body, dict) else dict(body), plan)
-        return FittedRequest(body_from_transcript(apply_plan(transcript, plan)), plan)
+        fitted = apply_plan(transcript, plan)
+        refuse_unsendable(fitted)
+        return FittedRequest(body_from_transcript(fitted), plan)
 
 
 def fit_request(

@@ -28,7 +28,7 @@ from .fit import (
     repaired,
     too_long_message,
 )
-from .repair import Repair
+from .repair import Repair, RepairKind
 from .replay import Run
 from .report import Report, UsageRow
 from .suggest import Sample, decimal_text, estimate_over, rule_spec, tightest
@@ -263,9 +263,11 @@ class DroppedJson(TypedDict):
 
 
 class RepairJson(TypedDict):
-    kind: Literal["synthetic-result", "dropped-result"]
+    kind: RepairKind
+    defect: ViolationKind
     call_id: str
     message_index: int
+    line: int | None
     why: str
 
 
@@ -365,7 +367,14 @@ class FitDocument(TypedDict):
 
 
 def _repair(r: Repair) -> RepairJson:
-    return {"kind": r.kind, "call_id": r.call_id, "message_index": r.message_index, "why": r.why}
+    return {
+        "kind": r.kind,
+        "defect": r.defect,
+        "call_id": r.call_id,
+        "message_index": r.message_index,
+        "line": r.source.line,
+        "why": r.why,
+    }
 
 
 def _input_violation(v: Violation) -> InputViolationJson:
@@ -471,6 +480,14 @@ def plan_document(
 # check --format json
 
 
+class CheckedDefectJson(TypedDict):
+    kind: ViolationKind
+    repair: RepairKind
+    call_id: str
+    line: int | None
+    detail: str
+
+
 class CheckedJson(TypedDict):
     path: str
     name: str | None
@@ -481,6 +498,7 @@ class CheckedJson(TypedDict):
     crossed: Limit | None
     cause: str | None
     too_long: TooLongJson | None
+    defects: list[CheckedDefectJson]
 
 
 class CheckDocument(TypedDict):
@@ -520,6 +538,10 @@ def check_document(
                 "crossed": crossed(p, window),
                 "cause": p.cause or None,
                 "too_long": _too_long(p.too_long),
+                "defects": [
+                    {"kind": r.defect, "repair": r.kind, "call_id": r.call_id, "line": r.source.line, "detail": r.why}
+                    for r in p.repairs
+                ],
             }
             for t, p, failed in checked
         ],

@@ -8,10 +8,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from .transcript import Dialect, Message, Source, ToolResult, Transcript
+from .transcript import Dialect, Message, Source, Thinking, ToolResult, Transcript
 
 ViolationKind: TypeAlias = Literal[
-    "unanswered-call", "orphan-result", "result-in-wrong-role", "results-not-first", "duplicate-call-id"
+    "unanswered-call",
+    "orphan-result",
+    "duplicate-result",
+    "result-in-wrong-role",
+    "results-not-first",
+    "duplicate-call-id",
 ]
 
 
@@ -96,15 +101,29 @@ def check_messages(messages: Sequence[Message], dialect: Dialect = "anthropic") 
                     Violation("duplicate-call-id", i, call.id, message.source, f"tool call id {call.id} is used twice")
                 )
             seen_calls.add(call.id)
-        pending = {c.id: c for c in calls}
+        # A list, not a dict: a call id used twice in one message expects two results.
+        pending = list(calls)
+        answered: set[str] = set()
         j = i + 1
         while j < n and messages[j].role in ("user", "tool"):
             answers = [b for b in messages[j].content if isinstance(b, ToolResult)]
             if not answers:
                 break
             for r in answers:
-                if r.call_id in pending:
-                    del pending[r.call_id]
+                answers_call = next((c for c in pending if c.id == r.call_id), None)
+                if answers_call is not None:
+                    pending.remove(answers_call)
+                    answered.add(r.call_id)
+                elif r.call_id in answered:
+                    found.append(
+                        Violation(
+                            "duplicate-result",
+                            j,
+                            r.call_id,
+                            messages[j].source,
+                            f"tool call {r.call_id} is answered twice",
+                        )
+                    )
                 else:
                     found.append(
                         Violation(
@@ -118,7 +137,7 @@ def check_messages(messages: Sequence[Message], dialect: Dialect = "anthropic") 
             if dialect == "anthropic":
                 found.extend(_results_first(j, messages[j]))
             j += 1
-        for call in pending.values():
+        for call in pending:
             found.append(
                 Violation(
                     "unanswered-call",
@@ -143,3 +162,18 @@ def new_violations(before: Sequence[Violation], after: Sequence[Violation]) -> t
     """Violations in ``after`` that ``before`` did not have (a fit must add none)."""
     known = {v.key for v in before}
     return tuple(v for v in after if v.key not in known)
+
+
+def unsendable(transcript: Transcript) -> str | None:
+    """Why no provider would accept ``transcript`` as a request, or None: it
+    holds no message, or no user message for the model to answer (e.g. only
+    reasoning, or only an orphan result that the repair dropped)."""
+    messages = transcript.messages
+    if not messages:
+        return "the request holds no messages"
+    if not any(m.role in ("user", "tool") for m in messages):
+        roles = sorted({m.role for m in messages})
+        only_thinking = all(isinstance(b, Thinking) for m in messages for b in m.content)
+        what = "only reasoning" if only_thinking else "only " + " and ".join(roles) + " messages"
+        return f"the request holds no user message ({what}): there is nothing for the model to answer"
+    return None

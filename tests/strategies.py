@@ -219,3 +219,32 @@ def subagents(
         sizes=sizes,
         shapes=shapes,
     )
+
+
+@st.composite
+def damaged_transcripts(draw: st.DrawFn, *, max_turns: int = 3, max_rounds: int = 5) -> Transcript:
+    """A generated transcript with the defects real files have and ``repair``
+    fixes (issue 8): calls and results deleted (an interrupted session, an
+    orphan), a result recorded twice in its message, and a call id reused by a
+    later call (in that call and its results). Sources keep their line numbers."""
+    transcript = draw(transcripts(max_turns=max_turns, max_rounds=max_rounds))
+    ids = [c.id for m in transcript.messages for c in m.tool_calls]
+    reuse = {b: draw(st.sampled_from(ids[:k])) for k, b in enumerate(ids) if k and draw(st.integers(0, 7)) == 0}
+    messages = []
+    for m in transcript.messages:
+        content: list[Block] = []
+        for b in m.content:
+            if isinstance(b, (ToolResult, ToolCall)) and draw(st.integers(0, 7)) == 0:
+                continue  # deleted
+            if isinstance(b, ToolCall) and b.id in reuse:
+                b = ToolCall(reuse[b.id], b.name, b.input_json, b.extra, b.arguments)
+            if isinstance(b, ToolResult) and b.call_id in reuse:
+                b = ToolResult(reuse[b.call_id], b.content, b.is_error, b.name, b.extra)
+            content.append(b)
+            if isinstance(b, ToolResult) and draw(st.integers(0, 9)) == 0:
+                content.append(b)  # recorded twice
+        if content:
+            messages.append(Message(m.role, tuple(content), m.source, m.extra))
+    return Transcript(
+        transcript.system, transcript.tools, tuple(messages), transcript.source, dialect=transcript.dialect
+    )

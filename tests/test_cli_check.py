@@ -223,3 +223,51 @@ def test_directory_without_transcripts_exits_3(run_cli: Run, tmp_path: Path) -> 
     result = run_cli("check", str(tmp_path), *OPTIONS)
     assert result.exit_code == 3
     assert "no transcript files" in " ".join(result.stderr.split())
+
+
+# Issue 8: check lists every defect fit would repair, with its line.
+DEFECTIVE = (
+    b'{"role":"user","content":"hi"}\n'
+    b'{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"read","input":{}}]}\n'
+    b'{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a"},'
+    b'{"type":"tool_result","tool_use_id":"t1","content":"a"}]}\n'
+    b'{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"read","input":{}}]}\n'
+    b'{"role":"user","content":"are you there?"}\n'
+)
+
+
+def test_text_lists_each_defect_with_its_line_issue_8(run_cli: Run, tmp_path: Path) -> None:
+    source = tmp_path / "defective.jsonl"
+    source.write_bytes(DEFECTIVE)
+    result = run_cli("check", str(source), "--budget", "100000")
+    assert result.exit_code == 0
+    lines = [" ".join(line.split()) for line in result.stdout.splitlines()]
+    assert lines[0].startswith(f"ok {source}")
+    assert [line.split(": ")[1] for line in lines[1:4]] == ["duplicate-result", "duplicate-call-id", "unanswered-call"]
+    assert [line.split(": ")[0] for line in lines[1:4]] == [f"{source}:3", f"{source}:4", f"{source}:4"]
+
+
+def test_json_lists_each_defect_with_its_line_issue_8(run_cli: Run, tmp_path: Path) -> None:
+    source = tmp_path / "defective.jsonl"
+    source.write_bytes(DEFECTIVE)
+    result = run_cli("check", str(source), "--budget", "100000", "--format", "json")
+    assert result.exit_code == 0
+    (row,) = json.loads(result.stdout)["transcripts"]
+    assert [(d["kind"], d["line"], d["call_id"]) for d in row["defects"]] == [
+        ("duplicate-result", 3, "t1"),
+        ("duplicate-call-id", 4, "t1"),
+        ("unanswered-call", 4, "t1-dup2"),
+    ]
+
+
+def test_github_annotates_each_defect_as_a_warning_on_its_line_issue_8(run_cli: Run, tmp_path: Path) -> None:
+    source = tmp_path / "defective.jsonl"
+    source.write_bytes(DEFECTIVE)
+    result = run_cli("check", str(source), "--budget", "100000", "--format", "github")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert [line.split("::")[1].split(",title")[0] for line in lines] == [
+        f"warning file={_gh(str(source), prop=True)},line=3",
+        f"warning file={_gh(str(source), prop=True)},line=4",
+        f"warning file={_gh(str(source), prop=True)},line=4",
+    ]

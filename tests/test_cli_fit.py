@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from typer.testing import Result
 
+from windowfit.cli.exit_codes import ExitCode
 from windowfit.fitting.notice import NOTICE
 from windowfit.fitting.transcript import Dialect
 
@@ -613,3 +614,58 @@ def test_a_bad_tools_file_exits_3(run_cli: Run, tmp_path: Path) -> None:
     result = run_cli("fit", str(SESSION), "--budget", "100000", "--tools", str(tools))
     assert result.exit_code == 3
     assert "expected a JSON array of tool definitions" in flat(result.stderr)
+
+
+# Issue 8: what fit -o writes
+
+ONLY_AN_ORPHAN = b'{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":"x"}]}\n'
+RESULT_TWICE = (
+    b'{"role":"user","content":"hi"}\n'
+    b'{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"read","input":{}}]}\n'
+    b'{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a"},'
+    b'{"type":"tool_result","tool_use_id":"t1","content":"a"}]}\n'
+)
+ONLY_REASONING = (
+    b'{"timestamp":"2025-12-04T09:00:00.000Z","type":"session_meta","payload":{"id":"s","timestamp":'
+    b'"2025-12-04T09:00:00.000Z","cwd":"/","originator":"codex_cli_rs","cli_version":"0.58.0",'
+    b'"instructions":null,"source":"cli","model_provider":"openai"}}\n'
+    b'{"timestamp":"2025-12-04T09:00:01.000Z","type":"response_item","payload":{"type":"reasoning","id":"rs_1",'
+    b'"summary":[{"type":"summary_text","text":"**Thinking**"}],"encrypted_content":"gAAAA"}}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "why"),
+    [
+        ("orphan.jsonl", ONLY_AN_ORPHAN, "the request holds no messages"),
+        ("rollout.jsonl", ONLY_REASONING, "no user message (only reasoning)"),
+    ],
+)
+def test_an_unsendable_request_is_refused_and_nothing_is_written_issue_8(
+    run_cli: Run, tmp_path: Path, name: str, data: bytes, why: str
+) -> None:
+    # Issue 8: an orphan alone gave "fits" and a 0-byte file; a reasoning item alone, a body no provider accepts.
+    source = tmp_path / name
+    source.write_bytes(data)
+    target = tmp_path / "out.json"
+    result = run_cli("fit", str(source), "--budget", "1000", "-o", str(target))
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert not target.exists()
+    assert result.stdout == ""
+    stderr = flat(result.stderr)
+    assert f"{source}: nothing sendable to write" in stderr and why in stderr
+
+
+def test_a_result_recorded_twice_is_repaired_not_a_crash_issue_8(run_cli: Run, tmp_path: Path) -> None:
+    # Issue 8: an AssertionError; the repair dropped both copies and left the call unanswered.
+    source = tmp_path / "twice.jsonl"
+    source.write_bytes(RESULT_TWICE)
+    target = tmp_path / "out.jsonl"
+    result = run_cli("fit", str(source), "--budget", "1000", "-o", str(target), "--json")
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert [(r["kind"], r["defect"], r["line"]) for r in plan["repairs"]] == [
+        ("dropped-duplicate-result", "duplicate-result", 3)
+    ]
+    lines = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [b["tool_use_id"] for b in lines[2]["content"]] == ["t1"]

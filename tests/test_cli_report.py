@@ -321,3 +321,21 @@ def test_many_transcripts_show_one_table_row_each(run_cli: Run, tmp_path: Path) 
     assert "+257 over budget" in result.stdout
     detailed = run_cli("report", str(tmp_path), "--details")
     assert detailed.stdout.count("Tokens by script") == 6
+
+
+def test_plain_messages_list_the_defects_fit_repairs_issue_8(run_cli: Run, tmp_path: Path) -> None:
+    # Issue 8: report listed no defects for plain message files, though fit repaired them.
+    source = tmp_path / "interrupted.jsonl"
+    source.write_bytes(
+        b'{"role":"user","content":[{"type":"tool_result","tool_use_id":"ghost","content":"x"},'
+        b'{"type":"text","text":"hi"}]}\n'
+        b'{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"read","input":{}}]}\n'
+    )
+    result = run_cli("report", str(source), "--json")
+    assert result.exit_code == 0
+    (document,) = orjson.loads(result.stdout)["transcripts"]
+    defects = document["defects"]
+    assert [(d["kind"], d["line"]) for d in defects] == [("orphan-result", 1), ("unanswered-call", 2)]
+    text = flat(run_cli("report", str(source)).stdout)
+    assert "Defects: orphan-result 1, unanswered-call 1" in text
+    assert f"{source}:2: unanswered-call:" in text

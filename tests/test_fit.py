@@ -591,3 +591,12 @@ def test_a_big_first_message_is_named_alone() -> None:
     t = subagent([400], instruction="x" * 8000)  # 2,000 tokens
     plan = plan_fit(t, budget=1500, estimator=bare())
     assert plan.cause == "the first message alone is 2,000 tokens, over the 1,500 budget"
+
+
+def test_a_system_prompt_alone_over_the_budget_with_no_messages_is_too_long_issue_8() -> None:
+    # Issue 8: the fuzzer's most frequent crash, an IndexError in stage 2 (no turns at all).
+    transcript = Transcript((Text("You are a helpful agent. " * 40),), (), ())
+    plan = plan_fit(transcript, budget=10)
+    assert plan.outcome == "too-long"
+    assert plan.cause.startswith("the system prompt and tool definitions alone are")
+    assert plan.kept == () and plan.dropped == ()

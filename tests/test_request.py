@@ -21,10 +21,14 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from strategies import damaged_transcripts
 
-from windowfit.fitting import make_estimator
-from windowfit.fitting.errors import UnknownShape
+from windowfit.fitting import Transcript, make_estimator
+from windowfit.fitting.errors import UnknownShape, UnsendableRequest
 from windowfit.fitting.notice import NOTICE
+from windowfit.fitting.repair import DEFECT_OF, repair
 from windowfit.fitting.request import (
     Fitter,
     body_from_transcript,
@@ -34,7 +38,7 @@ from windowfit.fitting.request import (
     with_request_parts,
 )
 from windowfit.fitting.transcript import Dialect
-from windowfit.fitting.validate import check_request
+from windowfit.fitting.validate import check_messages, check_request, unsendable
 from windowfit.fitting.wire.bodies import transcript_from_body
 
 STUB_START = "[windowfit: tool result cleared]"
@@ -426,3 +430,55 @@ def test_tools_file_accepts_every_shape_and_a_request_body() -> None:
 def test_a_bad_tools_file_is_bad_input(data: bytes, message: str) -> None:
     with pytest.raises(UnknownShape, match=message):
         tools_from_json(data, "tools.json")
+
+
+# Issue 8: what the library sends
+
+
+def interrupted_body() -> dict[str, Any]:
+    """A session interrupted after a call: the call has no result."""
+    return {
+        "model": "claude-x",
+        "max_tokens": 1024,
+        "messages": [
+            {"role": "user", "content": "Read a.txt."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
+        ],
+    }
+
+
+def test_an_interrupted_body_that_fits_comes_back_repaired_issue_8() -> None:
+    # Issue 8: the body went out as it was, with the unanswered tool_use the provider rejects.
+    body = interrupted_body()
+    fitted = Fitter(100_000).fit(body)
+    assert fitted.plan.outcome == "fits"
+    assert [r.kind for r in fitted.plan.repairs] == ["synthetic-result"]
+    assert fitted.body is not body
+    last = fitted.body["messages"][-1]
+    assert last["role"] == "user" and last["content"][0]["type"] == "tool_result"
+    assert last["content"][0]["tool_use_id"] == "t1"
+    assert body == interrupted_body()  # the caller's body is untouched
+
+
+def test_a_body_of_only_an_orphan_result_is_refused_not_sent_empty_issue_8() -> None:
+    body = {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "y"}]}]}
+    with pytest.raises(UnsendableRequest, match="holds no messages"):
+        fit_request(body, budget=100_000)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(damaged_transcripts(), st.floats(0.05, 1.2))
+def test_the_fitted_body_obeys_the_providers_rules_when_repair_can_fix_the_input(
+    transcript: Transcript, fraction: float
+) -> None:
+    assume(all(v.kind in DEFECT_OF.values() for v in check_messages(transcript.messages, transcript.dialect)))
+    body = body_from_transcript(transcript)
+    budget = max(1, int(make_estimator().request(transcript) * fraction))
+    try:
+        fitted = fit_request(body, budget=budget, dialect=transcript.dialect)
+    except UnsendableRequest:
+        assert unsendable(repair(transcript)[0]) is not None
+        return
+    sent = transcript_from_body(fitted.body, dialect=transcript.dialect)
+    assert sent.messages, "the fitted request is never empty"
+    assert check_request(sent) == ()

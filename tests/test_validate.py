@@ -113,9 +113,11 @@ def test_result_separated_from_its_call_is_an_orphan_and_the_call_unanswered() -
     assert found(check_messages(messages)) == [("unanswered-call", 1, "a"), ("orphan-result", 3, "a")]
 
 
-def test_second_result_for_the_same_call_is_an_orphan() -> None:
+def test_second_result_for_the_same_call_is_a_duplicate() -> None:
+    # Issue 8: a copy of an answered call's result is its own defect, so that the
+    # repair drops the copy and keeps the first (not both, which left the call unanswered).
     messages = [user("go"), assistant(call("a")), tool("a"), tool("a")]
-    assert found(check_messages(messages, "openai")) == [("orphan-result", 3, "a")]
+    assert found(check_messages(messages, "openai")) == [("duplicate-result", 3, "a")]
 
 
 def test_result_in_an_assistant_message_is_in_the_wrong_role() -> None:
@@ -158,7 +160,9 @@ def test_duplicate_call_id_across_messages() -> None:
 
 def test_duplicate_call_id_within_one_message() -> None:
     messages = [user("go"), assistant(call("a"), call("a")), user(result("a"))]
-    assert found(check_messages(messages)) == [("duplicate-call-id", 1, "a")]
+    # Two calls expect two results: the second call is unanswered too (the repair
+    # renames it and answers it).
+    assert found(check_messages(messages)) == [("duplicate-call-id", 1, "a"), ("unanswered-call", 1, "a")]
 
 
 def test_violations_come_in_message_order() -> None:
