@@ -274,3 +274,30 @@ def test_replay_repairs_orphans_like_fit() -> None:
     expected = [plan_fit(replace(t, messages=t.messages[:n]), budget=3000, estimator=estimator) for n in ends]
     assert [s.sent_tokens for s in run.steps] == [p.tokens_after for p in expected]
     assert [s.outcome for s in run.steps] == [p.outcome for p in expected]
+
+
+@given(st.lists(st.integers(0, 50), max_size=40), st.integers(-5, 2_100))
+def test_fenwick_first_reaching_is_the_first_prefix_at_or_over_the_target(values: list[int], target: int) -> None:
+    from windowfit.fitting.replay.session import Fenwick
+
+    tree = Fenwick(values)
+    sums = [sum(values[:p]) for p in range(len(values) + 1)]
+    expected = next((p for p, total in enumerate(sums) if total >= target), len(values) + 1)
+    assert tree.first_reaching(target) == expected
+
+
+@given(
+    st.lists(st.integers(0, 50), min_size=1, max_size=40),
+    st.data(),
+    st.integers(-5, 800),
+)
+def test_first_fitting_finds_the_first_start_whose_tail_fits(values: list[int], data: st.DataObject, room: int) -> None:
+    # Issue 8/12: the search runs between indices (no slice copied per request), in one tree descent.
+    from windowfit.fitting.replay.session import Fenwick, first_fitting
+
+    n = data.draw(st.integers(0, len(values)))
+    starts = sorted(data.draw(st.sets(st.integers(0, max(n - 1, 0)), max_size=n)))
+    lo = data.draw(st.integers(0, len(starts)))
+    hi = data.draw(st.integers(lo, len(starts)))
+    expected = next((k for k in range(lo, hi) if sum(values[starts[k] : n]) <= room), hi)
+    assert first_fitting(starts, n, Fenwick(values), room, lo, hi) == expected

@@ -30,12 +30,12 @@ class LegacyPolicy:
         raw = s.preamble + self.tree.prefix(n)
         if raw <= self.budget:
             return Sent("fits", raw, 0, ((0, n),))
-        turns = s.turn_starts[bisect_left(s.turn_starts, 1) : bisect_left(s.turn_starts, n)]
-        if not turns:
+        turns = s.turn_starts  # searched between indices: a slice per request made replay quadratic
+        lo, hi = bisect_left(turns, 1), bisect_left(turns, n)
+        if lo == hi:
             return Sent("over-budget", raw, 0, ((0, n),))
         fixed = s.preamble + self.tree.range(0, 1) + s.note_tokens
-        lo = first_fitting(turns, n, self.tree, self.budget - fixed)
-        start = turns[min(lo, len(turns) - 1)]
+        start = turns[min(first_fitting(turns, n, self.tree, self.budget - fixed, lo, hi), hi - 1)]
         tokens = fixed + self.tree.range(start, n)
         return Sent(
             "turns-dropped" if tokens <= self.budget else "over-budget", tokens, 0, ((0, 1), (NOTE, NOTE), (start, n))

@@ -4,6 +4,7 @@ policy protocol, and the shared machinery (prefix sums, stubbed messages)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -45,6 +46,22 @@ class Fenwick:
 
     def range(self, start: int, stop: int) -> int:
         return self.prefix(stop) - self.prefix(start) if stop > start else 0
+
+    def first_reaching(self, target: int) -> int:
+        """The smallest ``p`` with ``prefix(p) >= target`` (``n + 1`` if none),
+        in one O(log n) descent of the tree; the values must not be negative."""
+        if target <= 0:
+            return 0
+        position, remaining = 0, target
+        step = 1 << self.n.bit_length()
+        tree = self.tree
+        while step:
+            nxt = position + step
+            if nxt <= self.n and tree[nxt] < remaining:
+                position = nxt
+                remaining -= tree[nxt]
+            step >>= 1
+        return position + 1
 
 
 @dataclass(slots=True)
@@ -147,14 +164,13 @@ class Stubbed:
         return sum(self.session.estimator.message(self.messages[message_index]).block_tokens[:block_index])
 
 
-def first_fitting(starts: Sequence[int], n: int, tree: Fenwick, room: int) -> int:
-    """The first of ``starts`` whose tail ``[start, n)`` fits in ``room`` tokens
-    (tails only shrink as the start moves on), or ``len(starts)`` if none does."""
-    lo, hi = 0, len(starts)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if tree.range(starts[mid], n) <= room:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+def first_fitting(starts: Sequence[int], n: int, tree: Fenwick, room: int, lo: int = 0, hi: int | None = None) -> int:
+    """The index of the first of ``starts[lo:hi]`` whose tail ``[start, n)`` fits
+    in ``room`` tokens, or ``hi`` if none does.
+
+    A tail fits when ``prefix(start) >= prefix(n) - room``; prefixes only grow,
+    so one descent of the tree finds the first position that reaches it, and a
+    bisection finds the first start at or after it: O(log n), and no slice of
+    ``starts`` is copied (a copy per request made replay quadratic, issue 8)."""
+    hi = len(starts) if hi is None else hi
+    return bisect_left(starts, tree.first_reaching(tree.prefix(n) - room), lo, hi)

@@ -11,29 +11,34 @@ from .session import NOTE, Fenwick, Sent, Session, Stubbed, first_fitting
 
 def _truncate(session: Session, tree: Fenwick, n: int, budget: int) -> tuple[str, int, tuple[tuple[int, int], ...]]:
     """Stages 2 and 3 of SPEC §3 on ``messages[:n]`` with the sizes in ``tree``
-    (``plan_fit``'s, by bisection over prefix sums: see ``WindowfitPolicy``)."""
+    (``plan_fit``'s, by searching prefix sums: see ``WindowfitPolicy``). Every
+    search is bounded by indices into the session's lists, never a slice of
+    them: a slice costs O(n) per request (issue 8)."""
     s = session
     head = (0, min(s.head_stop, n))
     fixed = s.preamble + tree.range(*head) + s.note_tokens
-    turns = s.turn_starts[bisect_right(s.turn_starts, head[1] - 1) : bisect_left(s.turn_starts, n)]
+    turns = s.turn_starts
+    t_lo, t_hi = bisect_right(turns, head[1] - 1), bisect_left(turns, n)
     # Stage 2: the smallest turn start whose tail fits (tails shrink as the start moves on).
-    lo = first_fitting(turns, n, tree, budget - fixed)
-    if lo < len(turns):
-        return "turns-dropped", fixed + tree.range(turns[lo], n), (head, (NOTE, NOTE), (turns[lo], n))
+    k = first_fitting(turns, n, tree, budget - fixed, t_lo, t_hi)
+    if k < t_hi:
+        return "turns-dropped", fixed + tree.range(turns[k], n), (head, (NOTE, NOTE), (turns[k], n))
     # Stage 3: inside the last turn, the smallest unit start whose tail fits.
-    last = s.turn_starts[bisect_right(s.turn_starts, n - 1) - 1] if s.turn_starts else 0
+    last = turns[bisect_right(turns, n - 1) - 1] if turns else 0
     opener = (last, last + 1) if last >= head[1] else None
     units_from = opener[1] if opener else head[1]
-    units = s.unit_starts[bisect_left(s.unit_starts, units_from) : bisect_left(s.unit_starts, n)]
+    units = s.unit_starts
+    u_lo, u_hi = bisect_left(units, units_from), bisect_left(units, n)
     floor = fixed + (tree.range(*opener) if opener else 0)
-    lo = first_fitting(units, n, tree, budget - floor)
-    rounds = s.round_starts[bisect_left(s.round_starts, units_from) : bisect_left(s.round_starts, n)]
-    newest = bisect_left(units, rounds[-1]) if rounds else len(units) - 1
-    kept = ((opener,) if opener else ()) + ((units[lo], n),) if lo < len(units) else ()
-    if lo < len(units) and lo <= newest:
-        return "rounds-dropped", floor + tree.range(units[lo], n), (head, (NOTE, NOTE), *kept)
-    take = units[newest] if units else n
-    smallest = ((opener,) if opener else ()) + (((take, n),) if units else ())
+    k = first_fitting(units, n, tree, budget - floor, u_lo, u_hi)
+    rounds = s.round_starts
+    r_lo, r_hi = bisect_left(rounds, units_from), bisect_left(rounds, n)
+    newest = bisect_left(units, rounds[r_hi - 1], u_lo, u_hi) if r_hi > r_lo else u_hi - 1
+    kept = ((opener,) if opener else ()) + ((units[k], n),) if k < u_hi else ()
+    if k < u_hi and k <= newest:
+        return "rounds-dropped", floor + tree.range(units[k], n), (head, (NOTE, NOTE), *kept)
+    take = units[newest] if u_hi > u_lo else n
+    smallest = ((opener,) if opener else ()) + (((take, n),) if u_hi > u_lo else ())
     return "too-long", floor + tree.range(take, n), (head, (NOTE, NOTE), *smallest)
 
 
