@@ -669,3 +669,15 @@ def test_a_result_recorded_twice_is_repaired_not_a_crash_issue_8(run_cli: Run, t
     ]
     lines = [json.loads(line) for line in target.read_text().splitlines()]
     assert [b["tool_use_id"] for b in lines[2]["content"]] == ["t1"]
+
+
+def test_a_body_with_a_system_prompt_and_no_messages_is_too_long_not_a_crash_issue_8(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    source = tmp_path / "system_only.json"
+    source.write_text(json.dumps({"system": "You are a careful agent. " * 20, "messages": []}))
+    target = tmp_path / "out.json"
+    result = run_cli("fit", str(source), "--budget", "10", "-o", str(target))
+    assert result.exit_code == ExitCode.FAILED
+    assert not target.exists()
+    assert "the system prompt and tool definitions alone are" in flat(result.stdout)
