@@ -613,3 +613,12 @@ def test_a_bad_tools_file_exits_3(run_cli: Run, tmp_path: Path) -> None:
     result = run_cli("fit", str(SESSION), "--budget", "100000", "--tools", str(tools))
     assert result.exit_code == 3
     assert "expected a JSON array of tool definitions" in flat(result.stderr)
+
+
+def test_fit_plan_says_which_size_it_used(run_cli: Run) -> None:
+    parallel = str(Path(__file__).parent / "data" / "claude_code" / "parallel.jsonl")
+    doc = json.loads(run_cli("fit", parallel, "--budget", "100000", "--json").stdout)
+    assert (doc["size_source"], doc["preamble_source"], doc["tokens_before"]) == ("anchored", "inferred", 153)
+    doc = json.loads(run_cli("fit", parallel, "--budget", "100000", "--json", "--size", "estimate").stdout)
+    assert doc["size_source"] == "estimate"
+    assert doc["tokens_before"] == doc["preamble_tokens"] + sum(m["tokens"] for m in doc["messages"])
