@@ -203,6 +203,7 @@ def measured_sessions(draw: st.DrawFn) -> Measured:
     return Measured(t, budget, hidden, hidden_preamble)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(measured_sessions(), st.sampled_from((1, 4)))
 def test_an_anchored_fit_is_an_upper_bound_of_what_the_provider_counts(case: Measured, batch: int) -> None:
@@ -248,6 +249,7 @@ def corpus_points(shared: Path, mode: SizeMode) -> list[float]:
     return ratios
 
 
+@pytest.mark.slow
 def test_claude_code_corpus_anchored_sizes_are_within_the_target(shared_dir: Path) -> None:
     ratios = corpus_points(shared_dir, "auto")
     assert len(ratios) > 500
@@ -255,6 +257,7 @@ def test_claude_code_corpus_anchored_sizes_are_within_the_target(shared_dir: Pat
     assert sum(r < 0.95 for r in ratios) / len(ratios) <= 0.05
 
 
+@pytest.mark.slow
 def test_claude_code_corpus_pure_estimate_misses_the_target(shared_dir: Path) -> None:
     # The same points without the anchor: what issue 7 reported (every point low).
     ratios = corpus_points(shared_dir, "estimate")
