@@ -22,6 +22,9 @@ from .shared import (
     FromFormat,
     JsonFlag,
     Overhead,
+    PreambleOption,
+    SizeChoice,
+    SizeModeOption,
     SkipInvalid,
     Window,
     check_limits,
@@ -29,6 +32,7 @@ from .shared import (
     load_all,
     out,
     print_json,
+    size_of,
 )
 
 app = typer.Typer(
@@ -70,6 +74,8 @@ def report(
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
     from_: FromFormat = None,
+    size: SizeModeOption = SizeChoice.auto,
+    preamble: PreambleOption = None,
     top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest tool results to list.")] = 10,
     details: Annotated[
         bool | None,
@@ -82,13 +88,18 @@ def report(
     """Measure transcripts: tokens by script, role and block kind, and the largest tool results.
 
     Shows message, turn and tool-round counts, and a bar of the request against the budget and the window.
+    The total is the predicted size of the next request: anchored on the provider's measured usage where
+    the file records it, with the system prompt and tools the file leaves out inferred from it.
 
     Example: windowfit report sample_transcripts/ru_subagent_chapters.jsonl --budget 400000 --window 1000000
     """
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
     transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
-    reports = [build_report(t, est, budget=budget, window=window, top=top) for t in transcripts]
+    reports = [
+        build_report(t, est, budget=budget, window=window, top=top, size=size_of(t, est, size, preamble))
+        for t in transcripts
+    ]
     if json_:
         print_json(report_document(reports, estimator=est.rule.name))
     else:

@@ -23,6 +23,7 @@ from windowfit.fitting.request import (
     writes_body,
 )
 from windowfit.fitting.serialize import check_document, plan_document
+from windowfit.fitting.size import Size
 from windowfit.fitting.transcript import Dialect
 from windowfit.fitting.validate import check_request, new_violations
 
@@ -36,6 +37,9 @@ from .shared import (
     JsonFlag,
     OutputRefused,
     Overhead,
+    PreambleOption,
+    SizeChoice,
+    SizeModeOption,
     SkipInvalid,
     Window,
     check_limits,
@@ -46,6 +50,7 @@ from .shared import (
     out,
     output_target,
     print_json,
+    size_of,
     write_atomic,
 )
 from .terminal import markup_safe, visible
@@ -109,6 +114,7 @@ def _plan(
     protected: float,
     min_ratio: float,
     add_notice: bool,
+    size: Size,
 ) -> Plan:
     try:
         return plan_fit(
@@ -119,6 +125,7 @@ def _plan(
             protected_fraction=protected,
             min_clear_ratio=min_ratio,
             add_notice=add_notice,
+            size=size,
         )
     except WindowfitError as exc:
         fail(exc)
@@ -180,6 +187,8 @@ def fit(
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
     from_: FromFormat = None,
+    size: SizeModeOption = SizeChoice.auto,
+    preamble: PreambleOption = None,
 ) -> None:
     """Fit a transcript to a budget and show what was cleared or dropped, and why.
 
@@ -197,7 +206,10 @@ def fit(
     if index >= len(transcripts):
         fail(OptionError(f"{file} holds {len(transcripts)} transcript(s); --index {index} is out of range"))
     transcript = _with_parts(transcripts[index].live(), system, tools, model, max_tokens)
-    plan = _plan(transcript, est, budget, batch_size, protected_fraction, min_clear_ratio, add_notice)
+    if preamble is None and (system is not None or tools is not None):
+        preamble = est.preamble(transcript)  # the given parts are what the request sends
+    predicted = size_of(transcripts[index], est, size, preamble)
+    plan = _plan(transcript, est, budget, batch_size, protected_fraction, min_clear_ratio, add_notice, predicted)
     fitted = apply_plan(transcript, plan)
     before = check_request(transcript)
     after = check_request(fitted, to.value if to in (Target.anthropic, Target.openai) else fitted.dialect)
@@ -349,6 +361,8 @@ def check(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Text: list only the transcripts that fail, then the summary.")
     ] = False,
+    size: SizeModeOption = SizeChoice.auto,
+    preamble: PreambleOption = None,
 ) -> None:
     """Pre-flight transcripts in CI: one line each with its outcome and tokens.
 
@@ -363,8 +377,10 @@ def check(
     transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
     threshold = OUTCOMES.index(fail_on.value)
     rows = []
-    for t in (t.live() for t in transcripts):
-        plan = _plan(t, est, budget, batch_size, protected_fraction, min_clear_ratio, False)
+    for session in transcripts:
+        t = session.live()
+        predicted = size_of(session, est, size, preamble)
+        plan = _plan(t, est, budget, batch_size, protected_fraction, min_clear_ratio, False, predicted)
         limit = crossed(plan, window)
         rows.append((t, plan, limit, OUTCOMES.index(plan.outcome) >= threshold or limit == "window"))
     any_failed = any(f for *_, f in rows)
@@ -382,7 +398,9 @@ def check(
         for t, p, limit, f in rows:
             path = t.source.path
             tokens = f"{p.outcome}: {p.tokens_before:,} → {p.tokens_after:,} tokens"
-            summary = (f"[{t.name}] " if t.name else "") + f"{tokens} ({limits_phrase(p, limit, budget, window)})"
+            summary = (
+                f"[{t.name}] " if t.name else ""
+            ) + f"{tokens} ({limits_phrase(p, limit, budget, window)}{_sized(p)})"
             if p.cause:
                 summary += f" — {p.cause}"
             if format_ is CheckFormat.github:
@@ -427,6 +445,17 @@ def limits_phrase(plan: Plan, limit: Limit | None, budget: int, window: int | No
     if limit == "budget":
         return f"too long for the {budget:,} budget{under}"
     return f"budget {budget:,}" + (f", window {window:,}" if window is not None else "")
+
+
+def _sized(plan: Plan) -> str:
+    """How the size was made, when it is not the plain estimate of the file."""
+    size = plan.size
+    if size is not None and size.anchored:
+        line = f" at line {size.anchor_line}" if size.anchor_line is not None else ""
+        return f"; anchored on usage{line}"
+    if size is not None and size.preamble_source in ("inferred", "given"):
+        return f"; preamble {size.preamble_tokens:,} {size.preamble_source}"
+    return ""
 
 
 def _gh(text: str, *, prop: bool = False) -> str:

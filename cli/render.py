@@ -172,10 +172,23 @@ def render_report(report: Report) -> RenderableType:
     parts += [
         Text(),
         Text.assemble(budget_bar(report.tokens, report.budget, report.window), f" {report.tokens:,} tokens"),
+        *render_size(report),
     ]
     if report.budget is not None or report.window is not None:
         parts.append(Text(report.verdict, style=verdict_style))
     return Group(*parts)
+
+
+def render_size(report: Report) -> list[RenderableType]:
+    """Which parts of the total are measured, inferred or estimated."""
+    size = report.size
+    if size is None:
+        return []
+    lines: list[RenderableType] = []
+    if size.anchored:
+        lines.append(Text(f"next request: {size.describe()}", style="dim"))
+    lines.append(Text(size.preamble_text(), style="dim"))
+    return lines
 
 
 def short_verdict(report: Report) -> Text:

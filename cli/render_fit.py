@@ -44,6 +44,17 @@ def render_summary(plan: Plan, transcript: Transcript) -> RenderableType:
         "stages: " + (", ".join(f"{s} ({STAGE_NAMES[s]})" for s in plan.stages) if plan.stages else "none needed")
     )
     parts: list[RenderableType] = [head, numbers, stages]
+    size = plan.size
+    if size is not None and size.anchored:
+        parts.append(
+            Text(
+                f"size anchored on measured usage: {size.describe()}; what the fit removes is counted "
+                "from below, so the size after it is an upper bound",
+                style="dim",
+            )
+        )
+    if size is not None and size.preamble_source in ("inferred", "given"):
+        parts.append(Text(size.preamble_text(), style="dim"))
     if plan.notice_added:
         parts.append(Text("added the context-management notice to the system prompt", style="dim"))
     return Group(*parts)

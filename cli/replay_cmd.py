@@ -23,6 +23,8 @@ from .shared import (
     JsonFlag,
     OutputRefused,
     Overhead,
+    PreambleOption,
+    SizeChoice,
     SkipInvalid,
     Window,
     check_limits,
@@ -33,6 +35,7 @@ from .shared import (
     out,
     output_target,
     print_json,
+    size_of,
     write_atomic,
 )
 from .terminal import markup_safe
@@ -120,6 +123,7 @@ def replay_command(
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
     from_: FromFormat = None,
+    preamble: PreambleOption = None,
 ) -> None:
     """Replay a session request by request under several policies: rejections, prefix-cache reuse, breaks.
 
@@ -138,7 +142,18 @@ def replay_command(
         options = FitOptions(budget, batch_size=batch_size)
     except OptionError as exc:
         fail(exc)
-    runs = replay(transcript, factories(names, options, keep=keep), budget=budget, estimator=est, window=window)
+    # Each replayed request is one the file holds: its size is the estimate, with the
+    # preamble the file leaves out (inferred from usage, or given) counted in every one.
+    size = size_of(transcripts[index], est, SizeChoice.estimate, preamble)
+    hidden = size.preamble_tokens if size.preamble_source in ("inferred", "given") else None
+    runs = replay(
+        transcript,
+        factories(names, options, keep=keep),
+        budget=budget,
+        estimator=est,
+        window=window,
+        preamble=hidden,
+    )
     if plot is not None:
         try:
             if not plot.suffix:
@@ -162,6 +177,8 @@ def replay_command(
         print_json(replay_document(runs, transcript, budget=budget, window=window, estimator=est.rule.name))
         return
     out.print(f"[bold]{markup_safe(transcript.label)}[/]: {len(runs[0].steps) if runs else 0:,} requests replayed")
+    if hidden is not None:
+        out.print(f"[dim]{markup_safe(size.preamble_text())}[/]")
     out.print(render_table(runs, budget=budget, window=window))
     if chart:
         for run in runs:

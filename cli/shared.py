@@ -8,6 +8,7 @@ import signal
 import stat
 import sys
 from collections.abc import Sequence
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, BinaryIO, NoReturn
 
@@ -19,6 +20,7 @@ from windowfit.fitting import Transcript, WindowfitError, make_estimator
 from windowfit.fitting.errors import EmptyTranscript, InputError, Location, NoTranscripts, OptionError, UnknownFormat
 from windowfit.fitting.estimate import ESTIMATORS, Estimator
 from windowfit.fitting.formats import FORMATS, Input, discover, load
+from windowfit.fitting.size import Size, predict_size
 
 from .exit_codes import ExitCode
 from .terminal import SafeConsole, markup_safe
@@ -62,6 +64,29 @@ def _known_format(name: str | None) -> str | None:
     return name
 
 
+class SizeChoice(str, Enum):
+    auto = "auto"
+    estimate = "estimate"
+
+
+SizeModeOption = Annotated[
+    SizeChoice,
+    typer.Option(
+        "--size",
+        help="How to size the next request: auto anchors on the provider's measured usage where the file "
+        "records it (last measured request + its reply + an estimate of what came after); estimate "
+        "forces the pure estimate.",
+    ),
+]
+PreambleOption = Annotated[
+    int | None,
+    typer.Option(
+        "--preamble",
+        min=0,
+        help="Tokens of the system prompt and tool definitions when the file does not record them "
+        "(default: inferred from the first measured request, else 0).",
+    ),
+]
 FromFormat = Annotated[
     str | None,
     typer.Option(
@@ -86,6 +111,14 @@ def check_limits(budget: int | None, window: int | None) -> None:
             "the budget is your own ceiling under the model's hard limit: pass a --budget of at most the window"
         )
         fail(error)
+
+
+def size_of(transcript: Transcript, est: Estimator, mode: SizeChoice, preamble: int | None) -> Size:
+    """The predicted size of the next request after ``transcript`` (a whole session)."""
+    try:
+        return predict_size(transcript, est, mode=mode.value, preamble=preamble)
+    except WindowfitError as exc:
+        fail(exc)
 
 
 def estimator_from(name: str, overhead: float) -> Estimator:

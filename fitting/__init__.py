@@ -25,6 +25,7 @@ from .notice import has_notice, with_notice
 from .replay import POLICIES, Run, Step, replay, standard_policies
 from .report import Report, build_report
 from .request import FittedRequest, Fitter, fit_request
+from .size import Size, predict_size
 from .suggest import suggest_rule
 from .tokenizers import load_tokenizer
 from .transcript import (
@@ -74,6 +75,7 @@ __all__ = [
     "Run",
     "ScriptRule",
     "Single",
+    "Size",
     "Source",
     "Step",
     "Text",
@@ -100,6 +102,7 @@ __all__ = [
     "make_estimator",
     "parse_rule",
     "plan_fit",
+    "predict_size",
     "replay",
     "split_turns",
     "split_units",

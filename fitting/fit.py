@@ -10,13 +10,14 @@ last turn. Each runs only when the previous one could not fit the request.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
 from .errors import OptionError
 from .estimate import Estimator, make_estimator
 from .notice import with_notice
 from .repair import Repair, repair
+from .size import FLOOR_RULE, Size, SizeSource, ceiling_tokens, floor_tokens
 from .transcript import (
     Message,
     Round,
@@ -26,6 +27,7 @@ from .transcript import (
     Transcript,
     Turn,
     Unit,
+    Usage,
     iter_units,
     split_turns,
     split_units,
@@ -214,11 +216,19 @@ class Plan:
     other index in the plan refers to the repaired messages."""
     too_long: Cause | None = None
     """For ``too-long``: the smallest request, part by part, and why it cannot fit."""
+    size: Size | None = None
+    """The predicted size the fit started from. When it is anchored on measured
+    usage, what the fit removes is counted from below and what it adds from
+    above, so ``tokens_after`` stays an upper bound whenever the anchor is exact."""
 
     @property
     def cause(self) -> str:
         """For ``too-long``: why, in words; empty otherwise."""
         return self.too_long.sentence if self.too_long else ""
+
+    @property
+    def size_source(self) -> SizeSource:
+        return self.size.source if self.size is not None else "estimate"
 
     @property
     def cleared(self) -> tuple[ResultRef, ...]:
@@ -321,14 +331,20 @@ def plan_fit(
     min_clear_ratio: float = DEFAULTS.min_clear_ratio,
     add_notice: bool = DEFAULTS.add_notice,
     estimator: Estimator | None = None,
+    size: Size | None = None,
 ) -> Plan:
     """Decide how to fit ``transcript`` into ``budget`` tokens.
+
+    ``size`` is the predicted size of ``transcript`` (``predict_size`` on the
+    session it is the live context of): its preamble counts in the budget, and
+    when it is anchored on measured usage the fit starts from it. Without it,
+    the request is the pure estimate of what the file records.
 
     This algorithm has a twin: replay's ``WindowfitPolicy``
     (``fitting/replay/windowfit.py``) computes the same requests incrementally,
     one per step of a growing session. Change both together;
     ``tests/test_replay.py::test_incremental_windowfit_equals_plan_fit_on_every_request``
-    keeps them equal.
+    keeps them equal (for the estimate: replay does not anchor).
     """
     options = FitOptions(budget, batch_size, protected_fraction, min_clear_ratio, add_notice)
     est = estimator or make_estimator()
@@ -336,9 +352,16 @@ def plan_fit(
     notice_added = noticed is not transcript
     source, repairs = repair(noticed)
     messages = source.messages
-    preamble = est.preamble(source)
     message_tokens = tuple(est.message(m).tokens for m in messages)
+    preamble = est.preamble(source)
+    if size is not None and size.preamble_source in ("inferred", "given"):
+        preamble += size.preamble_tokens - est.preamble(transcript)  # what the file does not record
     before = preamble + sum(message_tokens)
+    anchored = size is not None and size.anchored
+    floor = Estimator(FLOOR_RULE)
+    if size is not None and size.anchored:
+        # The notice and repairs change the request after it was measured: add their estimate.
+        before = size.tokens + before - est.request(transcript) - preamble + est.preamble(source)
     results = result_refs(messages, est)
 
     first_protected = _protected_tail(results, budget * protected_fraction)
@@ -358,6 +381,7 @@ def plan_fit(
         batches=(),
         notice_added=notice_added,
         repairs=repairs,
+        size=size,
     )
     if before <= budget:
         return base
@@ -365,21 +389,33 @@ def plan_fit(
     # Stage 1: clear whole batches of candidates, oldest first, until it fits.
     working = list(messages)
     tokens = list(message_tokens)
+    sizer = _Sizer.of(messages, message_tokens, floor if anchored else None, _usage_in(transcript, messages))
     total = before
     batches: list[ClearBatch] = []
     candidates = base.candidates
     for k in range(0, len(candidates), batch_size):
         batch = candidates[k : k + batch_size]
         saved = 0
+        if anchored:
+            for ref in batch:
+                result = working[ref.message_index].content[ref.block_index]
+                assert isinstance(result, ToolResult)
+                stub = stub_text(ref.tool, ref.call_id, ref.tokens)
+                cut = floor_tokens(result.content, floor) - ceiling_tokens(stub)
+                sizer.saved[ref.message_index] += cut
+                saved += cut
         for mi in sorted(clear_into(working, batch)):
             new = est.message(working[mi]).tokens
-            saved += tokens[mi] - new
+            if not anchored:
+                sizer.saved[mi] += tokens[mi] - new
+                saved += tokens[mi] - new
             tokens[mi] = new
         total -= saved
         batches.append(ClearBatch(len(batches), batch, saved))
         if total <= budget:
             return replace(base, outcome="cleared", tokens_after=total, stages=(1,), batches=tuple(batches))
     stages = (1,) if batches else ()
+    sizer.seal()
 
     note_tokens = est.message(_note_message()).tokens
     if not working:
@@ -408,24 +444,25 @@ def plan_fit(
             too_long=cause,
         )
 
-    # Stage 2: the head, a note, and the newest whole turns that fit.
+    # Stage 2: the head, a note, and the newest whole turns that fit. A request that
+    # leaves messages out is the total so far, plus the note, minus what they held.
     head = _head(working)
-    fixed = preamble + sum(tokens[head[0] : head[1]]) + note_tokens
+    note_add = (
+        ceiling_tokens(TRUNCATION_NOTE) + est.rule.message_overhead_tokens + est.rule.block_overhead_tokens
+        if anchored
+        else note_tokens
+    )
     truncated = replace(base, batches=tuple(batches), head=head, note=TRUNCATION_NOTE)
     all_turns = split_turns(working)
     turns = [t for t in all_turns if t.start >= head[1]]
-    used, kept_from = fixed, None
-    for i in range(len(turns) - 1, -1, -1):
-        cost = sum(tokens[turns[i].start : turns[i].stop])
-        if used + cost > budget:
-            break
-        used, kept_from = used + cost, i
+    sizes = [total + note_add - sizer.removed(head[1], t.start) for t in turns]
+    kept_from = next((i for i, size in enumerate(sizes) if size <= budget), None)
     if kept_from is not None:
         start = turns[kept_from].start
         return replace(
             truncated,
             outcome="turns-dropped",
-            tokens_after=used,
+            tokens_after=sizes[kept_from],
             stages=(*stages, 2),
             kept=((start, len(working)),),
             dropped=_dropped_turns(all_turns, tokens, head[1], start),
@@ -436,14 +473,15 @@ def plan_fit(
     opener = (last.start, last.start + 1) if last.start >= head[1] else None
     units_from = opener[1] if opener else head[1]
     units = split_units(working, units_from, len(working))
-    unit_tokens = [sum(tokens[u.start : u.stop]) for u in units]
-    floor = fixed + (tokens[opener[0]] if opener else 0)
-    used, keep_units = floor, 0
-    for cost in reversed(unit_tokens):
-        if used + cost > budget:
-            break
-        used += cost
-        keep_units += 1
+    before_units = total + note_add - (sizer.removed(head[1], last.start) if opener else 0)
+
+    def size_keeping(take: int) -> int:
+        """The request with the newest ``take`` units of the last turn."""
+        stop = units[len(units) - take].start if take else len(working)
+        return before_units - sizer.removed(units_from, stop)
+
+    keep_units = next((take for take in range(len(units), 0, -1) if size_keeping(take) <= budget), 0)
+    used = size_keeping(keep_units)
     stages = (*stages, 2, 3)
     # The tail must reach back to the newest tool round: a tail of only a trailing
     # assistant reply has not kept the work, so that request is too long too.
@@ -476,12 +514,91 @@ def plan_fit(
     return replace(
         truncated,
         outcome="too-long",
-        tokens_after=floor + sum(unit_tokens[len(units) - take :]),
+        tokens_after=size_keeping(take),
         stages=stages,
         kept=kept,
         dropped=dropped,
         too_long=cause,
     )
+
+
+def _usage_in(transcript: Transcript, messages: Sequence[Message]) -> tuple[Usage, ...]:
+    """The transcript's usage with ``before`` moved to ``messages`` (the input after
+    repairs, which insert synthetic results and drop orphans): each measured
+    request is placed by its reply, a message repairs never change."""
+    if messages is transcript.messages:
+        return transcript.usage
+    position = {id(m): i for i, m in enumerate(messages)}
+    moved = []
+    for u in transcript.usage:
+        if u.before == len(transcript.messages):
+            moved.append(replace(u, before=len(messages)))
+        elif 0 <= u.before < len(transcript.messages) and id(transcript.messages[u.before]) in position:
+            moved.append(replace(u, before=position[id(transcript.messages[u.before])]))
+    return tuple(moved)
+
+
+@dataclass(slots=True)
+class _Sizer:
+    """What leaving messages ``[a, b)`` out takes off a request: their estimate,
+    or, from an anchored size, a lower bound: the larger of their text's floor and
+    what the provider measured between two requests around them. Minus what
+    stage 1 already took off them (``saved``), which the total no longer holds."""
+
+    held: list[int]
+    """Prefix sums of each input message's estimate, or of its floor."""
+    saved: list[int]
+    """Per message: what clearing its results took off the total."""
+    measured_upto: list[int | None]
+    """At ``i``: the largest measured request that held only messages before ``i``."""
+    measured_from: list[int | None]
+    """At ``i``: the smallest measured request that held every message before ``i``."""
+    saved_upto: list[int] = field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls,
+        messages: Sequence[Message],
+        estimates: Sequence[int],
+        floor: Estimator | None,
+        usage: Sequence[Usage],
+    ) -> _Sizer:
+        n = len(messages)
+        each = estimates if floor is None else [floor_tokens(m.content, floor) for m in messages]
+        held = [0]
+        for tokens in each:
+            held.append(held[-1] + tokens)
+        upto: list[int | None] = [None] * (n + 1)
+        since: list[int | None] = [None] * (n + 1)
+        if floor is not None:
+            for u in usage:
+                if 0 <= u.before <= n:
+                    at = upto[u.before]
+                    upto[u.before] = u.total if at is None else max(at, u.total)
+                    at = since[u.before]
+                    since[u.before] = u.total if at is None else min(at, u.total)
+            for i in range(1, n + 1):
+                a, b = upto[i - 1], upto[i]
+                upto[i] = b if a is None else a if b is None else max(a, b)
+            for i in range(n - 1, -1, -1):
+                a, b = since[i + 1], since[i]
+                since[i] = b if a is None else a if b is None else min(a, b)
+        return cls(held, [0] * n, upto, since)
+
+    def removed(self, a: int, b: int) -> int:
+        if a >= b:
+            return 0
+        held = self.held[b] - self.held[a]
+        upto, since = self.measured_upto[b], self.measured_from[a]
+        if upto is not None and since is not None:
+            held = max(held, upto - since)
+        return held - (self.saved_upto[b] - self.saved_upto[a])
+
+    def seal(self) -> None:
+        """Stage 1 is done: sum what it saved, for ``removed``."""
+        self.saved_upto = [0]
+        for tokens in self.saved:
+            self.saved_upto.append(self.saved_upto[-1] + tokens)
 
 
 def _dropped_turns(turns: Sequence[Turn], tokens: Sequence[int], start: int, stop: int) -> tuple[Dropped, ...]:

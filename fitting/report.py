@@ -10,6 +10,7 @@ from itertools import pairwise
 
 from .estimate import CharCounts, Estimator
 from .repair import repair_defects
+from .size import Size, SizeMode, predict_size
 from .transcript import (
     Defect,
     Dialect,
@@ -90,6 +91,7 @@ class Report:
     tool_results: int
     skipped_lines: int
     tokens: int
+    """The predicted size of the next request, preamble included (see ``size``)."""
     preamble_tokens: int
     classes: tuple[ClassRow, ...]
     by_role: tuple[tuple[str, int], ...]
@@ -105,6 +107,8 @@ class Report:
     defects: tuple[Defect, ...] = ()
     line_kinds: tuple[tuple[str, int], ...] = ()
     notes: tuple[str, ...] = ()
+    size: Size | None = None
+    """How ``tokens`` was made: anchored on measured usage or estimated, part by part."""
 
     @property
     def label(self) -> str:
@@ -153,9 +157,17 @@ def build_report(
     budget: int | None = None,
     window: int | None = None,
     top: int = TOP_RESULTS,
+    size_mode: SizeMode = "auto",
+    preamble: int | None = None,
+    size: Size | None = None,
 ) -> Report:
     """Measure one transcript: its live context, plus the whole session and the
-    provider's own counts where the file has them."""
+    provider's own counts where the file has them. ``tokens`` is the predicted
+    size of the next request (``predict_size``); ``preamble`` gives the system
+    prompt and tools when the file does not record them; a ``size`` already
+    predicted replaces both."""
+    if size is None:
+        size = predict_size(transcript, estimator, mode=size_mode, preamble=preamble)
     session = transcript
     transcript = transcript.live()
     messages = transcript.messages
@@ -173,7 +185,7 @@ def build_report(
         if estimator.rule.message_overhead_tokens:  # no row of zeros under --overhead 0
             by_kind["message overhead"] += estimator.rule.message_overhead_tokens
     system = estimator.blocks(transcript.system) if transcript.system else None
-    preamble = estimator.preamble(transcript)
+    preamble = size.preamble_tokens
     if system is not None:
         counts = counts + system.counts
         by_role["system"] += system.tokens
@@ -186,6 +198,8 @@ def build_report(
         by_role["tool definitions"] += tool_defs
         by_kind["tool definitions"] += tool_defs
     total += preamble
+    if size.preamble_source in ("inferred", "given") and preamble:
+        by_role[f"system prompt and tools ({size.preamble_source})"] += preamble
 
     rows = estimator.rule.class_rows(counts)
     text_total = sum(r.tokens for r in rows) or 1.0
@@ -211,7 +225,9 @@ def build_report(
     )
     largest = tuple(sorted(results, key=lambda r: (-r.tokens, r.message_index))[:top])
 
-    usage = _usage_rows(session, estimator, preamble)
+    # The provider's counts next to the estimate of what the file records: how the
+    # estimator does on its own (audit reads these rows), without the inferred preamble.
+    usage = _usage_rows(session, estimator, estimator.preamble(transcript))
     session_tokens = (
         total if session is transcript else preamble + sum(estimator.message(m).tokens for m in session.messages)
     )
@@ -225,7 +241,7 @@ def build_report(
         tool_calls=n_calls,
         tool_results=len(results),
         skipped_lines=len(transcript.skipped),
-        tokens=total,
+        tokens=size.tokens,
         preamble_tokens=preamble,
         classes=classes,
         by_role=tuple(sorted(by_role.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -241,6 +257,7 @@ def build_report(
         defects=_defects(session, transcript),
         line_kinds=session.line_kinds,
         notes=session.notes,
+        size=size,
     )
 
 

@@ -31,6 +31,7 @@ from .fit import (
 from .repair import Repair, RepairKind
 from .replay import Run
 from .report import Report, UsageRow
+from .size import PreambleSource, Size, SizeSource
 from .suggest import Sample, decimal_text, estimate_over, rule_spec, tightest
 from .tokenizers import Tokenizer
 from .transcript import Dialect, Role, Transcript
@@ -106,6 +107,38 @@ class DefectJson(TypedDict):
     detail: str
 
 
+class SizeJson(TypedDict):
+    tokens: int
+    source: SizeSource
+    preamble_tokens: int
+    preamble_source: PreambleSource
+    preamble_line: int | None
+    measured_tokens: int
+    measured_line: int | None
+    measured_messages: int
+    reply_tokens: int
+    estimated_tokens: int
+
+
+def _size(size: Size | None, *, tokens: int, preamble: int) -> SizeJson:
+    """The parts of a predicted size; a value made without one is the estimate."""
+    if size is None:
+        source: PreambleSource = "recorded" if preamble else "none"
+        size = Size(tokens, "estimate", preamble, source, estimated_tokens=tokens - preamble)
+    return {
+        "tokens": size.tokens,
+        "source": size.source,
+        "preamble_tokens": size.preamble_tokens,
+        "preamble_source": size.preamble_source,
+        "preamble_line": size.preamble_line,
+        "measured_tokens": size.measured_tokens,
+        "measured_line": size.anchor_line,
+        "measured_messages": size.anchor_messages,
+        "reply_tokens": size.reply_tokens,
+        "estimated_tokens": size.estimated_tokens,
+    }
+
+
 class TranscriptReportJson(TypedDict):
     path: str
     format: str
@@ -113,6 +146,9 @@ class TranscriptReportJson(TypedDict):
     counts: ReportCountsJson
     tokens: int
     preamble_tokens: int
+    preamble_source: PreambleSource
+    size_source: SizeSource
+    size: SizeJson
     scripts: list[ScriptJson]
     by_role: dict[str, int]
     by_kind: dict[str, int]
@@ -139,6 +175,7 @@ class ReportDocument(TypedDict):
 
 def report_to_dict(report: Report) -> TranscriptReportJson:
     """One transcript's report."""
+    size = _size(report.size, tokens=report.tokens, preamble=report.preamble_tokens)
     return {
         "path": report.path,
         "format": report.format,
@@ -153,6 +190,9 @@ def report_to_dict(report: Report) -> TranscriptReportJson:
         },
         "tokens": report.tokens,
         "preamble_tokens": report.preamble_tokens,
+        "preamble_source": size["preamble_source"],
+        "size_source": size["source"],
+        "size": size,
         "scripts": [
             {
                 "class": c.name,
@@ -348,6 +388,9 @@ class FitDocument(TypedDict):
     tokens_before: int
     tokens_after: int
     preamble_tokens: int
+    preamble_source: PreambleSource
+    size_source: SizeSource
+    size: SizeJson
     stages: list[int]
     notice_added: bool
     messages: list[PlanMessageJson]
@@ -414,6 +457,7 @@ def plan_document(
             return "too-small"
         return "candidate"
 
+    size = _size(plan.size, tokens=plan.tokens_before, preamble=plan.preamble_tokens)
     fates = plan.message_fates()
     messages = repaired(transcript, plan).messages
     return {
@@ -437,6 +481,9 @@ def plan_document(
         "tokens_before": plan.tokens_before,
         "tokens_after": plan.tokens_after,
         "preamble_tokens": plan.preamble_tokens,
+        "preamble_source": size["preamble_source"],
+        "size_source": size["source"],
+        "size": size,
         "stages": list(plan.stages),
         "notice_added": plan.notice_added,
         "messages": [
@@ -499,6 +546,10 @@ class CheckedJson(TypedDict):
     cause: str | None
     too_long: TooLongJson | None
     defects: list[CheckedDefectJson]
+    preamble_tokens: int
+    preamble_source: PreambleSource
+    size_source: SizeSource
+    size: SizeJson
 
 
 class CheckDocument(TypedDict):
@@ -542,6 +593,10 @@ def check_document(
                     {"kind": r.defect, "repair": r.kind, "call_id": r.call_id, "line": r.source.line, "detail": r.why}
                     for r in p.repairs
                 ],
+                "preamble_tokens": p.preamble_tokens,
+                "preamble_source": _size(p.size, tokens=p.tokens_before, preamble=p.preamble_tokens)["preamble_source"],
+                "size_source": p.size_source,
+                "size": _size(p.size, tokens=p.tokens_before, preamble=p.preamble_tokens),
             }
             for t, p, failed in checked
         ],
@@ -563,6 +618,7 @@ class ReplayStepJson(TypedDict):
     shared_prefix_tokens: int
     prefix_break: bool
     rejected: bool
+    measured_tokens: int | None
 
 
 class ReplayRunJson(TypedDict):
@@ -620,6 +676,7 @@ def replay_document(
                         "shared_prefix_tokens": s.shared_prefix_tokens,
                         "prefix_break": s.prefix_break,
                         "rejected": s.rejected,
+                        "measured_tokens": s.measured_tokens,
                     }
                     for s in run.steps
                 ],

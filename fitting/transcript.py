@@ -167,6 +167,9 @@ class Usage:
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
     source: Source = Source("<memory>")
+    output_tokens: int = 0
+    """What the provider generated for the reply ``messages[before]`` (thinking
+    included); 0 when not recorded."""
 
     @property
     def total(self) -> int:

@@ -271,3 +271,14 @@ def test_github_annotates_each_defect_as_a_warning_on_its_line_issue_8(run_cli: 
         f"warning file={_gh(str(source), prop=True)},line=4",
         f"warning file={_gh(str(source), prop=True)},line=4",
     ]
+
+
+def test_check_uses_the_anchored_size_and_says_so(run_cli: Run) -> None:
+    # anchored: 135 measured + 18 for its reply = 153 (worked out in test_cli_report.PARALLEL)
+    parallel = str(Path(__file__).parent / "data" / "claude_code" / "parallel.jsonl")
+    result = run_cli("check", parallel, "--budget", "152", "--format", "json")
+    (row,) = json.loads(result.stdout)["transcripts"]
+    assert (row["size_source"], row["tokens_before"]) == ("anchored", 153)
+    assert row["outcome"] != "fits"
+    result = run_cli("check", parallel, "--budget", "152")
+    assert "anchored on usage at line 11" in " ".join(result.stdout.split())

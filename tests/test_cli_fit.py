@@ -681,3 +681,12 @@ def test_a_body_with_a_system_prompt_and_no_messages_is_too_long_not_a_crash_iss
     assert result.exit_code == ExitCode.FAILED
     assert not target.exists()
     assert "the system prompt and tool definitions alone are" in flat(result.stdout)
+
+
+def test_fit_plan_says_which_size_it_used(run_cli: Run) -> None:
+    parallel = str(Path(__file__).parent / "data" / "claude_code" / "parallel.jsonl")
+    doc = json.loads(run_cli("fit", parallel, "--budget", "100000", "--json").stdout)
+    assert (doc["size_source"], doc["preamble_source"], doc["tokens_before"]) == ("anchored", "inferred", 153)
+    doc = json.loads(run_cli("fit", parallel, "--budget", "100000", "--json", "--size", "estimate").stdout)
+    assert doc["size_source"] == "estimate"
+    assert doc["tokens_before"] == doc["preamble_tokens"] + sum(m["tokens"] for m in doc["messages"])

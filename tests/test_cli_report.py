@@ -339,3 +339,46 @@ def test_plain_messages_list_the_defects_fit_repairs_issue_8(run_cli: Run, tmp_p
     text = flat(run_cli("report", str(source)).stdout)
     assert "Defects: orphan-result 1, unanswered-call 1" in text
     assert f"{source}:2: unanswered-call:" in text
+
+
+PARALLEL = "tests/data/claude_code/parallel.jsonl"
+"""A Claude Code session with two measured requests, by hand: the first (line 3)
+held message 0, "Read a.txt and b.txt" (20 ASCII -> 5, + 4 + 3 = 12 estimated), and
+measured 10 + 100 cache write = 110; the second (line 11) held messages 0-2 and
+measured 5 + 20 + 110 cache read = 135, and its reply (message 3, the last) recorded
+12 output tokens against 18 estimated."""
+
+
+def test_report_anchors_on_measured_usage_and_infers_the_preamble(run_cli: Run, at_root: None) -> None:
+    result = run_cli("report", PARALLEL, "--json")
+    assert result.exit_code == 0
+    (report,) = orjson.loads(result.stdout)["transcripts"]
+    assert (report["size_source"], report["preamble_source"]) == ("anchored", "inferred")
+    assert report["preamble_tokens"] == 110 - 12
+    assert report["tokens"] == 135 + 18  # the last measured request + its reply (estimate > recorded 12)
+    assert report["size"]["measured_line"] == 11
+    assert report["size"]["preamble_line"] == 3
+
+
+def test_report_text_says_which_parts_are_measured_inferred_or_estimated(run_cli: Run, at_root: None) -> None:
+    result = run_cli("report", PARALLEL)
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    assert "next request: measured 135 at line 11 + its reply 18 + estimated 0 after it" in text
+    assert "system prompt and tools, not in the file: ≈98 tokens, inferred from usage at line 3" in text
+
+
+def test_size_estimate_forces_the_pure_estimate(run_cli: Run, at_root: None) -> None:
+    result = run_cli("report", PARALLEL, "--json", "--size", "estimate")
+    (report,) = orjson.loads(result.stdout)["transcripts"]
+    assert report["size_source"] == "estimate"
+    assert report["tokens"] == report["preamble_tokens"] + report["size"]["estimated_tokens"]
+
+
+def test_preamble_is_given_for_files_without_usage(run_cli: Run, at_root: None) -> None:
+    result = run_cli("report", BILINGUAL, "--json", "--preamble", "25600")
+    (report,) = orjson.loads(result.stdout)["transcripts"]
+    assert (report["preamble_source"], report["preamble_tokens"]) == ("given", 25600)
+    assert report["tokens"] == BILINGUAL_TOKENS + 25600
+    result = run_cli("report", BILINGUAL, "--preamble", "-1")
+    assert result.exit_code == 2

@@ -67,7 +67,8 @@ def test_claude_trace_counts() -> None:
     largest = max(ts, key=lambda t: len(t.messages))
     assert largest.name == "request 35 (line 35, claude-sonnet-4-20250514)"
     assert (len(largest.messages), sum(len(m.tool_calls) for m in largest.messages)) == (27, 11)
-    assert largest.usage == (Usage(27, 3, 12072, 0, Source(str(path), 35)),)
+    # output 1,206: the final count of the last message_delta, not message_start's snapshot
+    assert largest.usage == (Usage(27, 3, 12072, 0, Source(str(path), 35), 1206),)
     assert all(m.source == Source(str(path), 35) for m in largest.messages)
     models = Counter(t.name.rsplit(", ", 1)[1].rstrip(")") for t in ts)
     assert models == {"claude-3-5-haiku-20241022": 47, "claude-sonnet-4-20250514": 17}
@@ -105,8 +106,8 @@ def test_captures_one_transcript_per_messages_request() -> None:
     first, streamed, rejected = ts
     # what is not a Messages request is counted, on the file's first transcript
     assert first.line_kinds == (("GET /v1/models", 1), ("POST /v1/messages/count_tokens", 1))
-    assert first.usage == (Usage(1, 12, 0, 0, Source(str(path), 1)),)  # from the JSON body
-    assert streamed.usage == (Usage(3, 4, 300, 15000, Source(str(path), 3)),)  # from message_start
+    assert first.usage == (Usage(1, 12, 0, 0, Source(str(path), 1), 1),)  # from the JSON body
+    assert streamed.usage == (Usage(3, 4, 300, 15000, Source(str(path), 3), 1),)  # from message_start
     assert [(d.kind, d.source.line) for d in rejected.defects] == [("orphan-result", 5), ("error-response", 5)]
     assert rejected.usage == ()
     # request-level keys are kept for the output body, the response is not part of the transcript

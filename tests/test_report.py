@@ -240,7 +240,8 @@ def test_live_context_and_measured_usage_after_a_compaction() -> None:
         context_start=2,
         usage=(Usage(1, 10, 0, 30, Source("s", 2)), Usage(3, 20, 0, 0, Source("s", 4))),
     )
-    report = build_report(t, Estimator(SEED.scaled_overhead(0)))
+    # The pure estimate with the preamble given as 0: only the messages count.
+    report = build_report(t, Estimator(SEED.scaled_overhead(0)), size_mode="estimate", preamble=0)
     assert (report.messages, report.tokens) == (2, 50)
     assert (report.session_messages, report.session_tokens) == (4, 100)
     assert [(u.before, u.line, u.estimated, u.measured, u.cache_read) for u in report.usage] == [
@@ -251,6 +252,21 @@ def test_live_context_and_measured_usage_after_a_compaction() -> None:
     doc = report_to_dict(report)
     assert doc["session"] == {"messages": 4, "tokens": 100}
     assert [m["measured"] for m in doc["measured"]] == [40, 20]
+    assert (doc["size_source"], doc["preamble_source"]) == ("estimate", "given")
+
+    # By default: anchored on the request measured after the compaction (20, which held
+    # message 2) plus its reply, message 3 (25 estimated, no output recorded); the preamble
+    # is inferred from the first measured request: 40 measured - 25 estimated = 15, and
+    # counts in the session total. The measured rows compare the provider with the estimate
+    # of what the file records, so they stay as they were.
+    report = build_report(t, Estimator(SEED.scaled_overhead(0)))
+    assert (report.messages, report.tokens) == (2, 20 + 25)
+    assert (report.preamble_tokens, report.session_tokens) == (15, 15 + 100)
+    assert [u.estimated for u in report.usage] == [25, 25]
+    doc = report_to_dict(report)
+    assert (doc["size_source"], doc["preamble_source"], doc["preamble_tokens"]) == ("anchored", "inferred", 15)
+    assert doc["size"]["measured_line"] == 4
+    assert (doc["size"]["measured_tokens"], doc["size"]["reply_tokens"], doc["size"]["estimated_tokens"]) == (20, 25, 0)
 
 
 def test_defects_line_kinds_and_notes_are_reported() -> None:

@@ -66,7 +66,8 @@ def _anthropic(keys: tuple[str, ...], text: bytes) -> bool:
 
 def _usage(response: Any) -> dict[str, Any] | None:
     """The response's ``usage``: in its JSON body, or in the ``message_start``
-    event of a streamed (server-sent events) body."""
+    event of a streamed (server-sent events) body, with the final output count
+    of its last ``message_delta`` (``message_start`` holds a snapshot)."""
     if not isinstance(response, dict):
         return None
     body = response.get("body")
@@ -75,6 +76,7 @@ def _usage(response: Any) -> dict[str, Any] | None:
     raw = response.get("body_raw")
     if not isinstance(raw, str):
         return None
+    usage: dict[str, Any] | None = None
     for line in raw.splitlines():
         if not line.startswith("data:"):
             continue
@@ -82,10 +84,18 @@ def _usage(response: Any) -> dict[str, Any] | None:
             event = orjson.loads(line[5:])
         except orjson.JSONDecodeError:
             continue
-        if isinstance(event, dict) and event.get("type") == "message_start":
-            usage = (event.get("message") or {}).get("usage")
-            return usage if isinstance(usage, dict) else None
-    return None
+        if not isinstance(event, dict):
+            continue
+        if event.get("type") == "message_start" and usage is None:
+            start = (event.get("message") or {}).get("usage")
+            if not isinstance(start, dict):
+                return None
+            usage = dict(start)
+        elif event.get("type") == "message_delta" and usage is not None:
+            delta = event.get("usage")
+            if isinstance(delta, dict) and isinstance(delta.get("output_tokens"), int):
+                usage["output_tokens"] = delta["output_tokens"]
+    return usage
 
 
 def _tokens(usage: dict[str, Any], key: str) -> int:
@@ -165,6 +175,7 @@ class _Loader:
                         _tokens(measured, "cache_creation_input_tokens"),
                         _tokens(measured, "cache_read_input_tokens"),
                         source,
+                        _tokens(measured, "output_tokens"),
                     ),
                 )
         self.transcripts.append(replace(t, name=name, usage=usage, defects=tuple(defects)))

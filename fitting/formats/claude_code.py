@@ -64,7 +64,8 @@ class _Node:
     agent_id: str = ""
     message_id: str = ""
     blocks: tuple[Block, ...] = ()
-    usage: tuple[int, int, int] | None = None
+    usage: tuple[int, int, int, int] | None = None
+    """Input, cache write, cache read and output tokens."""
     compact: bool = False
     model: str = ""
     """The model that wrote an assistant message (``<synthetic>`` for Claude Code's own)."""
@@ -119,6 +120,7 @@ def _message_node(obj: Envelope, kind: str, source: Source) -> _Node:
             _int(usage.get("input_tokens")),
             _int(usage.get("cache_creation_input_tokens")),
             _int(usage.get("cache_read_input_tokens")),
+            _int(usage.get("output_tokens")),
         )
         if kind == "assistant" and isinstance(usage, dict)
         else None
@@ -397,12 +399,22 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
         last = drafts[-1] if drafts else None
         if node.kind == "assistant":
             if last is None or last.role != "assistant" or last.message_id != node.message_id:
-                if node.usage is not None and any(node.usage):
-                    usage.append(Usage(len(drafts), *node.usage, source=Source(path, node.line)))
+                if node.usage is not None and any(node.usage[:3]):
+                    read, write, cached, output = node.usage
+                    usage.append(Usage(len(drafts), read, write, cached, Source(path, node.line), output))
                 elif node.usage is not None:
                     unmeasured += 1
                 last = _Draft("assistant", node.line, node.message_id)
                 drafts.append(last)
+            elif (
+                node.usage is not None
+                and usage
+                and usage[-1].before == len(drafts) - 1
+                and node.usage[3] > usage[-1].output_tokens
+            ):
+                # A reply split over several lines records the output count as it
+                # streamed: the largest (latest) value is the reply's own.
+                usage[-1] = replace(usage[-1], output_tokens=node.usage[3])
             last.blocks.extend(blocks)
             for b in blocks:
                 if isinstance(b, ToolCall):

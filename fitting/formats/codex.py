@@ -173,7 +173,8 @@ class _Rollout:
         # cache is the difference.
         read = int(last.get("input_tokens") or 0)
         cached = min(int(last.get("cached_input_tokens") or 0), read)
-        self.usage.append(Usage(before, read - cached, 0, cached, source))
+        output = int(last.get("output_tokens") or 0)
+        self.usage.append(Usage(before, read - cached, 0, cached, source, output))
 
     def _compacted(self, payload: dict[str, Any], source: Source) -> None:
         """A compaction restarts the context: the next request holds its replacement

@@ -32,6 +32,8 @@ class Step:
     """The previous request is not a prefix of this one: the cleared or dropped part changed."""
     rejected: bool
     """The sent request exceeds the window."""
+    measured_tokens: int | None = None
+    """What the provider measured for this request (unfitted), where the file records it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,11 +153,18 @@ def replay(
     budget: int,
     estimator: Estimator,
     window: int | None = None,
+    preamble: int | None = None,
 ) -> tuple[Run, ...]:
     """Every request of ``transcript`` fitted by each policy, in order. Orphans
-    are repaired first, as ``fit`` does, so each request is one a harness could send."""
+    are repaired first, as ``fit`` does, so each request is one a harness could send.
+    ``preamble`` replaces the estimate of the system prompt and tools (an inferred
+    or given one, for a file that does not record them); it counts in every request."""
+    original = transcript
     transcript, _ = repair(transcript)
     session = Session.of(transcript, estimator)
+    if preamble is not None:
+        session.preamble = preamble
+    measured = _measured_at(original, transcript)
     raw = Fenwick(session.tokens)
     runs = []
     for factory in policies:
@@ -177,11 +186,25 @@ def replay(
                     shared,
                     broke,
                     window is not None and sent.tokens > window,
+                    measured.get(n),
                 )
             )
             previous = sent
         runs.append(Run(policy.name, tuple(steps)))
     return tuple(runs)
+
+
+def _measured_at(original: Transcript, repaired: Transcript) -> dict[int, int]:
+    """The measured size of each request, by how many messages of ``repaired`` it
+    held: placed by its reply, which repairs never change."""
+    if repaired.messages is original.messages:
+        return {u.before: u.total for u in original.usage}
+    position = {id(m): i for i, m in enumerate(repaired.messages)}
+    out = {}
+    for u in original.usage:
+        if 0 <= u.before < len(original.messages) and id(original.messages[u.before]) in position:
+            out[position[id(original.messages[u.before])]] = u.total
+    return out
 
 
 def _position_of(segments: Sequence[tuple[int, int]], message_index: int) -> int | None:
