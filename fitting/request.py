@@ -17,7 +17,7 @@ from .formats import format_of
 from .transcript import Dialect, Text, ToolDef, Transcript
 from .validate import unsendable
 from .wire import anthropic
-from .wire.bodies import body_from_transcript, transcript_from_body
+from .wire.bodies import body_from_transcript, messages_keeping, transcript_from_body
 
 Target: TypeAlias = Literal["auto", "same", "anthropic", "openai"]
 """What ``fit`` writes: ``same`` keeps the input's shape (messages JSONL or a
@@ -191,7 +191,28 @@ class Fitter:
             return FittedRequest(body if isinstance(body, dict) else dict(body), plan)
         fitted = apply_plan(transcript, plan)
         refuse_unsendable(fitted)
-        return FittedRequest(body_from_transcript(fitted), plan)
+        return FittedRequest(body_keeping(body, transcript, fitted), plan)
+
+
+def body_keeping(body: Mapping[str, Any], read: Transcript, fitted: Transcript) -> dict[str, Any]:
+    """``fitted`` as a body in its dialect, where every message the fit did not
+    touch (and the system prompt, if untouched) is the very object ``body`` held
+    (SPEC section 6, invariant 9): same keys, same shape, same values. ``read``
+    is the transcript ``body`` was read into, whose messages map to its own."""
+    out = body_from_transcript(fitted)
+    originals = list(body["messages"])
+    leading = len(originals) - len(read.messages)  # OpenAI system messages: the system prompt now
+    by_identity = {id(m): o for m, o in zip(read.messages, originals[leading:], strict=True)}
+    messages = messages_keeping(fitted, lambda m: by_identity.get(id(m)))
+    system_kept = fitted.system is read.system
+    if fitted.dialect == "openai":
+        system = originals[:leading] if system_kept else out["messages"][: 1 if fitted.system else 0]
+        out["messages"] = [*system, *messages]
+    else:
+        if system_kept and "system" in body:
+            out["system"] = body["system"]
+        out["messages"] = messages
+    return out
 
 
 def fit_request(

@@ -99,6 +99,22 @@ Block: TypeAlias = Text | Thinking | ToolCall | ToolResult | Image | Other
 
 
 @dataclass(frozen=True, slots=True)
+class Verbatim:
+    """JSON text exactly as a file held it (SPEC section 6, invariant 9), and the
+    blocks read from it. Writers emit ``json`` only while the value still holds
+    that very ``content`` tuple: a fit that changes a message builds a new tuple,
+    so a changed message can never be written as its old text."""
+
+    json: tuple[bytes, ...]
+    """One JSON value per item: a message's object; a system prompt's value or messages."""
+    content: tuple[Block, ...]
+
+    def of(self, content: tuple[Block, ...]) -> tuple[bytes, ...] | None:
+        """``json`` if ``content`` is still the tuple it was read into, else None."""
+        return self.json if content is self.content else None
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One message: a role and its content blocks."""
 
@@ -106,6 +122,14 @@ class Message:
     content: tuple[Block, ...]
     source: Source = field(default=Source("<memory>"), compare=False)
     extra: JsonText = ""
+    verbatim: Verbatim | None = field(default=None, compare=False, repr=False)
+    """The message as read, where the format keeps it (messages JSONL, request bodies)."""
+
+    @property
+    def exact_json(self) -> bytes | None:
+        """The message's JSON text as it was read, if the message is unchanged since."""
+        found = self.verbatim.of(self.content) if self.verbatim is not None else None
+        return found[0] if found else None
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -204,6 +228,9 @@ class Transcript:
     name: str = ""
     """Which transcript of its file this is, when a file holds several (e.g.
     ``subagent agent-a5bdbc1``, ``trajectory 17``); empty otherwise."""
+    system_verbatim: Verbatim | None = field(default=None, compare=False, repr=False)
+    """The system prompt as read (a body's ``system`` value, or its system
+    messages), where the format keeps it; valid while ``system`` is unchanged."""
 
     @property
     def label(self) -> str:

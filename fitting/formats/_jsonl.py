@@ -54,6 +54,12 @@ class LineReader:
     skipped: list[Skipped] = field(default_factory=list)
 
     def values(self, lines: Iterable[bytes]) -> Iterator[tuple[int, Any]]:
+        for lineno, value, _ in self.entries(lines):
+            yield lineno, value
+
+    def entries(self, lines: Iterable[bytes]) -> Iterator[tuple[int, Any, bytes]]:
+        """Each value with its line number and its JSON text exactly as the line holds it
+        (without surrounding whitespace)."""
         for lineno, raw in enumerate(lines, start=1):
             line = raw.strip()
             if lineno == 1 and line.startswith(BOM):
@@ -64,7 +70,7 @@ class LineReader:
                 self.skipped.append(Skipped(Source(self.path, lineno), "comment line"))
                 continue
             try:
-                yield lineno, orjson.loads(line)
+                yield lineno, orjson.loads(line), line
             except orjson.JSONDecodeError as exc:
                 bad = _utf8_error(raw, self.path, lineno)
                 error: InvalidJson | InvalidUtf8 = bad or InvalidJson(

@@ -5,15 +5,17 @@ request body ``{"system"?, "tools"?, "messages": [...]}`` or a message array."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..transcript import Dialect, Message, Skipped, Source, Transcript
+from ..transcript import Dialect, Message, Skipped, Source, Transcript, Verbatim
 from ..wire import anthropic, openai
-from ..wire.bodies import body_from_transcript, transcript_from_body
-from ._jsonl import LineReader, loads_document
+from ..wire.bodies import body_from_transcript, messages_keeping, transcript_from_body
+from ._document import member_spans
+from ._jsonl import BOM, LineReader, loads_document
 from .base import Format, Input
 
 NAME = "messages"
@@ -36,7 +38,7 @@ def message_from_json(obj: Any, source: Source) -> tuple[Message, Dialect | None
 
 
 def transcript_from_objects(
-    items: Iterable[tuple[int | None, Any]],
+    items: Iterable[tuple[int | None, Any, bytes | None]],
     path: str,
     *,
     skip_invalid: bool,
@@ -45,7 +47,7 @@ def transcript_from_objects(
 ) -> Transcript:
     messages: list[Message] = []
     dialects: set[Dialect] = set()
-    for line, obj in items:
+    for line, obj, text in items:
         source = Source(path, line)
         try:
             message, dialect = message_from_json(obj, source)
@@ -54,6 +56,8 @@ def transcript_from_objects(
                 raise
             skipped.append(Skipped(source, exc.message))
             continue
+        if text is not None:
+            message = Message(message.role, message.content, source, message.extra, Verbatim((text,), message.content))
         messages.append(message)
         if dialect:
             dialects.add(dialect)
@@ -61,19 +65,77 @@ def transcript_from_objects(
         raise EmptyTranscript(Location(path), "no messages found", hint="is this the right file?")
     transcript = openai.transcript_from_messages(messages, source=Source(path), fmt=fmt)
     found: Dialect = "openai" if "openai" in dialects else "anthropic"
+    leading = messages[: len(messages) - len(transcript.messages)]  # system messages, now the system prompt
+    texts = tuple(m.exact_json for m in leading)
     return Transcript(
-        transcript.system, transcript.tools, transcript.messages, transcript.source, fmt, found, tuple(skipped)
+        transcript.system,
+        transcript.tools,
+        transcript.messages,
+        transcript.source,
+        fmt,
+        found,
+        tuple(skipped),
+        system_verbatim=_verbatim_system(texts, transcript.system),
     )
+
+
+def _verbatim_system(texts: Iterable[bytes | None], system: tuple[Any, ...]) -> Verbatim | None:
+    kept = tuple(t for t in texts if t is not None)
+    return Verbatim(kept, system) if kept else None
+
+
+def _with_verbatim(transcript: Transcript, text: str, members: list[tuple[str | None, int, int]]) -> Transcript:
+    """``transcript`` (read from a document) with each message's JSON text, and
+    the system prompt's, as the document spells them (invariant 9)."""
+    spans = [text[a:b].encode() for _, a, b in members]
+    leading = len(spans) - len(transcript.messages)  # OpenAI system messages, now the system prompt
+    if leading < 0:
+        return transcript
+    messages = tuple(
+        Message(m.role, m.content, m.source, m.extra, Verbatim((raw,), m.content))
+        for m, raw in zip(transcript.messages, spans[leading:], strict=True)
+    )
+    return replace(transcript, messages=messages, system_verbatim=_verbatim_system(spans[:leading], transcript.system))
+
+
+def _spans(data: bytes, value: Any) -> tuple[str, list[tuple[str | None, int, int]], bytes | None]:
+    """The document's text, the spans of its messages, and the system value's JSON text (a body's)."""
+    text = data[len(BOM) :].decode() if data.startswith(BOM) else data.decode()
+    top = member_spans(text)
+    if isinstance(value, list):
+        return text, top, None
+    found = {key: (a, b) for key, a, b in top}  # a repeated key: the last one counts, as in the parsed value
+    system = text[slice(*found["system"])].encode() if "system" in found else None
+    return text, member_spans(text, found["messages"][0]), system
 
 
 def _document(data: bytes, path: str, *, skip_invalid: bool) -> Transcript:
     value = loads_document(data, path)
     if isinstance(value, dict) and "messages" in value:
-        return transcript_from_body(value, source=Source(path), fmt=REQUEST)
+        transcript = transcript_from_body(value, source=Source(path), fmt=REQUEST)
+        try:
+            text, members, system = _spans(data, value)
+        except ValueError:  # a text the standard decoder refuses: written from the model then
+            return transcript
+        transcript = _with_verbatim(transcript, text, members)
+        if system is not None and transcript.dialect == "anthropic":
+            transcript = replace(transcript, system_verbatim=Verbatim((system,), transcript.system))
+        return transcript
     if isinstance(value, list):
-        return transcript_from_objects(((None, m) for m in value), path, skip_invalid=skip_invalid, skipped=[])
+        with_texts = transcript_from_objects(
+            ((None, m, None) for m in value), path, skip_invalid=skip_invalid, skipped=[]
+        )
+        # Skipped items (--skip-invalid) break the pairing of items and messages: keep no text then.
+        if with_texts.skipped:
+            return with_texts
+        try:
+            text, members, _ = _spans(data, value)
+        except ValueError:
+            return with_texts
+        return _with_verbatim(with_texts, text, members)
     if isinstance(value, dict) and "role" in value:
-        return transcript_from_objects([(1, value)], path, skip_invalid=skip_invalid, skipped=[])
+        raw = data[len(BOM) :].strip() if data.startswith(BOM) else data.strip()
+        return transcript_from_objects([(1, value, raw)], path, skip_invalid=skip_invalid, skipped=[])
     raise UnknownShape(
         Location(path),
         "not a request body, a message array or a message",
@@ -86,7 +148,7 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
         return (_document(source.read_all(), source.path, skip_invalid=skip_invalid),)
     reader = LineReader(source.path, skip_invalid)
     transcript = transcript_from_objects(
-        reader.values(source.lines()), source.path, skip_invalid=skip_invalid, skipped=reader.skipped
+        reader.entries(source.lines()), source.path, skip_invalid=skip_invalid, skipped=reader.skipped
     )
     return (transcript,)
 
@@ -98,18 +160,34 @@ def sniff(head: bytes) -> bool:
     return text.startswith((b"{", b"[")) and (b'"role"' in head or b'"messages"' in head)
 
 
+def _exact(message: Message) -> orjson.Fragment | None:
+    exact = message.exact_json
+    return None if exact is None else orjson.Fragment(exact)
+
+
 def write(transcript: Transcript) -> bytes:
     """The fitted transcript in the shape it was read: a request body read
     stays a body; messages are written one per line, an Anthropic system prompt
-    on a first ``role: system`` line."""
+    on a first ``role: system`` line. What the fit did not change (each message,
+    the system prompt) is written as the file spelled it (invariant 9)."""
     body = body_from_transcript(transcript)
+    kept = transcript.system_verbatim.of(transcript.system) if transcript.system_verbatim else None
+    system: list[Any] | None = [orjson.Fragment(t) for t in kept] if kept is not None else None
+    messages = messages_keeping(transcript, _exact)
+    built_system = body["messages"][: 1 if transcript.system else 0]  # OpenAI: the first message
     if transcript.format == REQUEST:
+        if transcript.dialect == "openai":
+            body["messages"] = [*(built_system if system is None else system), *messages]
+        else:
+            if system is not None:
+                body["system"] = system[0]  # a body's system value, as the file spelled it
+            body["messages"] = messages
         return orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n"
-    lines = []
-    if transcript.dialect == "anthropic" and "system" in body:
-        lines.append({"role": "system", "content": body["system"]})
-    lines.extend(body["messages"])
-    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    if system is None and transcript.dialect == "openai":
+        system = built_system
+    elif system is None:
+        system = [{"role": "system", "content": body["system"]}] if "system" in body else []
+    return b"".join(orjson.dumps(line) + b"\n" for line in (*system, *messages))
 
 
 FORMAT = Format(

@@ -3,11 +3,11 @@ one into a transcript, and writing a transcript as one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import Location, UnknownShape
-from ..transcript import Dialect, Source, Transcript
+from ..transcript import Dialect, Message, Source, Transcript
 from . import anthropic, openai
 
 REQUEST_SOURCE = Source("<request>")
@@ -31,6 +31,25 @@ def body_from_transcript(transcript: Transcript, *, to: Dialect | None = None) -
     if (to or transcript.dialect) == "anthropic":
         return anthropic.request_to_json(transcript)
     return openai.request_to_json(transcript)
+
+
+def messages_keeping(transcript: Transcript, kept: Callable[[Message], Any]) -> list[Any]:
+    """The transcript's messages in its own dialect, ``kept(message)`` standing for
+    each message it returns something for (the message as it came, SPEC section 6,
+    invariant 9) and the others built from the model."""
+    build = anthropic.messages_to_json if transcript.dialect == "anthropic" else openai.messages_to_json
+    out: list[Any] = []
+    run: list[Message] = []
+    for message in transcript.messages:
+        original = kept(message)
+        if original is None:
+            run.append(message)
+            continue
+        out.extend(build(tuple(run), same_dialect=True))
+        run.clear()
+        out.append(original)
+    out.extend(build(tuple(run), same_dialect=True))
+    return out
 
 
 def transcript_from_body(
