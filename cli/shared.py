@@ -149,6 +149,7 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
                 raise InputError(_loc(item.path), "no such file")
         sizes = [len(i.data) if i.data is not None else Path(i.path).stat().st_size for i in inputs]
         transcripts: list[Transcript] = []
+        skipped_files = 0
         show = err.is_terminal and (len(inputs) > 3 or sum(sizes) > 50_000_000)
         with Progress(
             TextColumn("{task.description}"),
@@ -164,12 +165,18 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
                 progress.update(task, description=f"loading {markup_safe(Path(item.path).name)}")
                 try:
                     transcripts.extend(load(item, fmt=fmt, skip_invalid=skip_invalid))
-                except (EmptyTranscript, UnknownFormat) as exc:
-                    if item.path not in scanned:
+                except InputError as exc:
+                    # A directory of real sessions holds empty and foreign files: say so, go on. With
+                    # --skip-invalid a file found there that cannot be read is skipped the same way; a file
+                    # named on the command line still fails.
+                    foreign = isinstance(exc, (EmptyTranscript, UnknownFormat))
+                    if item.path not in scanned or not (foreign or skip_invalid):
                         raise
-                    # A directory of real sessions holds empty and foreign files: say so, go on.
                     err.print(f"[yellow]skipped:[/] {markup_safe(str(exc))}")
+                    skipped_files += 1
                 progress.advance(task)
+        if skipped_files:
+            err.print(f"[yellow]skipped {skipped_files} of {len(inputs)} files[/]")
         if not transcripts:
             raise NoTranscripts(_loc(", ".join(files)), "no transcripts found")
         return transcripts

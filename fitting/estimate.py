@@ -800,8 +800,15 @@ def parse_rule(spec: str) -> Rule:
     return replace(base, name=spec, classes=classes)
 
 
+MAX_OVERHEAD = 1000.0
+"""The largest ``overhead`` factor: far beyond any real structure, small enough that scaled overheads stay
+whole numbers (``inf`` or ``1e308`` would not)."""
+
+
 def make_estimator(name: str = "seed", *, overhead: float = 1.0) -> Estimator:
     """An estimator for a named rule or a ``custom:`` rule string, with
-    overheads scaled by ``overhead``."""
+    overheads scaled by ``overhead`` (0 to ``MAX_OVERHEAD``)."""
+    if not (0 <= overhead <= MAX_OVERHEAD):  # also refuses nan
+        raise OptionError(f"the overhead factor must be between 0 and {MAX_OVERHEAD:g}, not {overhead}")
     rule = parse_rule(name)
     return Estimator(rule.scaled_overhead(overhead) if overhead != 1.0 else rule)

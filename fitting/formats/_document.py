@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from .._json import check_depth
 from ..errors import InvalidJson, InvalidUtf8, Location
 from ._sniff import scan_head
 from .base import SNIFF_BYTES, Input
@@ -121,7 +122,7 @@ def iter_members(stream: BinaryIO, path: str) -> Iterator[Member]:
     first = buf.peek()
     if first not in ("[", "{"):
         value, line, text = buf.value()
-        yield Member(None, value, line, text)
+        yield Member(None, check_depth(value, Location(path, line), text), line, text)
     else:
         buf.pos += 1
         closing = "]" if first == "[" else "}"
@@ -137,7 +138,7 @@ def iter_members(stream: BinaryIO, path: str) -> Iterator[Member]:
                     key = raw_key
                     buf.expect(":")
                 value, line, text = buf.value()
-                yield Member(key, value, line, text)
+                yield Member(key, check_depth(value, Location(path, line), text), line, text)
                 if buf.expect("," + closing) == closing:
                     break
     if buf.peek():

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from .._json import check_depth, depth_error
 from ..errors import InvalidJson, InvalidUtf8, Location
 from ..transcript import Skipped, Source
 
@@ -32,7 +33,7 @@ def _utf8_error(data: bytes, path: str, first_line: int = 1) -> InvalidUtf8 | No
 def loads_document(data: bytes, path: str) -> Any:
     """Parse a whole file as one JSON value, or raise a located error."""
     try:
-        return orjson.loads(data[len(BOM) :] if data.startswith(BOM) else data)
+        return check_depth(orjson.loads(data[len(BOM) :] if data.startswith(BOM) else data), Location(path), data)
     except orjson.JSONDecodeError as exc:
         bad = _utf8_error(data, path)
         if bad is not None:
@@ -70,7 +71,7 @@ class LineReader:
                 self.skipped.append(Skipped(Source(self.path, lineno), "comment line"))
                 continue
             try:
-                yield lineno, orjson.loads(line), line
+                value = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
                 bad = _utf8_error(raw, self.path, lineno)
                 error: InvalidJson | InvalidUtf8 = bad or InvalidJson(
@@ -81,3 +82,11 @@ class LineReader:
                 if not self.skip_invalid:
                     raise error from None
                 self.skipped.append(Skipped(Source(self.path, lineno), error.message))
+                continue
+            deep = depth_error(value, Location(self.path, lineno), line)
+            if deep is None:
+                yield lineno, value, line
+            elif not self.skip_invalid:
+                raise deep
+            else:
+                self.skipped.append(Skipped(Source(self.path, lineno), deep.message))

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from .._json import str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Defect, Skipped, Source, Transcript, Usage
 from ..validate import check_messages
@@ -126,7 +127,7 @@ class _Loader:
         elif isinstance(value, dict) and "messages" in value:
             self._request(source, value, None)
         elif isinstance(value, dict):
-            kind = value.get("type")
+            kind = str_field(value, "type")
             self.kinds[kind if isinstance(kind, str) else "object without messages"] += 1
         else:
             self.kinds[type(value).__name__ if value is not None else "null"] += 1

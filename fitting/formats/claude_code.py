@@ -14,7 +14,7 @@ from typing import Any, Literal, TypedDict, cast
 
 import orjson
 
-from .._json import dumps
+from .._json import dumps, str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript, Usage
 from ..validate import check_messages
@@ -657,7 +657,7 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
 def _looks_like_line(obj: Any) -> bool:
     if not isinstance(obj, dict):
         return False
-    kind = obj.get("type")
+    kind = str_field(obj, "type")
     if "parentUuid" in obj and "sessionId" in obj:
         return True
     if kind == "summary":

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from .._json import dumps
+from .._json import dumps, str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolDef, Transcript, Usage
 from ..wire.responses import ItemReader, defects_of, item_type
@@ -98,7 +98,7 @@ class _Rollout:
         if not isinstance(obj, dict):
             self.kinds["unknown"] += 1
             return
-        kind = obj.get("type")
+        kind = str_field(obj, "type")
         if "payload" in obj and isinstance(kind, str):
             self._envelope(kind, obj["payload"], source)
         elif "record_type" in obj:
@@ -330,7 +330,7 @@ def sniff(head: bytes) -> bool:
         return bool(_ENVELOPE.match(first) or _LEGACY.match(first))
     if not isinstance(obj, dict):
         return False
-    if obj.get("type") in ENVELOPE_TYPES and "payload" in obj:
+    if isinstance(obj.get("type"), str) and obj["type"] in ENVELOPE_TYPES and "payload" in obj:
         return True
     return {"id", "timestamp"} <= obj.keys() and obj.keys() <= LEGACY_HEADER_KEYS
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from .._json import str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Dialect, Message, Skipped, Source, Transcript, Verbatim
 from ..wire import anthropic, openai
@@ -31,7 +32,7 @@ def message_from_json(obj: Any, source: Source) -> tuple[Message, Dialect | None
             "not a message: expected an object with a 'role'",
             hint="see the README's list of formats, or pass --from",
         )
-    if obj.get("role") in ("system", "developer") or openai.looks_openai(obj):
+    if str_field(obj, "role") in ("system", "developer") or openai.looks_openai(obj):
         return openai.message_from_json(obj, source), "openai" if obj.get("role") != "system" else None
     message = anthropic.message_from_json(obj, source)
     return message, "anthropic" if anthropic.looks_anthropic(obj) else None

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from .._json import dumps
+from .._json import dumps, str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Skipped, Source, Text, Transcript
 from ..wire.responses import ITEM_TYPES, ItemReader, defects_of, item_type, tool_from_json
@@ -123,7 +123,7 @@ def _is_item(obj: Any) -> bool:
     """A Responses item on its own (not an Anthropic message, which also says ``type: message``)."""
     if not isinstance(obj, dict) or "payload" in obj:
         return False
-    kind = obj.get("type")
+    kind = str_field(obj, "type")
     if kind in ITEM_TYPES - {"message"}:
         return True
     content = obj.get("content")
@@ -135,7 +135,7 @@ def _is_item(obj: Any) -> bool:
             or (
                 isinstance(content, list)
                 and bool(content)
-                and all(isinstance(p, dict) and p.get("type") in _MESSAGE_PARTS for p in content)
+                and all(isinstance(p, dict) and str_field(p, "type") in _MESSAGE_PARTS for p in content)
             )
         )
     )

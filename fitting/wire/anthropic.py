@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._json import dumps, extras, loads, merge_extra, other_block
+from .._json import dumps, extras, list_field, loads, merge_extra, other_block, str_field
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
@@ -145,7 +145,7 @@ def request_from_json(body: dict[str, Any], source: Source, fmt: str) -> Transcr
             raise UnknownShape(where, "each message must be an object")
     return Transcript(
         system=system_from_json(body.get("system"), where),
-        tools=tuple(tool_from_json(t, where) for t in body.get("tools") or ()),
+        tools=tuple(tool_from_json(t, where) for t in list_field(body, "tools", where)),
         messages=tuple(message_from_json(m, source) for m in messages),
         source=source,
         format=fmt,
@@ -270,5 +270,5 @@ def looks_anthropic(obj: dict[str, Any]) -> bool:
     """A message object whose content uses Anthropic block types."""
     content = obj.get("content")
     return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") in BLOCK_TYPES - {"text"} for b in content
+        isinstance(b, dict) and str_field(b, "type") in BLOCK_TYPES - {"text"} for b in content
     )

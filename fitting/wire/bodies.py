@@ -18,10 +18,12 @@ def body_dialect(body: Mapping[str, Any]) -> Dialect:
     OpenAI if it has OpenAI-only shapes; Anthropic when nothing tells."""
     if "system" in body:
         return "anthropic"
-    messages = body.get("messages") or ()
-    if any(isinstance(m, dict) and (openai.looks_openai(m) or m.get("role") == "system") for m in messages):
+    messages, tools = body.get("messages"), body.get("tools")
+    if isinstance(messages, list) and any(
+        isinstance(m, dict) and (openai.looks_openai(m) or m.get("role") == "system") for m in messages
+    ):
         return "openai"
-    if any(isinstance(t, dict) and t.get("type") == "function" for t in body.get("tools") or ()):
+    if isinstance(tools, list) and any(isinstance(t, dict) and t.get("type") == "function" for t in tools):
         return "openai"
     return "anthropic"
 

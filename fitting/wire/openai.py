@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from .._json import dumps, extras, loads, merge_extra, other_block
+from .._json import check_depth, dumps, extras, list_field, loads, merge_extra, other_block, str_field
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
@@ -35,7 +35,7 @@ def _part_from_json(obj: Any, where: Location) -> Block:
         return Text(obj)
     if not isinstance(obj, dict):
         raise UnknownShape(where, "a content part must be an object")
-    kind = obj.get("type")
+    kind = str_field(obj, "type")
     if kind in ("text", "input_text", "output_text") and isinstance(obj.get("text"), str):
         return Text(obj["text"], extras(obj, frozenset({"type", "text"})))
     if kind == "image_url":
@@ -58,11 +58,12 @@ def _content_from_json(raw: Any, where: Location) -> tuple[Block, ...]:
     raise UnknownShape(where, "message 'content' must be a string, a list of parts, or null")
 
 
-def arguments_json(raw: Any) -> str:
-    """Compact JSON of a call's arguments (a JSON string in this API)."""
+def arguments_json(raw: Any, where: Location) -> str:
+    """Compact JSON of a call's arguments (a JSON string in this API); arguments nested too deep to be
+    written back are a located error."""
     if isinstance(raw, str):
         try:
-            return dumps(orjson.loads(raw))
+            return dumps(check_depth(orjson.loads(raw), where, raw))
         except orjson.JSONDecodeError:
             return dumps(raw)
     return dumps(raw if raw is not None else {})
@@ -70,7 +71,7 @@ def arguments_json(raw: Any) -> str:
 
 def message_from_json(obj: dict[str, Any], source: Source) -> Message:
     where = Location(source.path, source.line)
-    role = obj.get("role")
+    role = str_field(obj, "role")
     if role not in ROLES:
         raise UnknownShape(where, f"unknown message role {role!r}")
     content = _content_from_json(obj.get("content"), where)
@@ -90,7 +91,7 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
         return Message("tool", (ToolResult(call_id, content, False, str(obj.get("name") or "")),), source, extra)
     if role == "assistant":
         calls = []
-        for call in obj.get("tool_calls") or ():
+        for call in list_field(obj, "tool_calls", where):
             if not isinstance(call, dict) or not isinstance(call.get("id"), str):
                 raise UnknownShape(where, "each tool call needs an 'id'")
             fn = call["function"] if isinstance(call.get("function"), dict) else {}
@@ -99,7 +100,7 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
                 ToolCall(
                     call["id"],
                     str(fn.get("name", "")),
-                    compact := arguments_json(raw_args),
+                    compact := arguments_json(raw_args, where),
                     extras(call, frozenset({"id", "type", "function"})),
                     raw_args if isinstance(raw_args, str) and raw_args != compact else "",
                 )
@@ -125,7 +126,7 @@ def request_from_json(body: dict[str, Any], source: Source, fmt: str) -> Transcr
         raise UnknownShape(where, "a request body needs a 'messages' list of objects")
     return transcript_from_messages(
         [message_from_json(m, source) for m in raw],
-        tools=tuple(tool_from_json(t, where) for t in body.get("tools") or ()),
+        tools=tuple(tool_from_json(t, where) for t in list_field(body, "tools", where)),
         source=source,
         fmt=fmt,
         extra=extras(body, _REQUEST),
@@ -264,10 +265,10 @@ def request_to_json(transcript: Transcript) -> dict[str, Any]:
 
 def looks_openai(obj: dict[str, Any]) -> bool:
     """A message object in the OpenAI shape."""
-    role = obj.get("role")
+    role = str_field(obj, "role")
     if role in ("tool", "developer", "function") or "tool_calls" in obj or "tool_call_id" in obj:
         return True
     content = obj.get("content")
     return isinstance(content, list) and any(
-        isinstance(p, dict) and p.get("type") in ("image_url", "input_text", "output_text") for p in content
+        isinstance(p, dict) and str_field(p, "type") in ("image_url", "input_text", "output_text") for p in content
     )

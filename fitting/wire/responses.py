@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from .._json import dumps, other_block
+from .._json import dumps, other_block, str_field
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
@@ -44,7 +44,7 @@ _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "r
 
 def item_type(item: dict[str, Any]) -> str:
     """An item's type; an item with a ``role`` and no type is a message (the API's "easy" input)."""
-    kind = item.get("type")
+    kind = str_field(item, "type")
     if isinstance(kind, str):
         return kind
     return "message" if "role" in item else ""
@@ -79,7 +79,7 @@ def content_blocks(raw: Any, where: Location) -> tuple[Block, ...]:
             blocks.append(Text(part))
         elif not isinstance(part, dict):
             raise UnknownShape(where, "a content part must be an object")
-        elif part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str):
+        elif str_field(part, "type") in _TEXT_PARTS and isinstance(part.get("text"), str):
             blocks.append(Text(part["text"]))
         elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
             blocks.append(Text(part["refusal"]))
@@ -124,7 +124,7 @@ def _call(item: dict[str, Any], kind: str, where: Location) -> ToolCall:
     call_id = _call_id(item, kind, where)
     if kind == "function_call":
         raw = item.get("arguments")
-        compact = arguments_json(raw)
+        compact = arguments_json(raw, where)
         return ToolCall(
             call_id, str(item.get("name", "")), compact, "", raw if isinstance(raw, str) and raw != compact else ""
         )
@@ -181,7 +181,7 @@ class ItemReader:
         where = Location(source.path, source.line)
         kind = item_type(item)
         if kind == "message":
-            role = item.get("role")
+            role = str_field(item, "role")
             content = content_blocks(item.get("content"), where)
             if role == "assistant":
                 self._assistant(content, source)
