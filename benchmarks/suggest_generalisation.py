@@ -2,7 +2,7 @@
 
 Reproduces the experiment of issue 7 item 5 on the committed calibration
 numbers (``tests/data/calibration/documents.csv``: per document, its
-characters per class and the real tokens of three tokenizers; no corpus
+characters per class and the real tokens of every tokenizer it lists; no corpus
 needed). For every (kind of content, tokenizer) pair, the documents of the
 kind are split in two halves (alternate rows in file order); a rule is fitted
 on one half and tested on the other, then the other way round. A *miss* is a
@@ -36,16 +36,23 @@ from windowfit.fitting.suggest import (
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "tests" / "data" / "calibration" / "documents.csv"
-TOKENIZERS = ("cl100k_base", "mistral-tekken", "claude-legacy")
+
+
+def tokenizers(path: Path) -> list[str]:
+    """The tokenizers the table has counts for (its ``tokens:NAME`` columns)."""
+    with path.open(encoding="utf-8", newline="") as f:
+        header = next(csv.reader(f))
+    return [c.removeprefix("tokens:") for c in header if c.startswith("tokens:")]
 
 
 def load(path: Path) -> dict[tuple[str, str], list[Sample]]:
     """Samples per (kind, tokenizer), in file order."""
     groups: dict[tuple[str, str], list[Sample]] = defaultdict(list)
+    names = tokenizers(path)
     with path.open(encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
             counts = CharCounts(int(row["seed:ascii"]), int(row["seed:cjk"]), int(row["seed:other"]))
-            for t in TOKENIZERS:
+            for t in names:
                 groups[row["kind"], t].append(Sample(counts, int(row[f"tokens:{t}"]), where=row["id"]))
     return groups
 
@@ -60,13 +67,14 @@ def densest(path: Path) -> list[tuple[str, float, str, str]]:
     """Per class, the most tokens per character any tokenizer counts on a document
     that is mostly that class: the evidence for ``PLAUSIBLE_CHARS_PER_TOKEN``."""
     best: dict[str, tuple[float, str, str]] = {}
+    names = tokenizers(path)
     with path.open(encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
             counts = [int(row[f"seed:{c}"]) for c in CLASSES]
             total = sum(counts)
             for name, n, share in zip(CLASSES, counts, MOSTLY, strict=True):
                 if total and n / total >= share:
-                    for t in TOKENIZERS:
+                    for t in names:
                         density = int(row[f"tokens:{t}"]) / total
                         if density > best.get(name, (0.0, "", ""))[0]:
                             best[name] = (density, row["kind"], t)

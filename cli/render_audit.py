@@ -11,7 +11,7 @@ from rich.text import Text
 
 from windowfit.fitting.audit import BlockAudit, RatioRow, TokenizerAudit, TranscriptAudit, UsageAudit
 from windowfit.fitting.estimate import ScriptRule
-from windowfit.fitting.suggest import Suggestion, estimate_over, tightest
+from windowfit.fitting.suggest import HOLD_OUT_EVERY, Suggestion, estimate_over, tightest
 from windowfit.fitting.suggest import rule_spec as _rule_spec
 
 from .render import plural
@@ -172,7 +172,7 @@ def render_suggestion(suggestion: Suggestion, base: ScriptRule, sources: str) ->
     lines = [
         Text(
             f"Suggested constants: fitted on {plural(len(suggestion.fit), 'sample')} ({sources}), "
-            f"margin from {held} more held out (every 3rd)",
+            f"margin from {held} more held out (one in {HOLD_OUT_EVERY}, in file order)",
             "bold",
         ),
         Text(f"  characters per token: {constants}"),
@@ -191,8 +191,8 @@ def render_suggestion(suggestion: Suggestion, base: ScriptRule, sources: str) ->
     if suggestion.set_aside:
         lines.append(
             Text(
-                f"  {plural(len(suggestion.set_aside), 'sample')} with more tokens per character than any "
-                "calibration text set aside (not fitted, not covered)",
+                f"  {plural(len(suggestion.set_aside), 'sample')} with more tokens per character than the "
+                "plausible range allows set aside (not fitted, not covered)",
                 style="yellow",
             )
         )

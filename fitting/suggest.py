@@ -292,14 +292,14 @@ per message (tokenizer) or growth step (provider counts), so the held-out ones
 are spread over the whole of the data."""
 PLAUSIBLE_CHARS_PER_TOKEN = (Fraction(1), Fraction(4, 5), Fraction(3, 10))
 """The fewest characters per token a suggested rule may count on, ascii, cjk and
-other (at most 1, 1.25 and 3.33 tokens per character). From the calibration
-documents (``tests/data/calibration/documents.csv``) where one class is most of
-the text, the most tokens per character any of the three tokenizers counts:
-ascii 1.00 (digits, mistral-tekken), cjk 1.10 (Korean, claude-legacy), other
-2.86 (Tibetan, claude-legacy). Without the ceiling, the fit loads a class that
-has few characters in the fitted samples with up to 4 tokens per character
-(the UTF-8 bytes), and text with more of that class comes out far over while
-text with less of it comes out under."""
+other (at most 1, 1.25 and 3.33 tokens per character). On the calibration
+documents (``tests/data/calibration/documents.csv``) that are mostly one class,
+the most tokens per character any tokenizer counts is ascii 1.00 (digits), cjk
+1.10 (Japanese and Korean prose), other 2.86 (Tibetan prose, claude-legacy):
+``python benchmarks/suggest_generalisation.py`` prints them. Without the
+ceiling, the fit loads a class that has few characters in the fitted samples
+with up to 4 tokens per character (the UTF-8 bytes), and text with more of that
+class comes out far over while text with less of it comes out under."""
 SAFETY_FLOOR = Fraction(10, 100)
 """The least safety on top of the margin the held-out samples need: 10%
 (``benchmarks/suggest_generalisation.py`` shows what 5% and 20% would give)."""
