@@ -375,7 +375,7 @@ def test_too_few_samples_to_hold_out_get_the_floor_margin() -> None:
     assert (result.needed_margin, result.margin) == (1, 1 + SAFETY_FLOOR)
     # 0.2401 * 1.1 = 0.26411 tokens per char: 3.78 chars per token
     assert result.rule.ascii_chars_per_token == Fraction(378, 100)
-    assert "too few to hold any out" in result.guarantee()
+    assert "too few samples to hold any out (fewer than 3)" in result.guarantee()
 
 
 def test_split_is_every_third_sample_in_order() -> None:
