@@ -12,7 +12,8 @@ from windowfit.fitting.audit import audit_transcript
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import SEED, ScriptRule
 from windowfit.fitting.serialize import audit_document
-from windowfit.fitting.suggest import Sample, suggest_rule
+from windowfit.fitting.suggest import Sample, Suggestion
+from windowfit.fitting.suggest import suggest as fit_suggestion
 from windowfit.fitting.tokenizers import DEFAULT_TOKENIZER, KNOWN_TOKENIZERS, Tokenizer, load_tokenizer
 
 from .render import plural
@@ -62,8 +63,9 @@ def audit_command(
         bool,
         typer.Option(
             "--suggest",
-            help="Fit per-class characters per token that never under-estimate any message here for any "
-            "tokenizer (with --provider-only: the growth between the provider's counts), as an --estimator value.",
+            help="Fit per-class characters per token on two thirds of the messages here (for every --tokenizer; "
+            "with no --tokenizer, the growth between the provider's counts when the files record them), with a "
+            "margin picked from the other third, as an --estimator value.",
         ),
     ] = False,
     top: Annotated[int, typer.Option("--top", min=0, help="How many of the worst blocks and points to list.")] = 5,
@@ -85,18 +87,17 @@ def audit_command(
     transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
     audits = [audit_transcript(t, est, tokenizers, top=top) for t in transcripts]
 
-    suggestion = None
-    samples: list[Sample] = []
+    suggestion: Suggestion | None = None
     # --suggest fits the seed's three classes; a finer rule (safe) is compared with the seed's.
     base = est.rule if isinstance(est.rule, ScriptRule) else SEED
+    # A tokenizer counts exactly the file's text; the provider's counts grow by what the model saw (Claude 3+
+    # has no offline tokenizer): with no --tokenizer, they are the ground truth when the files record them.
+    usage: list[Sample] = [s for a in audits for s in a.usage_samples]
+    from_usage = not tokenizers or (not tokenizer and bool(usage))
     if suggest:
-        # A tokenizer counts exactly the file's text; the provider also counts what the file does not hold.
-        if tokenizers:
-            samples = [s for a in audits for s in a.tokenizer_samples()]
-        else:
-            samples = [s for a in audits for s in a.usage_samples]
+        samples = usage if from_usage else [s for a in audits for s in a.tokenizer_samples()]
         try:
-            suggestion = suggest_rule(samples, base=base)
+            suggestion = fit_suggestion(samples, base=base)
         except WindowfitError as exc:
             fail(exc)
 
@@ -107,7 +108,6 @@ def audit_command(
                 estimator=est.rule.name,
                 tokenizers=tokenizers,
                 suggestion=suggestion,
-                samples=samples,
                 base=base,
             )
         )
@@ -118,11 +118,11 @@ def audit_command(
         out.print(render_audit(audit, top=top))
     if suggestion is not None:
         out.rule()
-        if tokenizers:
+        if not from_usage:
             sources = f"every message, for {', '.join(t.name for t in tokenizers)}"
         else:
             discarded = sum(a.usage_discarded for a in audits)
             sources = "the growth between consecutive provider counts" + (
                 f"; {plural(discarded, 'step')} with more tokens than bytes left out" if discarded else ""
             )
-        out.print(render_suggestion(suggestion, samples, base, sources))
+        out.print(render_suggestion(suggestion, base, sources))

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from windowfit.fitting.audit import BlockAudit, RatioRow, TokenizerAudit, TranscriptAudit, UsageAudit
 from windowfit.fitting.estimate import ScriptRule
-from windowfit.fitting.suggest import Sample, estimate_over, tightest
+from windowfit.fitting.suggest import HOLD_OUT_EVERY, Suggestion, estimate_over, tightest
 from windowfit.fitting.suggest import rule_spec as _rule_spec
 
 from .render import plural
@@ -145,7 +145,12 @@ def render_audit(audit: TranscriptAudit, *, top: int) -> RenderableType:
     return Group(*parts)
 
 
-def render_suggestion(rule: ScriptRule, samples: Sequence[Sample], base: ScriptRule, sources: str) -> RenderableType:
+def _percent(value: float) -> str:
+    return f"{(value - 1) * 100:.0f}%"
+
+
+def render_suggestion(suggestion: Suggestion, base: ScriptRule, sources: str) -> RenderableType:
+    rule, samples = suggestion.rule, suggestion.samples
     spec = _rule_spec(rule)
     over = estimate_over(rule, samples)
     base_over = estimate_over(base, samples)
@@ -163,11 +168,34 @@ def render_suggestion(rule: ScriptRule, samples: Sequence[Sample], base: ScriptR
         f"{name} {value}" + (f" (as in {base.name})" if fitted[name] == defaults[name] else "")
         for name, value in (part.split("=") for part in spec.removeprefix("custom:").split(","))
     )
+    held = len(suggestion.held_out)
     lines = [
-        Text(f"Suggested constants: never under-estimate any of {plural(len(samples), 'sample')} ({sources})", "bold"),
+        Text(
+            f"Suggested constants: fitted on {plural(len(suggestion.fit), 'sample')} ({sources}), "
+            f"margin from {held} more held out (one in {HOLD_OUT_EVERY}, in file order)",
+            "bold",
+        ),
         Text(f"  characters per token: {constants}"),
         Text(f"  structural overheads and images: as in {base.name}"),
+        Text(
+            f"  held out: the fit alone under-estimates {suggestion.held_out_under_before} of {held}"
+            + (
+                f", which need {_percent(float(suggestion.needed_margin))} more"
+                if suggestion.held_out_under_before
+                else ""
+            )
+            + f"; the rule has {_percent(float(suggestion.margin))} more and under-estimates "
+            f"{suggestion.held_out_under_after}"
+        ),
     ]
+    if suggestion.set_aside:
+        lines.append(
+            Text(
+                f"  {plural(len(suggestion.set_aside), 'sample')} with more tokens per character than the "
+                "plausible range allows set aside (not fitted, not covered)",
+                style="yellow",
+            )
+        )
     if over is not None and base_over is not None:
         lines.append(
             Text.assemble(
@@ -190,5 +218,6 @@ def render_suggestion(rule: ScriptRule, samples: Sequence[Sample], base: ScriptR
                 style="dim",
             )
         )
+    lines.append(Text(f"  guarantee: {suggestion.guarantee()}"))
     lines.append(Text(f"  --estimator {spec}", style="bold"))
     return Group(*lines)

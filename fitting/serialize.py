@@ -32,7 +32,7 @@ from .repair import Repair, RepairKind
 from .replay import Run
 from .report import Report, UsageRow
 from .size import PreambleSource, Size, SizeSource
-from .suggest import Sample, decimal_text, estimate_over, rule_spec, tightest
+from .suggest import Suggestion, decimal_text, estimate_over, rule_spec, tightest
 from .tokenizers import Tokenizer
 from .transcript import Dialect, Role, Transcript
 from .validate import Violation, ViolationKind
@@ -797,6 +797,14 @@ class SuggestionJson(TypedDict):
     estimator: str
     chars_per_token: CharsPerTokenJson
     samples: int
+    fit_samples: int
+    held_out_samples: int
+    set_aside: int
+    held_out_under_before: int
+    held_out_under_after: int
+    needed_margin: float
+    margin: float
+    guarantee: str
     over_estimate: float | None
     base_over_estimate: float | None
     tightest: list[TightSampleJson]
@@ -910,8 +918,10 @@ def audit_to_dict(audit: TranscriptAudit) -> TranscriptAuditJson:
     }
 
 
-def suggestion_to_dict(rule: ScriptRule, samples: Sequence[Sample], base: ScriptRule) -> SuggestionJson:
-    """``audit --suggest``'s rule, what it covers, and how much it over-estimates next to ``base``."""
+def suggestion_to_dict(suggestion: Suggestion, base: ScriptRule) -> SuggestionJson:
+    """``audit --suggest``'s rule, the samples it was fitted on and held out, its
+    margin, what its guarantee covers, and how much it over-estimates next to ``base``."""
+    rule, samples = suggestion.rule, suggestion.samples
     return {
         "tightest": [
             {
@@ -932,6 +942,14 @@ def suggestion_to_dict(rule: ScriptRule, samples: Sequence[Sample], base: Script
             "other": decimal_text(rule.other_chars_per_token),
         },
         "samples": len(samples),
+        "fit_samples": len(suggestion.fit),
+        "held_out_samples": len(suggestion.held_out),
+        "set_aside": len(suggestion.set_aside),
+        "held_out_under_before": suggestion.held_out_under_before,
+        "held_out_under_after": suggestion.held_out_under_after,
+        "needed_margin": round(float(suggestion.needed_margin), 4),
+        "margin": round(float(suggestion.margin), 4),
+        "guarantee": suggestion.guarantee(),
         "over_estimate": _ratio(estimate_over(rule, samples)),
         "base_over_estimate": _ratio(estimate_over(base, samples)),
     }
@@ -942,16 +960,15 @@ def audit_document(
     *,
     estimator: str,
     tokenizers: Sequence[Tokenizer],
-    suggestion: ScriptRule | None = None,
-    samples: Sequence[Sample] = (),
+    suggestion: Suggestion | None = None,
     base: ScriptRule = SEED,
 ) -> AuditDocument:
     """``windowfit audit --json``; with a ``suggestion`` (``--suggest``), its rule
-    fitted to ``samples`` and compared with ``base``."""
+    and margin, compared with ``base``."""
     return {
         "schema": SCHEMA,
         "estimator": estimator,
         "tokenizers": [t.name for t in tokenizers],
         "transcripts": [audit_to_dict(a) for a in audits],
-        "suggestion": None if suggestion is None else suggestion_to_dict(suggestion, samples, base),
+        "suggestion": None if suggestion is None else suggestion_to_dict(suggestion, base),
     }

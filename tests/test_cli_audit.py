@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import require_shared
 from typer.testing import Result
 
 from windowfit.cli.exit_codes import ExitCode
@@ -170,11 +171,24 @@ def test_json_document_keys_and_hand_checked_values(run_cli: Run, at_root: None)
         "estimator",
         "chars_per_token",
         "samples",
+        "fit_samples",
+        "held_out_samples",
+        "set_aside",
+        "held_out_under_before",
+        "held_out_under_after",
+        "needed_margin",
+        "margin",
+        "guarantee",
         "over_estimate",
         "base_over_estimate",
         "tightest",
     }
     assert suggestion["samples"] == 6
+    # Every 3rd message is held out: messages 3 and 6.
+    assert (suggestion["fit_samples"], suggestion["held_out_samples"], suggestion["set_aside"]) == (4, 2, 0)
+    assert suggestion["held_out_under_after"] == 0
+    assert suggestion["margin"] >= suggestion["needed_margin"] * 1.1 - 1e-4
+    assert suggestion["guarantee"].startswith("Never under on the 4 fitted samples and the 2 held-out samples")
     assert suggestion["base_over_estimate"] == 0.7481
     assert suggestion["estimator"].startswith("custom:ascii=")
     assert set(suggestion["tightest"][0]) == {"where", "ascii", "cjk", "other", "tokens", "fixed", "estimate"}
@@ -241,6 +255,37 @@ def test_nothing_to_suggest_from_is_a_usage_error(run_cli: Run, at_root: None) -
     result = run_cli("audit", BILINGUAL, "--provider-only", "--suggest")
     assert result.exit_code == ExitCode.USAGE
     assert "no samples to fit" in result.stderr
+
+
+GROWTH = "tests/data/suggest/claude_code/growth.jsonl"
+"""A Claude Code session with 10 measured requests: 9 growth steps of the provider's counts."""
+
+
+def test_suggest_with_no_tokenizer_fits_the_provider_counts(run_cli: Run, at_root: None) -> None:
+    # Claude 3+ has no offline tokenizer: with no --tokenizer, the growth between measured requests is the truth.
+    result = run_cli("audit", GROWTH, "--suggest")
+    assert result.exit_code == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "fitted on 6 samples (the growth between consecutive provider counts), margin from 3 more held out" in text
+    assert "guarantee: Never under on the 6 fitted samples and the 3 held-out samples of this data" in text
+    match = re.search(r"--estimator (custom:\S+)", result.stdout)
+    assert match is not None
+    assert run_cli("report", GROWTH, "--estimator", match.group(1)).exit_code == 0
+    # A tokenizer named on the command line is fitted instead (one sample per message: 20).
+    named = run_cli("audit", GROWTH, "-t", "cl100k_base", "--suggest")
+    assert "fitted on 14 samples (every message, for cl100k_base), margin from 6 more" in " ".join(named.stdout.split())
+    provider_only = run_cli("audit", GROWTH, "--provider-only", "--suggest", "--json")
+    assert orjson.loads(provider_only.stdout)["suggestion"]["samples"] == 9
+
+
+def test_suggest_from_a_corpus_claude_code_session(run_cli: Run) -> None:
+    folder = require_shared("corpus", "transcripts", "claude_code")
+    path = folder / "M-Thisness_M-Claude__c76e5be5-ffd2-4901-a935-885527c83a61.jsonl"
+    result = run_cli("audit", str(path), "--provider-only", "--suggest", "--skip-invalid", "--json")
+    assert result.exit_code == 0, result.stderr
+    suggestion = orjson.loads(result.stdout)["suggestion"]
+    assert suggestion["held_out_samples"] == suggestion["samples"] // 3 > 30
+    assert suggestion["held_out_under_after"] == 0
 
 
 def test_help_names_the_tokenizers_and_gives_an_example(run_cli: Run) -> None:

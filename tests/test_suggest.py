@@ -14,6 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from conftest import require_shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,14 +24,19 @@ from windowfit.fitting.errors import Unsuggestable
 from windowfit.fitting.estimate import ESTIMATORS
 from windowfit.fitting.suggest import (
     CEIL_MARGIN,
+    HOLD_OUT_EVERY,
     MAX_CHARS_PER_TOKEN,
     MAX_TOKENS_PER_CHAR,
+    PLAUSIBLE_CHARS_PER_TOKEN,
+    SAFETY_FLOOR,
     Sample,
     covers,
     estimate_over,
     fit_tokens_per_char,
     rule_spec,
     solve_lp,
+    split_samples,
+    suggest,
     suggest_rule,
     tightest,
 )
@@ -335,3 +341,143 @@ def test_refitting_the_calibration_table_gives_the_committed_safe_constants() ->
         rule = ESTIMATORS[v.name]
         assert isinstance(rule, ClassRule)
         assert v.constants == {c.name: c.chars_per_token for c in rule.classes}, v.name
+
+
+# --------------------------------------------------------------------------
+# suggest: fit on two thirds, margin from the held-out third, constants in range
+
+CEILINGS = tuple(1 / c for c in PLAUSIBLE_CHARS_PER_TOKEN)
+
+
+def test_margin_by_hand() -> None:
+    # Fit on the 1st and 2nd: x = (25 - 1 + 0.01) / 100 = 0.2401 tokens per char. The 3rd (held out) needs
+    # 0.2901: needed margin 0.2901 / 0.2401; margin = needed * (1 + (needed - 1)) = needed ** 2, so
+    # 0.2401 * needed ** 2 = 0.2901 ** 2 / 0.2401 = 0.35051... tokens per char = 2.85 chars per token.
+    samples = [Sample(CharCounts(100, 0, 0), 25), Sample(CharCounts(100, 0, 0), 25), Sample(CharCounts(100, 0, 0), 30)]
+    result = suggest(samples)
+    assert (result.fit, result.held_out) == (tuple(samples[:2]), (samples[2],))
+    assert result.needed_margin == Fraction(2901, 2401)
+    assert result.margin == Fraction(2901, 2401) ** 2
+    assert result.rule.ascii_chars_per_token == Fraction(285, 100)
+    assert (result.rule.cjk_chars_per_token, result.rule.other_chars_per_token) == (1, 2)  # none: the seed's
+    # Without the margin: 4.16 chars per token, ceil(100 / 4.16) = 25 < 30; with it, ceil(100 / 2.85) = 36.
+    assert (result.held_out_under_before, result.held_out_under_after) == (1, 0)
+    assert result.guarantee() == (
+        "Never under on the 2 fitted samples and the 1 held-out sample of this data; "
+        "text unlike it may still come out under."
+    )
+
+
+def test_too_few_samples_to_hold_out_get_the_floor_margin() -> None:
+    samples = [Sample(CharCounts(100, 0, 0), 25), Sample(CharCounts(100, 0, 0), 20)]
+    result = suggest(samples)
+    assert result.held_out == ()
+    assert (result.needed_margin, result.margin) == (1, 1 + SAFETY_FLOOR)
+    # 0.2401 * 1.1 = 0.26411 tokens per char: 3.78 chars per token
+    assert result.rule.ascii_chars_per_token == Fraction(378, 100)
+    assert "too few samples to hold any out (fewer than 3)" in result.guarantee()
+
+
+def test_split_is_every_third_sample_in_order() -> None:
+    samples = [Sample(CharCounts(i + 1, 0, 0), 0) for i in range(7)]
+    fit, held_out = split_samples(samples)
+    assert [s.counts.ascii for s in held_out] == [3, 6]
+    assert [s.counts.ascii for s in fit] == [1, 2, 4, 5, 7]
+
+
+def test_samples_beyond_the_plausible_range_are_set_aside() -> None:
+    # 2 tokens per ASCII character: no calibration text comes near it (bytes would allow only 1 anyway).
+    dense = Sample(CharCounts(10, 0, 0), 20, where="dense")
+    result = suggest([Sample(CharCounts(100, 0, 0), 25), dense])
+    assert result.set_aside == (dense,)
+    assert result.fit == (Sample(CharCounts(100, 0, 0), 25),)
+    with pytest.raises(Unsuggestable, match="plausible range"):
+        suggest([dense])
+
+
+def test_the_exact_fit_loads_a_rare_class_the_range_does_not() -> None:
+    # The second sample sets ascii to (200 - 1 + 0.01) / 1000; the first is 38 tokens short of that. Adding
+    # them through 'other' costs 10 characters per unit, through ascii 2,000: the exact fit gives 'other'
+    # 38 / 10 = 3.8 tokens per character (0.26 chars per token), past any calibration text; the range
+    # stops it at 1 / 0.3 and puts the rest on ascii.
+    samples = [Sample(CharCounts(1000, 0, 10), 238), Sample(CharCounts(1000, 0, 0), 200)]
+    assert suggest_rule(samples).other_chars_per_token == Fraction(26, 100)
+    assert suggest(samples).rule.other_chars_per_token == PLAUSIBLE_CHARS_PER_TOKEN[2]
+
+
+@st.composite
+def same_class_samples(draw: st.DrawFn) -> list[Sample]:
+    """Samples with characters in the same classes (so the fitted part has every class the held-out
+    part has), each within the plausible range, some with fixed tokens."""
+    present = draw(st.lists(st.booleans(), min_size=3, max_size=3).filter(any))
+    samples = []
+    for _ in range(draw(st.integers(1, 12))):
+        counts = CharCounts(*(draw(st.integers(1, 3000)) if p else 0 for p in present))
+        bound = math.floor(sum(n * c for n, c in zip((counts.ascii, counts.cjk, counts.other), CEILINGS, strict=True)))
+        fixed = draw(st.sampled_from((0, 0, 3, 10)))
+        samples.append(Sample(counts, draw(st.integers(0, bound)) + fixed, fixed))
+    return samples
+
+
+@settings(max_examples=200, deadline=None)
+@given(same_class_samples())
+def test_suggested_rule_covers_every_held_out_sample_after_the_margin(samples: list[Sample]) -> None:
+    result = suggest(samples)
+    assert result.set_aside == ()
+    assert len(result.held_out) == len(samples) // HOLD_OUT_EVERY
+    assert result.held_out_under_after == 0
+    assert covers(result.rule, result.held_out)
+    assert covers(result.rule, result.fit)
+    assert result.margin >= result.needed_margin * (1 + SAFETY_FLOOR)
+    assert "Never under on" in result.guarantee()
+
+
+@settings(max_examples=200, deadline=None)
+@given(sample_lists(max_size=12))
+def test_fitted_constants_stay_in_the_plausible_range(samples: list[Sample]) -> None:
+    try:
+        result = suggest(samples)
+    except Unsuggestable:
+        assert not any(
+            s.needed - 1 + CEIL_MARGIN
+            <= sum(n * c for n, c in zip((s.counts.ascii, s.counts.cjk, s.counts.other), CEILINGS, strict=True))
+            for s in samples
+        )
+        return
+    fitted = (result.rule.ascii_chars_per_token, result.rule.cjk_chars_per_token, result.rule.other_chars_per_token)
+    for j, cpt in enumerate(fitted):
+        if any((s.counts.ascii, s.counts.cjk, s.counts.other)[j] for s in result.fit):
+            assert PLAUSIBLE_CHARS_PER_TOKEN[j] <= cpt <= MAX_CHARS_PER_TOKEN
+        else:
+            assert cpt == (SEED.ascii_chars_per_token, SEED.cjk_chars_per_token, SEED.other_chars_per_token)[j]
+    assert covers(result.rule, result.fit)
+    assert len(result.fit) + len(result.held_out) + len(result.set_aside) == len(samples)
+
+
+GROWTH = Path(__file__).parent / "data" / "suggest" / "claude_code" / "growth.jsonl"
+"""A Claude Code session of 10 turns, English and Russian, whose provider counts grow by made-up
+amounts (1 token per 3 ASCII characters, 2 per 3 others, 6 per message) over a hidden 3,000."""
+
+
+def test_usage_only_suggestion_from_a_small_claude_code_file() -> None:
+    (transcript,) = load_path(GROWTH)
+    audit = audit_transcript(transcript, SEED_ESTIMATOR, [])
+    samples = audit.usage_samples
+    assert len(samples) == 9  # 10 measured requests: 9 growth steps, each a reply and the next user message
+    result = suggest(samples)
+    assert (len(result.fit), len(result.held_out)) == (6, 3)
+    assert covers(result.rule, samples)
+    # The made-up counts: 1 token per 3 ASCII chars; the seed's 4 would under-estimate.
+    assert result.rule.ascii_chars_per_token < 4
+
+
+def test_usage_only_suggestion_from_a_corpus_claude_code_session() -> None:
+    folder = require_shared("corpus", "transcripts", "claude_code")
+    path = folder / "M-Thisness_M-Claude__c76e5be5-ffd2-4901-a935-885527c83a61.jsonl"
+    transcripts = load_path(path, skip_invalid=True)
+    samples = [s for t in transcripts for s in audit_transcript(t, SEED_ESTIMATOR, []).usage_samples]
+    assert len(samples) > 100
+    result = suggest(samples)
+    assert len(result.held_out) == len(samples) // HOLD_OUT_EVERY
+    assert result.held_out_under_after == 0
+    assert covers(result.rule, samples)
