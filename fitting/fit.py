@@ -29,6 +29,7 @@ from .transcript import (
     Unit,
     Usage,
     iter_units,
+    observation_id,
     split_turns,
     split_units,
     tool_names,
@@ -60,6 +61,15 @@ def stub_text(tool: str, call_id: str, tokens: int) -> str:
         f"[windowfit: tool result cleared] The result of {tool or 'a tool'} (call {call_id}, "
         f"about {tokens:,} tokens) was removed to keep this conversation within the model's context. "
         "Run the tool again if you need it."
+    )
+
+
+def observation_stub_text(tool: str, obs_id: str, tokens: int) -> str:
+    """What replaces a cleared text observation (tool output a format sends as plain text)."""
+    return (
+        f"[windowfit: tool output cleared] The output of {tool or 'a command'} ({obs_id}, "
+        f"about {tokens:,} tokens) was removed to keep this conversation within the model's context. "
+        "Run it again if you need it."
     )
 
 
@@ -102,6 +112,7 @@ class ResultRef:
     message_index: int
     block_index: int
     call_id: str
+    """The result's call id; for a text observation, its synthetic ``obs-...`` id."""
     tool: str
     tokens: int
     stub_tokens: int
@@ -254,8 +265,11 @@ class Plan:
         return tuple(fates)
 
 
-def _stub(result: ToolResult, ref: ResultRef) -> ToolResult:
+def _stub(result: ToolResult | Text, ref: ResultRef) -> ToolResult | Text:
     # Constructors, not dataclasses.replace: this runs once per cleared result.
+    if isinstance(result, Text):
+        # A text observation: the stub takes the text's place in the same message.
+        return Text(observation_stub_text(ref.tool, ref.call_id, ref.tokens), result.extra, result.observation_of)
     stub = Text(stub_text(ref.tool, ref.call_id, ref.tokens))
     return ToolResult(result.call_id, (stub,), result.is_error, result.name, result.extra)
 
@@ -270,7 +284,10 @@ def clear_into(messages: list[Message], refs: Sequence[ResultRef]) -> set[int]:
         content = list(messages[mi].content)
         for ref in group:
             block = content[ref.block_index]
-            assert isinstance(block, ToolResult) and block.call_id == ref.call_id
+            if isinstance(block, Text):
+                assert block.observation_of and observation_id(mi, ref.block_index) == ref.call_id
+            else:
+                assert isinstance(block, ToolResult) and block.call_id == ref.call_id
             content[ref.block_index] = _stub(block, ref)
         old = messages[mi]
         messages[mi] = Message(old.role, tuple(content), old.source, old.extra)
@@ -289,16 +306,23 @@ def _note_message() -> Message:
 
 
 def result_refs(messages: Sequence[Message], estimator: Estimator) -> tuple[ResultRef, ...]:
-    """Every tool result, oldest first, with its estimate and its stub's."""
+    """Every tool result, oldest first, with its estimate and its stub's. A text
+    observation (``Text.observation_of``) counts as a result too, under the
+    synthetic id ``observation_id`` gives it: it has no call to pair with. The
+    first message is never one (SPEC invariant 3 keeps it unchanged)."""
     names = tool_names(messages)
     refs = []
     for mi, message in enumerate(messages):
         for bi, block in enumerate(message.content):
             if isinstance(block, ToolResult):
-                tool = names.get(block.call_id) or block.name
-                tokens = estimator.message(message).block_tokens[bi]
-                stub = estimator.block(_stub(block, ResultRef(mi, bi, block.call_id, tool, tokens, 0)))
-                refs.append(ResultRef(mi, bi, block.call_id, tool, tokens, stub))
+                call_id, tool = block.call_id, names.get(block.call_id) or block.name
+            elif isinstance(block, Text) and block.observation_of and mi > 0:
+                call_id, tool = observation_id(mi, bi), block.observation_of
+            else:
+                continue
+            tokens = estimator.message(message).block_tokens[bi]
+            stub = estimator.block(_stub(block, ResultRef(mi, bi, call_id, tool, tokens, 0)))
+            refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub))
     return tuple(refs)
 
 

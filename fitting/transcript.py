@@ -34,6 +34,10 @@ class Text:
     text: str
     extra: JsonText = ""
     """Keys of the original block windowfit does not model (e.g. cache_control)."""
+    observation_of: str = ""
+    """The tool or command whose output this text is, when the format returns tool
+    output as plain text (SWE-agent's text protocol, aider's command output,
+    XML-era Cline): stage 1 may clear it like a tool result. Empty otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +358,12 @@ def iter_tool_results(messages: Sequence[Message]) -> Iterator[tuple[int, int, T
         for bi, block in enumerate(message.content):
             if isinstance(block, ToolResult):
                 yield mi, bi, block
+
+
+def observation_id(message_index: int, block_index: int) -> str:
+    """The stable id of a text observation, which has no call id of its own:
+    ``obs-<message index>`` (``obs-<message index>.<block index>`` past the first block)."""
+    return f"obs-{message_index}" if block_index == 0 else f"obs-{message_index}.{block_index}"
 
 
 def tool_names(messages: Sequence[Message]) -> dict[str, str]:

@@ -18,6 +18,7 @@ FORMAT_OF_FOLDER = {
     "anthropic_log": "anthropic_log",
     "anthropic_messages": "anthropic_log",  # the corpus files claude-trace captures under the API's name
     "claude_code": "claude_code",
+    "cline": "cline",
     "codex": "codex",
     "openai_chat": "openai_chat",
     "responses": "responses",

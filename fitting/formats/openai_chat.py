@@ -12,7 +12,7 @@ from typing import Any
 
 from .._json import dumps
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..transcript import Block, Defect, Message, Skipped, Source, ToolCall, ToolDef, ToolResult, Transcript
+from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall, ToolDef, ToolResult, Transcript
 from ..validate import check_messages
 from ..wire import openai
 from ..wire.anthropic import tool_from_json
@@ -137,6 +137,23 @@ def _clean(obj: dict[str, Any], source: Source, defects: list[Defect], dropped: 
     return obj
 
 
+def _text_action(obj: dict[str, Any]) -> str:
+    """The command an assistant message runs in SWE-agent's text protocol (its
+    ``action``, with no ``tool_calls``): its first word, or "" for other messages."""
+    action = obj.get("action")
+    if obj.get("role") != "assistant" or obj.get("tool_calls") or not isinstance(action, str):
+        return ""
+    words = action.split()
+    return words[0] if words else ""
+
+
+def _as_observation(message: Message, command: str) -> Message:
+    """The user message that answers a text-protocol action: its text is the
+    command's output, which stage 1 may clear like a tool result."""
+    content = tuple(replace(b, observation_of=command) if isinstance(b, Text) else b for b in message.content)
+    return replace(message, content=content)
+
+
 def _unique_call_ids(messages: list[Message], defects: list[Defect]) -> list[Message]:
     """Messages whose reused call ids are renamed ``<id>-dup<k>``, in the call
     and in the result that answers it (the tool message after it): providers
@@ -193,15 +210,22 @@ def _transcript(
     defects: list[Defect] = []
     dropped: Counter[str] = Counter()
     parsed: list[Message] = []
+    action = ""  # the command of the assistant message just read, in SWE-agent's text protocol
     for message_line, obj in located:
         source = Source(file.path, message_line)
         if not isinstance(obj, dict):
             file.reject(source, "a message must be an object")
             continue
         try:
-            parsed.append(openai.message_from_json(_clean(obj, source, defects, dropped), source))
+            message = openai.message_from_json(_clean(obj, source, defects, dropped), source)
         except UnknownShape as exc:
             file.reject(source, exc.message)
+            action = ""
+            continue
+        if action and message.role == "user":
+            message = _as_observation(message, action)
+        parsed.append(message)
+        action = _text_action(obj)
     if not parsed:
         return None
     parsed = _unique_call_ids(parsed, defects)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
-from . import anthropic_log, claude_code, codex, messages, openai_chat, responses
+from . import anthropic_log, claude_code, cline, codex, messages, openai_chat, responses
 from .base import Format, Input
 
 SPECIFIC: tuple[Format, ...] = (
@@ -18,6 +18,7 @@ SPECIFIC: tuple[Format, ...] = (
     claude_code.FORMAT,
     openai_chat.FORMAT,
     anthropic_log.FORMAT,
+    cline.FORMAT,
 )
 """Formats recognised by marks of their own, tried in this order. Their
 sniffers never overlap, so the order decides nothing but speed and a stable
