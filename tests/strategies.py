@@ -248,3 +248,39 @@ def damaged_transcripts(draw: st.DrawFn, *, max_turns: int = 3, max_rounds: int 
     return Transcript(
         transcript.system, transcript.tools, tuple(messages), transcript.source, dialect=transcript.dialect
     )
+
+
+@st.composite
+def observed_transcripts(
+    draw: st.DrawFn, *, max_turns: int = 3, max_steps: int = 12, sizes: st.SearchStrategy[int] | None = None
+) -> Transcript:
+    """Text-protocol transcripts (SWE-agent, aider, XML-era Cline): tool output
+    sent as plain user text. Each turn is a human instruction, then steps of an
+    assistant text naming a command and a user message holding that command's
+    output as a ``Text`` with ``observation_of`` (sometimes after a short header
+    block and before a short trailing block, as Cline writes them), and in one
+    step of four a real tool round instead, so both kinds of result mix."""
+    messages: list[Message] = []
+    counter = 0
+
+    def add(role: Role, content: tuple[Block, ...]) -> None:
+        messages.append(Message(role, content, Source("<hypothesis>", len(messages) + 1)))
+
+    system = (Text(draw(texts(1, 40))),) if draw(st.booleans()) else ()
+    for _ in range(draw(st.integers(1, max_turns))):
+        add("user", (Text(draw(texts(1, 24))),))
+        for _ in range(draw(st.integers(0, max_steps))):
+            name = draw(st.sampled_from(TOOL_NAMES))
+            if draw(st.integers(0, 3)) == 0:
+                counter += 1
+                call = ToolCall(f"call_{counter}", name, _call_input(draw, name, counter))
+                add("assistant", (call,))
+                add("user", (ToolResult(call.id, (Text(draw(tool_outputs(sizes))),)),))
+                continue
+            add("assistant", (Text(f"{draw(texts(1, 12))}\n<{name}>x</{name}>"),))
+            output = Text(draw(tool_outputs(sizes)), observation_of=name)
+            header = (Text(f"[{name}] Result:"),) if draw(st.booleans()) else ()
+            trailer = (Text(draw(texts(1, 12))),) if draw(st.booleans()) else ()
+            add("user", (*header, output, *trailer))
+        add("assistant", (Text(draw(texts(1, 24))),))
+    return Transcript(system=system, tools=(), messages=tuple(messages), source=Source("<hypothesis>"))

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from strategies import subagents, transcripts
+from strategies import observed_transcripts, subagents, transcripts
 
 from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
 from windowfit.fitting.estimate import Estimator
@@ -207,6 +207,84 @@ def test_inv8_replay_cleared_set_only_grows_in_batch_steps(case: tuple[Transcrip
         assert cleared[: len(previous)] == previous, "the cleared part of the prompt must stay as it was"
         assert len(cleared) % batch == 0 or len(cleared) == len(plan.candidates)
         previous = cleared
+
+
+@pytest.mark.slow
+@PROPERTY
+@given(fit_cases(observed_transcripts()))
+def test_text_observations_keep_every_invariant_and_are_cleared_in_place(case: tuple[Transcript, int, int]) -> None:
+    """Issue 9 item 4: tool output sent as plain user text (SWE-agent, aider,
+    XML-era Cline) is a result stage 1 may clear, under the same invariants."""
+    transcript, budget, batch = case
+    plan, out = fitted(case)
+    event(plan.outcome)
+    # 1, 2, 3
+    assert plan.tokens_after == total(out)
+    assert plan.tokens_after <= budget or plan.outcome == "too-long"
+    assert check_request(out) == ()
+    assert out.system == transcript.system and out.messages[0] == transcript.messages[0]
+    # 5: a prefix of the candidates in whole batches; the newest result never cleared
+    cleared = plan.cleared
+    assert cleared == plan.candidates[: len(cleared)]
+    assert len(cleared) % batch == 0 or len(cleared) == len(plan.candidates)
+    if plan.results:
+        assert plan.results[-1] not in cleared
+    # every observation is a result, under its stable synthetic id, oldest first
+    observed = [
+        (mi, bi)
+        for mi, m in enumerate(transcript.messages)
+        for bi, b in enumerate(m.content)
+        if isinstance(b, Text) and b.observation_of and mi > 0
+    ]
+    refs = [(r.message_index, r.block_index) for r in plan.results if r.call_id.startswith("obs-")]
+    assert refs == observed
+    # a cleared observation: the stub takes the text's place, in the same message, all else unchanged
+    if plan.outcome == "cleared":
+        assert len(out.messages) == len(transcript.messages)
+        for ref in cleared:
+            if not ref.call_id.startswith("obs-"):
+                continue
+            before, after = transcript.messages[ref.message_index], out.messages[ref.message_index]
+            assert len(after.content) == len(before.content)
+            stub = after.content[ref.block_index]
+            assert isinstance(stub, Text) and stub.text.startswith("[windowfit: tool output cleared]")
+            assert ref.call_id in stub.text and ref.tool in stub.text
+            others = [b for i, b in enumerate(after.content) if i != ref.block_index]
+            assert others == [b for i, b in enumerate(before.content) if i != ref.block_index]
+    # 8: replaying the growing transcript, the cleared set only grows
+    previous: tuple[str, ...] = ()
+    estimator = make_estimator()
+    for step in replay_steps(transcript):
+        ids_now = tuple(r.call_id for r in plan_fit(step, budget=budget, batch_size=batch, estimator=estimator).cleared)
+        assert ids_now[: len(previous)] == previous
+        previous = ids_now
+
+
+def test_an_observation_is_cleared_like_a_tool_result_and_its_message_keeps_its_other_blocks() -> None:
+    # instruction "go" (1 token), then two steps: an action text and a 4,000-char observation
+    # (1,000 tokens) between a header and a trailer. Budget 1,500: only the older one can go.
+    header, trailer = Text("[grep] Result:"), Text("bash-$")
+    messages = [Message("user", (Text("go"),))]
+    for _ in range(2):
+        messages.append(Message("assistant", (Text("<grep>x</grep>"),)))
+        messages.append(Message("user", (header, Text("a" * 4000, observation_of="grep"), trailer)))
+    t = Transcript((), (), tuple(messages))
+    plan = plan_fit(t, budget=1500, estimator=bare())
+    assert plan.outcome == "cleared"
+    assert ids(plan.results) == ["obs-2.1", "obs-4.1"]
+    assert ids(plan.cleared) == ["obs-2.1"]
+    out = apply_plan(t, plan)
+    cleared = out.messages[2].content
+    assert cleared[0] == header and cleared[2] == trailer
+    assert isinstance(cleared[1], Text) and "grep" in cleared[1].text and "obs-2.1" in cleared[1].text
+    assert out.messages[4] == t.messages[4]
+
+
+def test_the_first_message_is_never_an_observation_to_clear() -> None:
+    first = Message("user", (Text("a" * 8000, observation_of="cat"),))
+    t = Transcript((), (), (first, Message("assistant", (Text("ok"),))))
+    plan = plan_fit(t, budget=100, estimator=bare())
+    assert plan.results == ()
 
 
 # --------------------------------------------------------------------------

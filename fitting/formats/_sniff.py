@@ -121,3 +121,9 @@ def head_dialect(keys: tuple[str, ...], text: bytes) -> Dialect:
 def is_capture(keys: tuple[str, ...], text: bytes) -> bool:
     """An HTTP capture line: a ``request`` object wrapping the body."""
     return bool(keys) and keys[0] == "request" and b'"body"' in text
+
+
+def is_openhands_event(keys: tuple[str, ...]) -> bool:
+    """An OpenHands event: an ``id``, a ``source`` and an ``action`` or an
+    ``observation`` (openai_chat refuses arrays of these; openhands takes them)."""
+    return "id" in keys and "source" in keys and ("action" in keys or "observation" in keys)

@@ -19,7 +19,7 @@ from ..wire.anthropic import tool_from_json
 from . import messages
 from ._document import is_document, iter_members, locate_members
 from ._jsonl import LineReader
-from ._sniff import head_dialect, is_capture, scan_head
+from ._sniff import head_dialect, is_capture, is_openhands_event, scan_head
 from .base import Format, Input
 
 NAME = "openai_chat"
@@ -48,7 +48,7 @@ def sniff(head: bytes) -> bool:
         keys = shape.item_keys
         if "role" in keys:
             return shape.more  # lines that are message arrays (one alone is the messages format's)
-        if is_capture(keys, shape.first_line):
+        if is_capture(keys, shape.first_line) or is_openhands_event(keys):
             return False
         if "messages" in keys:
             return head_dialect(keys, shape.first_line) == "openai"
