@@ -295,3 +295,38 @@ def test_head_shapes() -> None:
     assert (shape.keys, shape.complete, shape.more) == (("messages",), True, True)
     shape = scan_head(b'{"trajectory": [{"action": "ls", "thought": "a \\"quoted\\" {brace')
     assert (shape.keys, shape.complete, shape.lines_of_values) == (("trajectory",), False, True)
+
+
+# --------------------------------------------------------------------------
+# Issue 9 item 4: SWE-agent's text protocol (tool output as plain user text)
+
+SWE_TEXT = ("corpus", "new-formats", "swe_agent_text", "SWE-agent_SWE-agent__ctf_i_got_id_demo.traj")
+
+
+def test_swe_agent_text_protocol_observations_are_cleared_at_a_small_budget() -> None:
+    from windowfit.fitting.fit import fit
+    from windowfit.fitting.transcript import Text
+
+    path = require_shared(*SWE_TEXT)
+    history = orjson.loads(path.read_bytes())["history"]
+    # counted from the file: a user message right after an assistant message with an action
+    expected = [
+        history[i]["action"].split()[0]
+        for i in range(len(history) - 1)
+        if history[i]["role"] == "assistant" and history[i].get("action") and history[i + 1]["role"] == "user"
+    ]
+    (t,) = load_path(path)
+    observed = [b.observation_of for m in t.messages for b in m.content if isinstance(b, Text) and b.observation_of]
+    assert observed == expected and len(expected) == 20
+    fitted = fit(t, budget=8_000)
+    cleared = [r for r in fitted.plan.cleared if r.call_id.startswith("obs-")]
+    assert fitted.plan.outcome in ("cleared", "turns-dropped") and cleared
+    for dialect in ("anthropic", "openai"):
+        assert check_request(fitted.transcript, dialect) == ()
+    stubs = [
+        b
+        for m in fitted.transcript.messages
+        for b in m.content
+        if isinstance(b, Text) and "tool output cleared" in b.text
+    ]
+    assert len(stubs) == len(cleared)

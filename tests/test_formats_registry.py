@@ -21,7 +21,9 @@ FORMAT_OF_FOLDER = {
     "cline": "cline",
     "codex": "codex",
     "openai_chat": "openai_chat",
+    "openhands": "openhands",
     "responses": "responses",
+    "swe_agent_text": "openai_chat",  # corpus/new-formats: a SWE-agent trajectory in the text protocol
 }
 """The format of a file, by the folder it sits in (tests/data and the corpus);
 files anywhere else (tests/data/fit, replay, report) are plain messages."""
@@ -59,6 +61,15 @@ def test_each_sample_file_is_claimed_by_its_own_format_or_falls_back_to_messages
 def test_each_corpus_transcript_is_claimed_by_exactly_its_own_format() -> None:
     corpus = require_shared("corpus", "transcripts")
     assert check_detection(corpus) == {"anthropic_log", "claude_code", "codex", "openai_chat"}
+
+
+@pytest.mark.parametrize("folder", ["openhands", "swe_agent_text"])
+def test_each_new_format_corpus_file_is_claimed_by_exactly_its_own_format(folder: str) -> None:
+    new_formats = require_shared("corpus", "new-formats")
+    files = transcript_files(new_formats / folder)
+    assert files
+    for path in files:
+        assert claims(path) == [FORMAT_OF_FOLDER[folder]], path
 
 
 def test_the_fallback_comes_after_every_specific_format() -> None:

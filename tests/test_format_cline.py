@@ -1,0 +1,118 @@
+"""The "cline" format: Cline / Roo Code / Kilo Code ``api_conversation_history.json``.
+Tool output is user text headed ``[tool for 'x'] Result:``: after ``tool_use``
+calls it becomes their results (issue 9: no more "no result was recorded" after
+every call); after XML tool calls it is a text observation stage 1 can clear."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import DATA
+
+from windowfit.fitting import Transcript
+from windowfit.fitting.errors import UnknownShape
+from windowfit.fitting.fit import fit
+from windowfit.fitting.formats import load_path
+from windowfit.fitting.formats.cline import sniff, tool_of_header
+from windowfit.fitting.transcript import Text, ToolResult
+from windowfit.fitting.validate import check_request
+
+CLINE = DATA / "cline"
+NATIVE = CLINE / "native_api_conversation_history.json"
+XML = CLINE / "xml_api_conversation_history.json"
+HEADER = re.compile(r"^\[\w+(?: for '.*')?\] Result:")
+
+
+def load_one(path: Path, **kwargs: bool) -> Transcript:
+    (transcript,) = load_path(path, **kwargs)
+    return transcript
+
+
+def raw_messages(path: Path) -> list[dict[str, object]]:
+    value = orjson.loads(path.read_bytes())
+    assert isinstance(value, list)
+    return value
+
+
+def blocks(raw: dict[str, object]) -> list[dict[str, object]]:
+    content = raw["content"]
+    return content if isinstance(content, list) else [{"type": "text", "text": content}]
+
+
+def test_reads_headers_as_cline_writes_them() -> None:
+    assert tool_of_header("[read_file for 'src/a b.ts'] Result:") == "read_file"
+    assert tool_of_header("[execute_command for 'ls'] Result:\nCommand executed.") == "execute_command"
+    assert tool_of_header("[attempt_completion] Result:") == "attempt_completion"
+    assert tool_of_header("Result: [read_file]") is None
+
+
+def test_tool_use_calls_get_the_result_texts_that_follow_as_their_results() -> None:
+    t = load_one(NATIVE)
+    raw = raw_messages(NATIVE)
+    calls = [b["id"] for m in raw for b in blocks(m) if b["type"] == "tool_use"]
+    headers = [b for m in raw for b in blocks(m) if b["type"] == "text" and HEADER.match(str(b["text"]))]
+    assert (t.format, t.dialect) == ("cline", "anthropic")
+    assert [c.id for m in t.messages for c in m.tool_calls] == calls
+    assert [r.call_id for m in t.messages for r in m.tool_results] == calls
+    assert len(headers) == len(calls)
+    # the result keeps its header and output text; the environment details stay outside it
+    first = t.messages[2].tool_results[0]
+    assert isinstance(first.content[0], Text) and first.content[0].text == "[read_file for 'src/app.py'] Result:"
+    assert len(first.content) == 2
+    assert isinstance(t.messages[2].content[-1], Text)
+    assert t.messages[2].content[-1].text.startswith("<environment_details>")
+    assert check_request(t) == ()
+    assert any("ts" in note for note in t.notes)  # Roo's bookkeeping key is never sent
+
+
+def test_xml_era_tool_output_is_a_text_observation() -> None:
+    t = load_one(XML)
+    assert [m.tool_calls for m in t.messages] == [()] * len(t.messages)
+    observed = [
+        (i, b.observation_of)
+        for i, m in enumerate(t.messages)
+        for b in m.content
+        if isinstance(b, Text) and b.observation_of
+    ]
+    assert observed == [(2, "list_files"), (4, "read_file"), (6, "execute_command")]
+    # a header alone on its block stays; the block after it is the output
+    assert t.messages[2].content[0].observation_of == ""  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("path", [NATIVE, XML])
+def test_a_small_budget_clears_tool_output_and_the_request_stays_valid(path: Path) -> None:
+    t = load_one(path)
+    fitted = fit(t, budget=900, batch_size=1)
+    assert fitted.plan.outcome == "cleared"
+    assert len(fitted.plan.cleared) >= 2
+    for dialect in ("anthropic", "openai"):
+        assert check_request(fitted.transcript, dialect) == ()
+    cleared_text = [
+        b.text if isinstance(b, Text) else str(b.content)
+        for m in fitted.transcript.messages
+        for b in m.content
+        if isinstance(b, (Text, ToolResult))
+    ]
+    assert sum("cleared" in text for text in cleared_text) == len(fitted.plan.cleared)
+
+
+def test_sniffs_only_arrays_with_cline_marks() -> None:
+    assert sniff(NATIVE.read_bytes()[:65536])
+    assert sniff(XML.read_bytes()[:65536])
+    assert not sniff(b'[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]')
+    assert not sniff(b'{"role": "user", "content": "[read_file for \'x\'] Result:"}\n')
+
+
+def test_a_broken_message_is_located_or_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(
+        '[{"role": "user", "content": "<task>x</task> <environment_details>"},\n{"role": "robot", "content": "?"}]'
+    )
+    with pytest.raises(UnknownShape) as info:
+        load_one(path)
+    assert info.value.location.line == 2
+    t = load_one(path, skip_invalid=True)
+    assert len(t.messages) == 1 and len(t.skipped) == 1
