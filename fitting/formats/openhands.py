@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..transcript import Block, Message, Skipped, Source, Text, ToolDef, Transcript, Usage
+from ..transcript import Block, Message, Role, Skipped, Source, Text, ToolDef, Transcript, Usage
 from ..wire import openai
 from ..wire.anthropic import tool_from_json
 from ._document import iter_members
@@ -80,7 +80,7 @@ def _add_event(stream: _Stream, event: dict[str, Any], source: Source) -> None:
     assert isinstance(args, dict)
     if "action" in event:
         action = event["action"]
-        role = "user" if event.get("source") == "user" else "assistant"
+        role: Role = "user" if event.get("source") == "user" else "assistant"
         if action == "system":
             stream.system.append(Text(_text(args.get("content"))))
             stream.tools.extend(tool_from_json(t, where) for t in args.get("tools") or ())
