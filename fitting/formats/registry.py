@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
-from . import anthropic_log, claude_code, cline, codex, messages, openai_chat, openhands, responses
+from . import aider, anthropic_log, claude_code, cline, codex, messages, openai_chat, openhands, responses
 from .base import Format, Input
 
 SPECIFIC: tuple[Format, ...] = (
@@ -20,6 +20,7 @@ SPECIFIC: tuple[Format, ...] = (
     anthropic_log.FORMAT,
     cline.FORMAT,
     openhands.FORMAT,
+    aider.FORMAT,
 )
 """Formats recognised by marks of their own, tried in this order. Their
 sniffers never overlap, so the order decides nothing but speed and a stable
