@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._json import list_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Message, Role, Skipped, Source, Text, ToolDef, Transcript, Usage
 from ..wire import openai
@@ -83,7 +84,7 @@ def _add_event(stream: _Stream, event: dict[str, Any], source: Source) -> None:
         role: Role = "user" if event.get("source") == "user" else "assistant"
         if action == "system":
             stream.system.append(Text(_text(args.get("content"))))
-            stream.tools.extend(tool_from_json(t, where) for t in args.get("tools") or ())
+            stream.tools.extend(tool_from_json(t, where) for t in list_field(args, "tools", where))
         elif action == "message":
             stream.messages.append(
                 Message(role, (Text(_text(args.get("content")) or _text(event.get("message"))),), source)
