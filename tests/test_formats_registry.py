@@ -13,7 +13,7 @@ from windowfit.fitting.formats import FALLBACK, FORMATS, SPECIFIC, Input, detect
 from windowfit.fitting.request import write_transcript
 from windowfit.fitting.wire.bodies import transcript_from_body
 
-SUFFIXES = (".jsonl", ".json", ".traj")
+SUFFIXES = (".jsonl", ".json", ".traj", ".eval")
 FORMAT_OF_FOLDER = {
     "anthropic_log": "anthropic_log",
     "anthropic_messages": "anthropic_log",  # the corpus files claude-trace captures under the API's name
@@ -24,6 +24,8 @@ FORMAT_OF_FOLDER = {
     "openhands": "openhands",
     "responses": "responses",
     "swe_agent_text": "openai_chat",  # corpus/new-formats: a SWE-agent trajectory in the text protocol
+    "inspect_ai": "inspect_ai",
+    "http_capture": "http_capture",
 }
 """The format of a file, by the folder it sits in (tests/data and the corpus);
 files anywhere else (tests/data/fit, replay, report) are plain messages."""
@@ -63,7 +65,7 @@ def test_each_corpus_transcript_is_claimed_by_exactly_its_own_format() -> None:
     assert check_detection(corpus) == {"anthropic_log", "claude_code", "codex", "openai_chat"}
 
 
-@pytest.mark.parametrize("folder", ["openhands", "swe_agent_text"])
+@pytest.mark.parametrize("folder", ["openhands", "swe_agent_text", "inspect_ai"])
 def test_each_new_format_corpus_file_is_claimed_by_exactly_its_own_format(folder: str) -> None:
     new_formats = require_shared("corpus", "new-formats")
     files = transcript_files(new_formats / folder)

@@ -9,7 +9,19 @@ from pathlib import Path
 
 from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
-from . import aider, anthropic_log, claude_code, cline, codex, messages, openai_chat, openhands, responses
+from . import (
+    aider,
+    anthropic_log,
+    claude_code,
+    cline,
+    codex,
+    http_capture,
+    inspect_ai,
+    messages,
+    openai_chat,
+    openhands,
+    responses,
+)
 from .base import Format, Input
 
 SPECIFIC: tuple[Format, ...] = (
@@ -21,6 +33,8 @@ SPECIFIC: tuple[Format, ...] = (
     cline.FORMAT,
     openhands.FORMAT,
     aider.FORMAT,
+    inspect_ai.FORMAT,
+    http_capture.FORMAT,
 )
 """Formats recognised by marks of their own, tried in this order. Their
 sniffers never overlap, so the order decides nothing but speed and a stable
@@ -39,7 +53,7 @@ line, or one request body or message array (it accepts JSON with a ``role`` or
 FORMATS: dict[str, Format] = {f.name: f for f in (*SPECIFIC, FALLBACK)}
 """Every format by name, in detection order (what ``--from`` lists)."""
 
-SUFFIXES = (".jsonl", ".json", ".traj")
+SUFFIXES = (".jsonl", ".json", ".traj", ".eval")
 """File names a folder search picks up."""
 
 

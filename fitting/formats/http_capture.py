@@ -1,0 +1,111 @@
+"""The "http_capture" format: one HTTP request/response pair saved as a JSON
+object with the request's parts at the top level: ``{"method", "path" (or
+"url"), "headers", "body", "response": {"status", "headers", "body"}}``. The
+body is an Anthropic Messages or OpenAI Chat Completions request (read by
+``wire.bodies``, which tells them apart); the response's ``usage`` is the
+request's measured size. (claude-trace's captures, which wrap the request in a
+``request`` key, are ``anthropic_log``'s.)"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from ..errors import InvalidJson, Location, UnknownShape
+from ..transcript import Defect, Source, Transcript, Usage
+from ..wire import bodies
+from ._sniff import scan_head
+from .base import Format, Input
+
+NAME = "http_capture"
+
+
+def sniff(head: bytes) -> bool:
+    shape = scan_head(head)
+    keys = set(shape.keys)
+    return (
+        shape.opening == "{"
+        and "request" not in keys
+        and {"method", "body"} <= keys
+        and bool(keys & {"path", "url"})
+        and not shape.more
+    )
+
+
+def _count(usage: dict[str, Any], key: str) -> int:
+    value = usage.get(key)
+    return value if isinstance(value, int) else 0
+
+
+def usage_of(response: Any, before: int, source: Source) -> Usage | None:
+    """The measured input of the response's ``usage``: Anthropic's
+    (``input_tokens`` and the cache counts beside it) or OpenAI's
+    (``prompt_tokens``, of which ``prompt_tokens_details.cached_tokens`` were read from cache)."""
+    body = response.get("body") if isinstance(response, dict) else None
+    if isinstance(body, str):
+        try:
+            body = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    if "prompt_tokens" in usage:
+        details = usage.get("prompt_tokens_details")
+        cached = _count(details, "cached_tokens") if isinstance(details, dict) else 0
+        return Usage(before, max(_count(usage, "prompt_tokens") - cached, 0), 0, cached, source)
+    if "input_tokens" in usage:
+        return Usage(
+            before,
+            _count(usage, "input_tokens"),
+            _count(usage, "cache_creation_input_tokens"),
+            _count(usage, "cache_read_input_tokens"),
+            source,
+        )
+    return None
+
+
+def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
+    try:
+        capture = orjson.loads(source.read_all())
+    except orjson.JSONDecodeError as exc:
+        raise InvalidJson(Location(source.path), f"invalid JSON: {exc}") from None
+    where = Location(source.path, 1)
+    if not isinstance(capture, dict) or "method" not in capture or "body" not in capture:
+        raise UnknownShape(
+            where, "an HTTP capture is an object with 'method', 'path', 'headers', 'body' and 'response'"
+        )
+    body = capture["body"]
+    if isinstance(body, str):  # the body as the JSON text sent
+        try:
+            body = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise UnknownShape(where, "the captured request's body is not JSON") from None
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        target = capture.get("path") or capture.get("url")
+        raise UnknownShape(
+            where,
+            f"the captured request ({capture.get('method')} {target}) has no 'messages' list in its body",
+            hint="windowfit reads captures of Anthropic Messages and OpenAI Chat Completions requests",
+        )
+    src = Source(source.path, 1)
+    t = bodies.transcript_from_body(body, source=src, fmt=NAME)
+    defects: list[Defect] = []
+    response = capture.get("response")
+    if isinstance(response, dict):
+        status = response.get("status", response.get("status_code"))
+        if isinstance(status, int) and status >= 400:
+            defects.append(Defect(src, "error-response", f"the provider answered HTTP {status}"))
+    measured = usage_of(response, len(t.messages), src)
+    notes = ("the captured request is the transcript; the response is not part of it",)
+    return (replace(t, usage=(measured,) if measured else (), defects=tuple(defects), notes=notes),)
+
+
+FORMAT = Format(
+    name=NAME,
+    description="HTTP captures of one request/response pair ({method, path, headers, body, response})",
+    sniff=sniff,
+    load=load,
+)
