@@ -26,6 +26,7 @@ FORMAT_OF_FOLDER = {
     "swe_agent_text": "openai_chat",  # corpus/new-formats: a SWE-agent trajectory in the text protocol
     "inspect_ai": "inspect_ai",
     "http_capture": "http_capture",
+    "atif": "atif",
 }
 """The format of a file, by the folder it sits in (tests/data and the corpus);
 files anywhere else (tests/data/fit, replay, report) are plain messages."""

@@ -11,6 +11,7 @@ from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
 from . import (
     aider,
+    atif,
     anthropic_log,
     claude_code,
     cline,
@@ -35,6 +36,7 @@ SPECIFIC: tuple[Format, ...] = (
     aider.FORMAT,
     inspect_ai.FORMAT,
     http_capture.FORMAT,
+    atif.FORMAT,
 )
 """Formats recognised by marks of their own, tried in this order. Their
 sniffers never overlap, so the order decides nothing but speed and a stable
