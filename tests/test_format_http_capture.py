@@ -90,7 +90,7 @@ def test_sniffing() -> None:
 
 def test_fit_writes_a_valid_request(run_cli: Run, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    result = run_cli("fit", str(FIXTURES / "anthropic_tool_round.json"), "--budget", "200", "-o", str(out))
+    result = run_cli("fit", str(FIXTURES / "anthropic_tool_round.json"), "--budget", "2000", "-o", str(out))
     assert result.exit_code == 0, result.stderr
     (fitted,) = load_path(out)
     assert (fitted.format, fitted.dialect) == ("request", "anthropic")
