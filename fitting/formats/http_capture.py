@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from .._json import check_depth
 from ..errors import InvalidJson, Location, UnknownShape
 from ..transcript import Defect, Source, Transcript, Usage
 from ..wire import bodies
@@ -69,7 +70,8 @@ def usage_of(response: Any, before: int, source: Source) -> Usage | None:
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     try:
-        capture = orjson.loads(source.read_all())
+        data = source.read_all()
+        capture = check_depth(orjson.loads(data), Location(source.path), data)
     except orjson.JSONDecodeError as exc:
         raise InvalidJson(Location(source.path), f"invalid JSON: {exc}") from None
     where = Location(source.path, 1)

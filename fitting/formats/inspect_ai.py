@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from .._json import dumps
+from .._json import check_depth, dumps, list_field
 from ..errors import EmptyTranscript, InvalidJson, Location, UnknownShape
 from ..transcript import Message, Source, ToolDef, Transcript, Usage
 from ..wire import openai
@@ -194,9 +194,10 @@ def sample_transcript(sample: Any, source: Source) -> Transcript:
 
 def _json(data: bytes, path: str) -> Any:
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise InvalidJson(Location(path), f"invalid JSON: {exc}") from None
+    return check_depth(value, Location(path), data)
 
 
 _ZSTD = 93
@@ -260,10 +261,7 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
         log = _json(source.read_all(), source.path)
         if not isinstance(log, dict) or "eval" not in log:
             raise UnknownShape(Location(source.path, 1), "an Inspect eval log is an object with 'version' and 'eval'")
-        samples = log.get("samples") or []
-        if not isinstance(samples, list):
-            raise UnknownShape(Location(source.path), "an eval log's 'samples' must be a list")
-        for sample in samples:
+        for sample in list_field(log, "samples", Location(source.path), "an eval log's 'samples'"):
             transcripts.append(sample_transcript(sample, Source(source.path)))
     if not transcripts:
         raise EmptyTranscript(
