@@ -11,8 +11,8 @@ from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
 from . import (
     aider,
-    atif,
     anthropic_log,
+    atif,
     claude_code,
     cline,
     codex,
