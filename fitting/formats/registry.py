@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
-from . import aider, anthropic_log, claude_code, cline, codex, messages, openai_chat, openhands, responses
+from . import aider, anthropic_log, claude_code, cline, codex, copilot_cli, gemini_cli, messages, openai_chat, openhands, responses
 from .base import Format, Input
 
 SPECIFIC: tuple[Format, ...] = (
@@ -21,6 +21,8 @@ SPECIFIC: tuple[Format, ...] = (
     cline.FORMAT,
     openhands.FORMAT,
     aider.FORMAT,
+    gemini_cli.FORMAT,
+    copilot_cli.FORMAT,
 )
 """Formats recognised by marks of their own, tried in this order. Their
 sniffers never overlap, so the order decides nothing but speed and a stable
