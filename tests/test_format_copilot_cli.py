@@ -12,7 +12,7 @@ from conftest import DATA, require_shared
 from typer.testing import Result
 
 from windowfit.fitting import Transcript, fit
-from windowfit.fitting.errors import InputError, InvalidJson
+from windowfit.fitting.errors import InputError, InvalidJson, UnknownShape
 from windowfit.fitting.formats import load_path
 from windowfit.fitting.formats.copilot_cli import sniff
 from windowfit.fitting.request import write_transcript
@@ -151,6 +151,8 @@ def test_sniff_claims_the_session_start_line_only() -> None:
     assert not sniff(b'{"type": "session.start", "data": {"sessionId": "x"}}\n')
     assert not sniff(b'{"type": "user.message", "data": {"content": "hi", "producer": "copilot-agent"}}\n')
     assert not sniff(b'{"role": "user", "content": "session.start copilot-agent"}\n')
+    assert sniff((COPILOT / "history-session.json").read_bytes())
+    assert not sniff(b'{"sessionId": "s", "projectHash": "h", "messages": []}')  # Gemini CLI
 
 
 def test_forcing_copilot_cli_on_another_shape_is_an_error() -> None:
@@ -165,3 +167,40 @@ def test_cli_fit_writes_an_openai_body(run_cli: Callable[..., Result], tmp_path:
     body = orjson.loads(out.read_bytes())
     assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool", "tool", "assistant"]
     assert body["model"] == "gpt-5"
+
+
+# --------------------------------------------------------------------------
+# The older session document: tests/data/copilot_cli/history-session.json
+
+
+def test_older_session_document_reads_its_chat_messages() -> None:
+    t = load_one(COPILOT / "history-session.json")
+    assert t.format == "copilot_cli" and t.dialect == "openai"
+    assert t.system == (Text("You are GitHub Copilot CLI."),)
+    assert shape(t) == [
+        ("user", ["text"]),
+        ("assistant", ["text", "call call_v1"]),
+        ("tool", ["result call_v1"]),
+        ("assistant", ["text"]),
+        ("user", ["text"]),
+    ]
+    call = t.messages[1].tool_calls[0]
+    assert (call.name, orjson.loads(call.input_json)) == (
+        "str_replace_editor",
+        {"command": "view", "path": "/w/notes.txt"},
+    )
+    assert t.messages[2].tool_results[0].content == (Text("1. buy milk\n2. call Ana\n"),)
+    # the timeline is what the terminal showed: counted, not read
+    assert dict(t.line_kinds) == {
+        "timeline/copilot": 2,
+        "timeline/tool_call_completed": 1,
+        "timeline/tool_call_requested": 1,
+        "timeline/user": 1,
+    }
+    assert t.defects == ()
+
+
+def test_forcing_copilot_cli_on_a_document_of_another_shape_names_the_line() -> None:
+    with pytest.raises(UnknownShape) as caught:
+        load_path(DATA / "openai_chat" / "mixed.json", fmt="copilot_cli")
+    assert caught.value.location.line == 1

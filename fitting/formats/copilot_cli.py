@@ -11,6 +11,12 @@ name, arguments}, reasoningText, reasoningOpaque}``, and
 ``tool.execution_complete {toolCallId, success, result {content}, error}``.
 Every other event (turn marks, model changes, ``tool.execution_start``,
 ``session.shutdown``) is counted by type.
+
+Earlier versions wrote one JSON document per session,
+``~/.copilot/history-session-state/<session>.json``: ``{sessionId, startTime,
+chatMessages, timeline}``, where ``chatMessages`` are the Chat Completions
+messages sent (``tool_calls``, ``role: tool``) and ``timeline`` is what the
+terminal showed (counted by entry type).
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from .._json import dumps
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript
 from ..validate import check_messages
-from ._jsonl import LineReader
+from ..wire.openai import message_from_json, transcript_from_messages
+from ._jsonl import LineReader, loads_document
 from ._sniff import scan_head
 from .base import Format, Input
 from .codex import _Tail, line_defects
@@ -182,7 +189,41 @@ class _Events:
         )
 
 
+def _load_history(source: Input, skip_invalid: bool) -> Transcript:
+    """The older session document: its ``chatMessages`` are Chat Completions messages."""
+    doc = loads_document(source.read_all(), source.path)
+    raw = doc.get("chatMessages") if isinstance(doc, dict) else None
+    if not isinstance(raw, list):
+        raise UnknownShape(Location(source.path, 1), "not a Copilot CLI session: no chatMessages list")
+    messages: list[Message] = []
+    skipped: list[Skipped] = []
+    for index, obj in enumerate(raw):
+        try:
+            if not isinstance(obj, dict):
+                raise UnknownShape(Location(source.path), f"chatMessages[{index}] is not an object")
+            messages.append(message_from_json(obj, Source(source.path)))
+        except UnknownShape as exc:
+            if not skip_invalid:
+                raise
+            skipped.append(Skipped(Source(source.path), f"chatMessages[{index}]: {exc.message}"))
+    if not messages:
+        raise EmptyTranscript(Location(source.path), "no messages in this Copilot CLI session")
+    timeline = doc.get("timeline")
+    kinds: Counter[str] = Counter(
+        f"timeline/{e.get('type')}" for e in (timeline if isinstance(timeline, list) else ()) if isinstance(e, dict)
+    )
+    t = transcript_from_messages(messages, source=Source(source.path), fmt=NAME)
+    defects = tuple(Defect(v.source, v.kind, v.detail) for v in check_messages(t.messages, "openai"))
+    notes = (
+        "older Copilot CLI session document: chatMessages read as Chat Completions messages",
+        "Copilot CLI does not record its tool definitions: not counted",
+    )
+    return replace(t, skipped=tuple(skipped), defects=defects, line_kinds=tuple(sorted(kinds.items())), notes=notes)
+
+
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
+    if source.is_document():
+        return (_load_history(source, skip_invalid),)
     reader = LineReader(source.path, skip_invalid)
     events = _Events(source.path)
     tail = _Tail()
@@ -207,8 +248,11 @@ _START = re.compile(rb'"type"\s*:\s*"session\.start"')
 
 def sniff(head: bytes) -> bool:
     """The first line is a ``session.start`` event: ``type`` and ``data`` keys,
-    with ``"producer": "copilot-agent"`` or a ``copilotVersion`` in it."""
+    with ``"producer": "copilot-agent"`` or a ``copilotVersion`` in it; or (the
+    older document) a ``sessionId`` and ``chatMessages`` or ``timeline``."""
     shape = scan_head(head)
+    if shape.opening == "{" and "sessionId" in shape.keys and {"chatMessages", "timeline"} & set(shape.keys):
+        return True
     if shape.opening != "{" or (shape.complete and not {"type", "data"} <= set(shape.keys)):
         return False
     first = shape.first_line
