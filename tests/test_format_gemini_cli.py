@@ -15,7 +15,7 @@ from conftest import DATA, require_shared
 from typer.testing import Result
 
 from windowfit.fitting import Transcript, fit
-from windowfit.fitting.errors import InputError, InvalidJson, UnknownShape
+from windowfit.fitting.errors import EmptyTranscript, InputError, InvalidJson, UnknownShape
 from windowfit.fitting.formats import load_path
 from windowfit.fitting.formats.gemini_cli import sniff
 from windowfit.fitting.request import write_transcript
@@ -230,3 +230,10 @@ def test_cli_report_and_fit_on_the_fixture(run_cli: Callable[..., Result], tmp_p
         "tool",
         "assistant",
     ]
+
+
+def test_a_session_with_only_its_metadata_line_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "session-new.jsonl"
+    path.write_bytes((GEMINI / "session.jsonl").read_bytes().splitlines()[0] + b"\n")
+    with pytest.raises(EmptyTranscript):
+        load_one(path)

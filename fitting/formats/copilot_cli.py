@@ -58,7 +58,6 @@ class _Events:
     system: tuple[Block, ...] = ()
     systems: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
-    call_lines: dict[str, int | None] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
     reasoning: int = 0
     transformed: int = 0
@@ -122,7 +121,6 @@ class _Events:
             blocks.append(
                 ToolCall(req["toolCallId"], name, dumps(args), arguments=args if isinstance(args, str) else "")
             )
-            self.call_lines[req["toolCallId"]] = source.line
             self.names[req["toolCallId"]] = name
         if blocks:
             self.messages.append(Message("assistant", tuple(blocks), source))
@@ -154,10 +152,7 @@ class _Events:
         self.flush()
         if not self.messages:
             raise EmptyTranscript(Location(self.path), "no messages in this Copilot CLI session")
-        defects = [
-            Defect(Source(self.path, self.call_lines.get(v.call_id)), v.kind, v.detail)
-            for v in check_messages(self.messages, "openai")
-        ]
+        defects = [Defect(v.source, v.kind, v.detail) for v in check_messages(self.messages, "openai")]
         notes = [
             f"system prompt: the last of {self.systems} system.message event(s)"
             if self.systems

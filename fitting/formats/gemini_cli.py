@@ -92,7 +92,6 @@ class _Session:
     messages: list[Message] = field(default_factory=list)
     usage: list[Usage] = field(default_factory=list)
     kinds: Counter[str] = field(default_factory=Counter)
-    call_lines: dict[str, int | None] = field(default_factory=dict)
     thoughts: int = 0
     measured: int = 0
     model: str = ""
@@ -130,7 +129,6 @@ class _Session:
         for call in calls:
             name = str(call.get("name", ""))
             blocks.append(ToolCall(call["id"], name, dumps(call.get("args", {}))))
-            self.call_lines[call["id"]] = line
         self.messages.append(Message("assistant", tuple(blocks), source))
         for call in calls:
             if call.get("result") is None:
@@ -143,10 +141,7 @@ class _Session:
     def transcript(self, skipped: list[Skipped], notes: list[str]) -> Transcript:
         if not self.messages:
             raise EmptyTranscript(Location(self.path), "no messages in this Gemini CLI session")
-        defects = [
-            Defect(Source(self.path, self.call_lines.get(v.call_id)), v.kind, v.detail)
-            for v in check_messages(self.messages, "openai")
-        ]
+        defects = [Defect(v.source, v.kind, v.detail) for v in check_messages(self.messages, "openai")]
         notes = [
             "Gemini CLI does not record its system prompt or tool definitions: not counted",
             *notes,
@@ -173,21 +168,35 @@ class _Session:
         )
 
 
-def _line_of(text: str, message_id: str) -> int | None:
-    match = re.search(r'"id"\s*:\s*' + re.escape(dumps(message_id)), text)
-    return text.count("\n", 0, match.start()) + 1 if match else None
+@dataclass(slots=True)
+class _Lines:
+    """Finds the line of each message record's ``id`` in a document, reading forward."""
+
+    text: str
+    pos: int = 0
+    line: int = 1
+
+    def of(self, message_id: str) -> int | None:
+        match = re.compile(r'"id"\s*:\s*' + re.escape(dumps(message_id))).search(self.text, self.pos)
+        if match is None:
+            return None
+        self.line += self.text.count("\n", self.pos, match.start())
+        self.pos = match.start()
+        return self.line
 
 
 def _load_document(source: Input, skip_invalid: bool) -> Transcript:
     data = source.read_all()
     doc = loads_document(data, source.path)
+    if isinstance(doc, dict) and "messages" not in doc and isinstance(doc.get("sessionId"), str):
+        raise EmptyTranscript(Location(source.path), "no messages in this Gemini CLI session (its metadata only)")
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         raise UnknownShape(Location(source.path, 1), "not a Gemini CLI session: no messages list")
-    text = data.decode("utf-8", "replace")
+    lines = _Lines(data.decode("utf-8", "replace"))
     session = _Session(source.path)
     skipped: list[Skipped] = []
     for record in doc["messages"]:
-        line = _line_of(text, record["id"]) if isinstance(record, dict) and isinstance(record.get("id"), str) else None
+        line = lines.of(record["id"]) if isinstance(record, dict) and isinstance(record.get("id"), str) else None
         try:
             if not isinstance(record, dict):
                 raise UnknownShape(Location(source.path, line), "a message record is not an object")
