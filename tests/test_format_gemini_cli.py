@@ -19,7 +19,7 @@ from windowfit.fitting.errors import EmptyTranscript, InputError, InvalidJson, U
 from windowfit.fitting.formats import load_path
 from windowfit.fitting.formats.gemini_cli import sniff
 from windowfit.fitting.request import write_transcript
-from windowfit.fitting.transcript import Text, ToolCall, ToolResult
+from windowfit.fitting.transcript import Dialect, Text, ToolCall, ToolResult
 from windowfit.fitting.validate import check_request
 from windowfit.fitting.wire.bodies import transcript_from_body
 
@@ -52,13 +52,13 @@ def shape(t: Transcript) -> list[tuple[str, list[str]]]:
     return out
 
 
-def fits_and_passes_the_rules(t: Transcript, budget: int) -> None:
-    """Fitted at ``budget``, something is cleared, and the OpenAI body written passes the provider's rules."""
+def fits_and_passes_the_rules(t: Transcript, budget: int, to: Dialect) -> None:
+    """Fitted at ``budget``, something is cleared, and the body written passes the provider's rules."""
     fitted = fit(t, budget=budget)
     assert fitted.plan.fits
     assert fitted.plan.cleared
-    body = orjson.loads(write_transcript(fitted.transcript, to="openai"))
-    assert check_request(transcript_from_body(body, dialect="openai"), "openai") == ()
+    body = orjson.loads(write_transcript(fitted.transcript, to=to))
+    assert check_request(transcript_from_body(body, dialect=to), to) == ()
 
 
 # --------------------------------------------------------------------------
@@ -96,8 +96,9 @@ def test_corpus_session_usage_is_the_recorded_tokens() -> None:
     assert t.usage[0].before == 1 and t.usage[0].total == 2752
 
 
-def test_corpus_session_fits_to_a_valid_request() -> None:
-    fits_and_passes_the_rules(load_one(corpus_session()), budget=8000)
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_corpus_session_fits_to_a_valid_request(to: Dialect) -> None:
+    fits_and_passes_the_rules(load_one(corpus_session()), budget=8000, to=to)
 
 
 def test_corpus_session_report_and_fit(run_cli: Callable[..., Result], tmp_path: Path) -> None:
