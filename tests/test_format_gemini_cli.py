@@ -83,13 +83,18 @@ def test_corpus_session_usage_is_the_recorded_tokens() -> None:
     path = corpus_session()
     records = orjson.loads(path.read_bytes())["messages"]
     # Gemini's input count includes the cached part: read without the cache is input - cached.
+    # Its output count leaves the thoughts out: the reply's output is output + thoughts.
     expected = [
-        (r["tokens"]["input"] - r["tokens"]["cached"], r["tokens"]["cached"])
+        (
+            r["tokens"]["input"] - r["tokens"]["cached"],
+            r["tokens"]["cached"],
+            r["tokens"]["output"] + r["tokens"]["thoughts"],
+        )
         for r in records
         if r["type"] == "gemini" and r.get("tokens", {}).get("input")
     ]
     t = load_one(path)
-    assert [(u.input_tokens, u.cache_read_tokens) for u in t.usage] == expected
+    assert [(u.input_tokens, u.cache_read_tokens, u.output_tokens) for u in t.usage] == expected
     assert all(u.cache_creation_tokens == 0 for u in t.usage)
     # each measured request ends just before the response it produced
     assert all(t.messages[u.before].role == "assistant" for u in t.usage)
@@ -153,10 +158,11 @@ def test_json_recording_usage() -> None:
     t = load_one(GEMINI / "session.json")
     # tokens {input 1200, cached 200}, {1500, 0}, {1700, 1500}; each before its gemini message
     # (messages 1, 4 and 6 in the structure above)
-    assert [(u.before, u.input_tokens, u.cache_read_tokens) for u in t.usage] == [
-        (1, 1000, 200),
-        (4, 1500, 0),
-        (6, 200, 1500),
+    # output: 30 + 12 thoughts, 20 + 0, 10 + 0
+    assert [(u.before, u.input_tokens, u.cache_read_tokens, u.output_tokens) for u in t.usage] == [
+        (1, 1000, 200, 42),
+        (4, 1500, 0, 20),
+        (6, 200, 1500, 10),
     ]
     assert [u.total for u in t.usage] == [1200, 1500, 1700]
 

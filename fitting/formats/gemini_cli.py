@@ -123,7 +123,9 @@ class _Session:
         if isinstance(tokens, dict) and isinstance(tokens.get("input"), int) and tokens["input"] > 0:
             # Gemini counts cached tokens inside promptTokenCount: the part read without the cache is the difference.
             cached = min(int(tokens.get("cached") or 0), tokens["input"])
-            self.usage.append(Usage(len(self.messages), tokens["input"] - cached, 0, cached, source))
+            # Gemini counts thoughts apart from the candidates: the reply's output is both.
+            output = int(tokens.get("output") or 0) + int(tokens.get("thoughts") or 0)
+            self.usage.append(Usage(len(self.messages), tokens["input"] - cached, 0, cached, source, output))
             self.measured += 1
         blocks = list(content)
         for call in calls:
