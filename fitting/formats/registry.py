@@ -9,7 +9,19 @@ from pathlib import Path
 
 from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
-from . import aider, anthropic_log, claude_code, cline, codex, copilot_cli, gemini_cli, messages, openai_chat, openhands, responses
+from . import (
+    aider,
+    anthropic_log,
+    claude_code,
+    cline,
+    codex,
+    copilot_cli,
+    gemini_cli,
+    messages,
+    openai_chat,
+    openhands,
+    responses,
+)
 from .base import Format, Input
 
 SPECIFIC: tuple[Format, ...] = (
