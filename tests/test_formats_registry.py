@@ -20,6 +20,8 @@ FORMAT_OF_FOLDER = {
     "claude_code": "claude_code",
     "cline": "cline",
     "codex": "codex",
+    "copilot_cli": "copilot_cli",
+    "gemini_cli": "gemini_cli",
     "openai_chat": "openai_chat",
     "openhands": "openhands",
     "responses": "responses",
@@ -66,13 +68,14 @@ def test_each_corpus_transcript_is_claimed_by_exactly_its_own_format() -> None:
     assert check_detection(corpus) == {"anthropic_log", "claude_code", "codex", "openai_chat"}
 
 
-@pytest.mark.parametrize("folder", ["openhands", "swe_agent_text", "inspect_ai"])
+@pytest.mark.parametrize("folder", ["openhands", "swe_agent_text", "inspect_ai", "gemini_cli", "copilot_cli"])
 def test_each_new_format_corpus_file_is_claimed_by_exactly_its_own_format(folder: str) -> None:
     new_formats = require_shared("corpus", "new-formats")
     files = transcript_files(new_formats / folder)
     assert files
     for path in files:
         assert claims(path) == [FORMAT_OF_FOLDER[folder]], path
+        assert detect(Input(str(path))).name == FORMAT_OF_FOLDER[folder], path
 
 
 def test_the_fallback_comes_after_every_specific_format() -> None:

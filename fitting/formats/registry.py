@@ -16,6 +16,8 @@ from . import (
     claude_code,
     cline,
     codex,
+    copilot_cli,
+    gemini_cli,
     http_capture,
     inspect_ai,
     messages,
@@ -37,6 +39,8 @@ SPECIFIC: tuple[Format, ...] = (
     inspect_ai.FORMAT,
     http_capture.FORMAT,
     atif.FORMAT,
+    gemini_cli.FORMAT,
+    copilot_cli.FORMAT,
 )
 """Formats recognised by marks of their own, tried in this order. Their
 sniffers never overlap, so the order decides nothing but speed and a stable
