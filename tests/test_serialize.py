@@ -85,6 +85,8 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
         ExitCode.FAILED,
         ("check", "tests/data/claude_code", "--budget", "60", "--window", "150", "--fail-on", "cleared", *JSON_CC),
     ),
+    # A folder with files that are not transcripts: skipped_files.
+    "check-skipped": ("check", 0, ("check", "tests/data/scan", "--budget", "100", "--format", "json")),
     "replay": (
         "replay",
         0,
