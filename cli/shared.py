@@ -244,8 +244,9 @@ Name = Annotated[
 def pick(
     transcripts: Sequence[Transcript], *, source: str, index: int | None, name: str | None, other: str
 ) -> Transcript:
-    """The one transcript ``--index`` or ``--name`` names, or the only one; otherwise a usage error that lists what
-    there is (never a silent first pick). ``other`` is what else the command can do with all of them."""
+    """The one transcript ``--index`` or ``--name`` names, or the only one, or a file's own session when the
+    others are named parts of it (a Claude Code session's subagents: said on stderr); otherwise a usage error
+    that lists what there is, never a silent first pick. ``other`` is what else the command can do with all."""
     if index is not None and name is not None:
         fail(OptionError("pass --index or --name, not both"))
     if index is not None:
@@ -261,6 +262,14 @@ def pick(
         fail(OptionError(f"--name {name!r}: {how} of the {len(transcripts)} transcripts in {source} match"))
     if len(transcripts) == 1:
         return transcripts[0]
+    unnamed = [t for t in transcripts if not t.name]
+    if not Path(source).is_dir() and len(unnamed) == 1 and unnamed[0].source.path == source:
+        rest = len(transcripts) - 1
+        err.print(
+            f"[dim]note: {markup_safe(source)}: its own session; the {rest} other transcript(s) in it "
+            "(subagents) are picked with --index N or --name NAME[/]"
+        )
+        return unnamed[0]
     _list(transcripts)
     error = OptionError(f"{source} holds {len(transcripts)} transcripts: pick one with --index N or --name NAME")
     error.hint = other

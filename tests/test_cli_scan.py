@@ -291,3 +291,14 @@ def test_a_folder_of_every_corpus_file_a_png_and_a_foreign_json_is_checked(run_c
     skipped = {Path(f["path"]).name for f in document["skipped_files"]}
     assert {"package.json", "screenshot.json"} <= skipped
     assert "screenshot.png" not in skipped  # not a transcript file name: a folder search does not pick it
+
+
+def test_a_claude_code_session_is_its_own_pick_and_says_so(run_cli: Run) -> None:
+    session = DATA / "claude_code" / "with_subagents" / "session.jsonl"
+    result = run_cli("fit", str(session), "--budget", "100000", "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["path"] == str(session)
+    assert "its own session; the 1 other transcript(s) in it (subagents)" in result.stderr
+    sub = run_cli("fit", str(session), "--budget", "100000", "--name", "subagent agent-a1b2c3d", "--json")
+    assert sub.exit_code == 0
+    assert json.loads(sub.stdout)["name"] == "subagent agent-a1b2c3d"

@@ -119,7 +119,7 @@ def format_of(transcript: Transcript) -> Format | None:
 def load(source: Input, *, fmt: str | None = None, skip_invalid: bool = False) -> tuple[Transcript, ...]:
     """Every transcript in one input (most files hold exactly one). A format
     forced with ``fmt`` must fit the input: when its sniffer refuses the first
-    bytes and another format claims them, that is an error naming the line."""
+    bytes and another specific format claims them, that is an error naming the line."""
     if not fmt:
         return detect(source).load(source, skip_invalid=skip_invalid)
     chosen = get_format(fmt)
@@ -137,8 +137,9 @@ def load(source: Input, *, fmt: str | None = None, skip_invalid: bool = False) -
 
 
 def _claimed_by(head: bytes) -> Format | None:
-    """The format detection would pick for these first bytes, or None."""
-    return next((f for f in (*SPECIFIC, FALLBACK) if f.sniff(head)), None)
+    """The specific format whose sniffer claims these first bytes, or None. (Plain messages, the fallback, are
+    handed over by the specific loaders when forced, so they are not a mismatch.)"""
+    return next((f for f in SPECIFIC if f.sniff(head)), None)
 
 
 def _first_line(head: bytes) -> int:
