@@ -524,7 +524,9 @@ def check(
         if format_ is CheckFormat.text:
             n_failed = sum(1 for *_, f in rows if f)
             skipped = f", {len(loaded.skipped)} skipped (not transcripts windowfit reads)" if loaded.skipped else ""
-            out.print(f"{len(rows)} checked, {n_failed} failed{skipped} (fail on: {fail_on.value} or worse)")
+            out.print(
+                f"{len(rows)} checked, {n_failed} failed{skipped} (fail on: {fail_on.value} or worse)", soft_wrap=True
+            )
     if any_failed:
         raise typer.Exit(ExitCode.FAILED)
 
