@@ -26,6 +26,7 @@ from .shared import (
     SizeChoice,
     SizeModeOption,
     SkipInvalid,
+    Strict,
     Window,
     check_limits,
     estimator_from,
@@ -73,6 +74,7 @@ def report(
     estimator: EstimatorName = "seed",
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
+    strict: Strict = False,
     from_: FromFormat = None,
     size: SizeModeOption = SizeChoice.auto,
     preamble: PreambleOption = None,
@@ -95,13 +97,13 @@ def report(
     """
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
+    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict)
     reports = [
         build_report(t, est, budget=budget, window=window, top=top, size=size_of(t, est, size, preamble))
-        for t in transcripts
+        for t in loaded.transcripts
     ]
     if json_:
-        print_json(report_document(reports, estimator=est.rule.name))
+        print_json(report_document(reports, estimator=est.rule.name, skipped=loaded.skipped))
     else:
         print_reports(out, reports, details=details)
 

@@ -24,6 +24,7 @@ from .shared import (
     FromFormat,
     JsonFlag,
     SkipInvalid,
+    Strict,
     estimator_from,
     fail,
     load_all,
@@ -71,6 +72,7 @@ def audit_command(
     top: Annotated[int, typer.Option("--top", min=0, help="How many of the worst blocks and points to list.")] = 5,
     json_: JsonFlag = False,
     skip_invalid: SkipInvalid = False,
+    strict: Strict = False,
     from_: FromFormat = None,
 ) -> None:
     """Audit the token estimate against real tokenizers and the provider's own counts.
@@ -84,8 +86,8 @@ def audit_command(
         fail(OptionError("--provider-only compares with no tokenizer; leave out --tokenizer"))
     est = estimator_from(estimator, 1.0)
     tokenizers = [] if provider_only else load_tokenizers(tokenizer or [DEFAULT_TOKENIZER])
-    transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
-    audits = [audit_transcript(t, est, tokenizers, top=top) for t in transcripts]
+    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict)
+    audits = [audit_transcript(t, est, tokenizers, top=top) for t in loaded.transcripts]
 
     suggestion: Suggestion | None = None
     # --suggest fits the seed's three classes; a finer rule (safe) is compared with the seed's.
@@ -109,6 +111,7 @@ def audit_command(
                 tokenizers=tokenizers,
                 suggestion=suggestion,
                 base=base,
+                skipped=loaded.skipped,
             )
         )
         return

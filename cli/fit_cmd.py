@@ -34,13 +34,16 @@ from .shared import (
     EstimatorName,
     Files,
     FromFormat,
+    Index,
     JsonFlag,
+    Name,
     OutputRefused,
     Overhead,
     PreambleOption,
     SizeChoice,
     SizeModeOption,
     SkipInvalid,
+    Strict,
     Window,
     check_limits,
     err,
@@ -49,6 +52,7 @@ from .shared import (
     load_all,
     out,
     output_target,
+    pick,
     print_json,
     size_of,
     write_atomic,
@@ -132,7 +136,7 @@ def _plan(
 
 
 def fit(
-    file: Annotated[str, typer.Argument(help="One transcript file, or - for stdin.", show_default=False)],
+    file: Annotated[str, typer.Argument(help="One transcript file, a folder, or - for stdin.", show_default=False)],
     budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")],
     window: Window = None,
     output: Annotated[
@@ -182,7 +186,14 @@ def fit(
     diff: Annotated[
         DiffMode, typer.Option("--diff", help="summary, or full: the request message by message.")
     ] = DiffMode.summary,
-    index: Annotated[int, typer.Option("--index", min=0, help="Which transcript, in a file that holds several.")] = 0,
+    index: Index = None,
+    name: Name = None,
+    all_: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="Fit every transcript of a folder or a multi-transcript file: -o names a directory."
+        ),
+    ] = False,
     estimator: EstimatorName = "seed",
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
@@ -202,13 +213,23 @@ def fit(
         fail(OptionError("--json and -o - both want stdout; write the request to a file instead"))
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid)
-    if index >= len(transcripts):
-        fail(OptionError(f"{file} holds {len(transcripts)} transcript(s); --index {index} is out of range"))
-    transcript = _with_parts(transcripts[index].live(), system, tools, model, max_tokens)
+    transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
+    if all_:
+        if index is not None or name is not None:
+            fail(OptionError("--all fits every transcript: leave out --index and --name"))
+        if output is None or output == "-" or json_:
+            fail(OptionError("--all writes one file per transcript: pass -o DIR (a directory), without --json"))
+        parts = (system, tools, model, max_tokens)
+        options = (batch_size, protected_fraction, min_clear_ratio, add_notice)
+        _fit_all(transcripts, Path(output), file, est, budget, to, parts, options, (size, preamble))
+        return
+    chosen = pick(
+        transcripts, source=file, index=index, name=name, other="or fit them all, one file each: --all -o DIR"
+    )
+    transcript = _with_parts(chosen.live(), system, tools, model, max_tokens)
     if preamble is None and (system is not None or tools is not None):
         preamble = est.preamble(transcript)  # the given parts are what the request sends
-    predicted = size_of(transcripts[index], est, size, preamble)
+    predicted = size_of(chosen, est, size, preamble)
     plan = _plan(transcript, est, budget, batch_size, protected_fraction, min_clear_ratio, add_notice, predicted)
     fitted = apply_plan(transcript, plan)
     before = check_request(transcript)
@@ -276,6 +297,74 @@ def fit(
         sys.stdout.flush()
     if not plan.fits:
         raise typer.Exit(ExitCode.FAILED)
+
+
+def _fit_all(
+    transcripts: list[Transcript],
+    directory: Path,
+    source: str,
+    est: Estimator,
+    budget: int,
+    to: Target,
+    parts: tuple[Path | None, Path | None, str | None, int | None],
+    options: tuple[int, float, float, bool],
+    sizing: tuple[SizeChoice, int | None],
+) -> None:
+    """``fit --all -o DIR``: each transcript fitted and written to ``DIR/<NNN>-<name><ext>`` (its index, then its
+    name or file name: stable for the same input); one line each; exit 1 if any is too long (it is not written)."""
+    if directory.exists() and not directory.is_dir():
+        err.print(f"[bold red]error:[/] cannot write {markup_safe(str(directory))}: --all needs a directory")
+        raise typer.Exit(ExitCode.OUTPUT)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] cannot create {markup_safe(str(directory))}: {markup_safe(exc.strerror or '')}")
+        raise typer.Exit(ExitCode.OUTPUT) from None
+    too_long = 0
+    for i, original in enumerate(transcripts):
+        transcript = _with_parts(original.live(), *parts)
+        size, preamble = sizing
+        if preamble is None and (parts[0] is not None or parts[1] is not None):
+            preamble = est.preamble(transcript)  # the given parts are what the request sends
+        plan = _plan(transcript, est, budget, *options, size_of(original, est, size, preamble))
+        if not plan.fits:
+            too_long += 1
+            out.print(f"[red]too-long[/] {markup_safe(transcript.label)}: {plan.tokens_after:,} tokens (not written)")
+            continue
+        fitted = apply_plan(transcript, plan)
+        added = new_violations(
+            check_request(transcript),
+            check_request(fitted, to.value if to in (Target.anthropic, Target.openai) else fitted.dialect),
+        )
+        if added:  # a bug in windowfit, not bad input: crash loudly
+            raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))
+        try:
+            data = write_transcript(fitted, to=to.value)
+        except WindowfitError as exc:
+            fail(exc)
+        ext = ".json" if writes_body(fitted, to.value) else (Path(transcript.source.path).suffix or ".jsonl")
+        target = directory / f"{i:03d}-{_slug(transcript.name or Path(transcript.source.path).stem)}{ext}"
+        try:
+            write_atomic(output_target(target, inputs=[source, transcript.source.path]), data)
+        except OutputRefused as exc:
+            err.print(f"[bold red]error:[/] {markup_safe(str(exc))}")
+            raise typer.Exit(ExitCode.OUTPUT) from None
+        except OSError as exc:
+            err.print(f"[bold red]error:[/] cannot write {markup_safe(str(target))}: {markup_safe(exc.strerror or '')}")
+            raise typer.Exit(ExitCode.OUTPUT) from None
+        out.print(
+            f"[{OUTCOME_STYLE[plan.outcome]}]{plan.outcome}[/] {markup_safe(transcript.label)}: "
+            f"{plan.tokens_before:,} → {plan.tokens_after:,} tokens, wrote {markup_safe(str(target))}"
+        )
+    out.print(f"{len(transcripts) - too_long} written, {too_long} too long")
+    if too_long:
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def _slug(text: str) -> str:
+    """A file-name-safe form of a transcript's name."""
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-.")
+    return slug[:80] or "transcript"
 
 
 def _read(path: Path) -> bytes:
@@ -357,6 +446,7 @@ def check(
     estimator: EstimatorName = "seed",
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
+    strict: Strict = False,
     from_: FromFormat = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Text: list only the transcripts that fail, then the summary.")
@@ -374,10 +464,10 @@ def check(
         fail(OptionError("check needs --budget"))
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    transcripts = load_all(files, fmt=from_, skip_invalid=skip_invalid)
+    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict)
     threshold = OUTCOMES.index(fail_on.value)
     rows = []
-    for session in transcripts:
+    for session in loaded.transcripts:
         t = session.live()
         predicted = size_of(session, est, size, preamble)
         plan = _plan(t, est, budget, batch_size, protected_fraction, min_clear_ratio, False, predicted)
@@ -392,6 +482,7 @@ def check(
                 budget=budget,
                 window=window,
                 fail_on=OUTCOMES[threshold],
+                skipped=loaded.skipped,
             )
         )
     else:
@@ -432,7 +523,10 @@ def check(
                     )
         if format_ is CheckFormat.text:
             n_failed = sum(1 for *_, f in rows if f)
-            out.print(f"{len(rows)} checked, {n_failed} failed (fail on: {fail_on.value} or worse)")
+            skipped = f", {len(loaded.skipped)} skipped (not transcripts windowfit reads)" if loaded.skipped else ""
+            out.print(
+                f"{len(rows)} checked, {n_failed} failed{skipped} (fail on: {fail_on.value} or worse)", soft_wrap=True
+            )
     if any_failed:
         raise typer.Exit(ExitCode.FAILED)
 

@@ -20,12 +20,15 @@ from .render_replay import render_chart, render_table
 from .shared import (
     EstimatorName,
     FromFormat,
+    Index,
     JsonFlag,
+    Name,
     OutputRefused,
     Overhead,
     PreambleOption,
     SizeChoice,
     SkipInvalid,
+    Strict,
     Window,
     check_limits,
     err,
@@ -34,6 +37,7 @@ from .shared import (
     load_all,
     out,
     output_target,
+    pick,
     print_json,
     size_of,
     write_atomic,
@@ -101,7 +105,7 @@ def save_plot(runs: tuple[Run, ...], path: Path, *, budget: int, window: int | N
 
 
 def replay_command(
-    file: Annotated[str, typer.Argument(help="One transcript file, or - for stdin.", show_default=False)],
+    file: Annotated[str, typer.Argument(help="One transcript file, a folder, or - for stdin.", show_default=False)],
     budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")],
     window: Window = None,
     policy: Annotated[
@@ -117,11 +121,13 @@ def replay_command(
         typer.Option("--plot", help="Also draw the chart into this image file (needs matplotlib: windowfit\\[plot])."),
     ] = None,
     chart: Annotated[bool, typer.Option("--chart/--no-chart", help="Draw the terminal chart.")] = True,
-    index: Annotated[int, typer.Option("--index", min=0, help="Which transcript, in a file that holds several.")] = 0,
+    index: Index = None,
+    name: Name = None,
     json_: JsonFlag = False,
     estimator: EstimatorName = "seed",
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
+    strict: Strict = False,
     from_: FromFormat = None,
     preamble: PreambleOption = None,
 ) -> None:
@@ -133,10 +139,9 @@ def replay_command(
     """
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid)
-    if index >= len(transcripts):
-        fail(OptionError(f"{file} holds {len(transcripts)} transcript(s); --index {index} is out of range"))
-    transcript = transcripts[index].live()
+    loaded = load_all([file], fmt=from_, skip_invalid=skip_invalid, strict=strict)
+    chosen = pick(loaded.transcripts, source=file, index=index, name=name, other="replay replays one session at a time")
+    transcript = chosen.live()
     names = [p.value for p in policy] if policy else list(POLICY_NAMES)
     try:
         options = FitOptions(budget, batch_size=batch_size)
@@ -144,7 +149,7 @@ def replay_command(
         fail(exc)
     # Each replayed request is one the file holds: its size is the estimate, with the
     # preamble the file leaves out (inferred from usage, or given) counted in every one.
-    size = size_of(transcripts[index], est, SizeChoice.estimate, preamble)
+    size = size_of(chosen, est, SizeChoice.estimate, preamble)
     hidden = size.preamble_tokens if size.preamble_source in ("inferred", "given") else None
     runs = replay(
         transcript,
@@ -174,7 +179,11 @@ def replay_command(
             )
             raise typer.Exit(ExitCode.OUTPUT) from None
     if json_:
-        print_json(replay_document(runs, transcript, budget=budget, window=window, estimator=est.rule.name))
+        print_json(
+            replay_document(
+                runs, transcript, budget=budget, window=window, estimator=est.rule.name, skipped=loaded.skipped
+            )
+        )
         return
     out.print(f"[bold]{markup_safe(transcript.label)}[/]: {len(runs[0].steps) if runs else 0:,} requests replayed")
     if hidden is not None:

@@ -8,6 +8,7 @@ import signal
 import stat
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, BinaryIO, NoReturn
@@ -17,9 +18,16 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
-from windowfit.fitting.errors import EmptyTranscript, InputError, Location, NoTranscripts, OptionError, UnknownFormat
+from windowfit.fitting.errors import (
+    InputError,
+    InvalidJson,
+    InvalidUtf8,
+    Location,
+    NoTranscripts,
+    OptionError,
+)
 from windowfit.fitting.estimate import ESTIMATORS, Estimator
-from windowfit.fitting.formats import FORMATS, Input, discover, load
+from windowfit.fitting.formats import FALLBACK, FORMATS, Format, Input, SkippedFile, detect, discover, get_format, load
 from windowfit.fitting.size import Size, predict_size
 
 from .exit_codes import ExitCode
@@ -55,6 +63,13 @@ Overhead = Annotated[
 ]
 SkipInvalid = Annotated[
     bool, typer.Option("--skip-invalid", help="Skip lines that are not JSON (or not messages) and count them.")
+]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="In a folder, a file that is not a transcript windowfit reads is an error (exit 3), not a warning.",
+    ),
 ]
 
 
@@ -128,8 +143,26 @@ def estimator_from(name: str, overhead: float) -> Estimator:
         fail(exc)
 
 
-def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[Transcript]:
-    """Load every transcript named, with a progress bar when it takes a while."""
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """What the inputs held: the transcripts, and the files a folder scan passed over."""
+
+    transcripts: list[Transcript]
+    skipped: list[SkippedFile]
+
+
+BROKEN_LINES = (InvalidJson, InvalidUtf8)
+"""Errors of a file in a format windowfit reads that has broken lines (not JSON, not UTF-8): ``--skip-invalid``
+decides, not the scan. A shape the loader does not know (``UnknownShape``) is a foreign file: skipped."""
+
+
+def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool, strict: bool = False) -> Loaded:
+    """Load every transcript named, with a progress bar when it takes a while.
+
+    A file named on the command line that cannot be read is an error. A file found in a folder that is not a
+    transcript windowfit reads (unknown shape, empty, binary, another format than ``--from``) is skipped with a
+    warning and listed in ``Loaded.skipped``, unless ``strict``; one in a format windowfit reads with broken
+    lines follows ``skip_invalid`` as a named file does."""
     try:
         inputs: list[Input] = []
         scanned: set[str] = set()  # found in a directory, not named by the user
@@ -149,7 +182,7 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
                 raise InputError(_loc(item.path), "no such file")
         sizes = [len(i.data) if i.data is not None else Path(i.path).stat().st_size for i in inputs]
         transcripts: list[Transcript] = []
-        skipped_files = 0
+        skipped: list[SkippedFile] = []
         show = err.is_terminal and (len(inputs) > 3 or sum(sizes) > 50_000_000)
         with Progress(
             TextColumn("{task.description}"),
@@ -163,29 +196,107 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool) -> list[T
             task = progress.add_task("loading", total=len(inputs))
             for item in inputs:
                 progress.update(task, description=f"loading {markup_safe(Path(item.path).name)}")
+                chosen: Format | None = None
                 try:
+                    chosen = get_format(fmt) if fmt else detect(item)
                     transcripts.extend(load(item, fmt=fmt, skip_invalid=skip_invalid))
                 except InputError as exc:
-                    # A directory of real sessions holds empty and foreign files: say so, go on. With
-                    # --skip-invalid a file found there that cannot be read is skipped the same way; a file
-                    # named on the command line still fails.
-                    foreign = isinstance(exc, (EmptyTranscript, UnknownFormat))
-                    if item.path not in scanned or not (foreign or skip_invalid):
+                    if strict or item.path not in scanned or (_broken_lines(exc, chosen) and not skip_invalid):
                         raise
+                    # A directory of real sessions holds empty and foreign files: say so, go on. With
+                    # --skip-invalid a file of a known format that still cannot be read is skipped the same way.
+                    skipped.append(SkippedFile(item.path, _reason(exc)))
                     err.print(f"[yellow]skipped:[/] {markup_safe(str(exc))}")
-                    skipped_files += 1
+                except OSError as exc:
+                    if strict or item.path not in scanned:
+                        raise
+                    skipped.append(SkippedFile(item.path, exc.strerror or "cannot read"))
+                    err.print(f"[yellow]skipped:[/] {markup_safe(item.path)}: {markup_safe(exc.strerror or '')}")
                 progress.advance(task)
-        if skipped_files:
-            err.print(f"[yellow]skipped {skipped_files} of {len(inputs)} files[/]")
+        if skipped:
+            err.print(
+                f"[yellow]{len(skipped)} file(s) skipped[/]: not transcripts windowfit reads "
+                "(--strict makes that an error)"
+            )
         if not transcripts:
             raise NoTranscripts(_loc(", ".join(files)), "no transcripts found")
-        return transcripts
+        return Loaded(transcripts, skipped)
     except WindowfitError as exc:
         fail(exc)
     except IsADirectoryError as exc:
         fail(InputError(_loc(str(exc.filename)), "is a directory"))
     except OSError as exc:
         fail(InputError(_loc(str(exc.filename)), exc.strerror or "cannot read"))
+
+
+Index = Annotated[
+    int | None, typer.Option("--index", min=0, help="Which transcript, in a folder or a file that holds several.")
+]
+Name = Annotated[
+    str | None,
+    typer.Option(
+        "--name",
+        help="Which transcript, by its name (as listed, e.g. 'subagent agent-a5bdbc1'), its file's path, or file name.",
+    ),
+]
+
+
+def pick(
+    transcripts: Sequence[Transcript], *, source: str, index: int | None, name: str | None, other: str
+) -> Transcript:
+    """The one transcript ``--index`` or ``--name`` names, or the only one, or a file's own session when the
+    others are named parts of it (a Claude Code session's subagents: said on stderr); otherwise a usage error
+    that lists what there is, never a silent first pick. ``other`` is what else the command can do with all."""
+    if index is not None and name is not None:
+        fail(OptionError("pass --index or --name, not both"))
+    if index is not None:
+        if index >= len(transcripts):
+            fail(OptionError(f"{source} holds {len(transcripts)} transcript(s); --index {index} is out of range"))
+        return transcripts[index]
+    if name is not None:
+        found = [t for t in transcripts if name in (t.name, t.label, t.source.path, Path(t.source.path).name)]
+        if len(found) == 1:
+            return found[0]
+        _list(transcripts)
+        how = "none" if not found else f"{len(found)}"
+        fail(OptionError(f"--name {name!r}: {how} of the {len(transcripts)} transcripts in {source} match"))
+    if len(transcripts) == 1:
+        return transcripts[0]
+    unnamed = [t for t in transcripts if not t.name]
+    if not Path(source).is_dir() and len(unnamed) == 1 and unnamed[0].source.path == source:
+        rest = len(transcripts) - 1
+        err.print(
+            f"[dim]note: {markup_safe(source)}: its own session; the {rest} other transcript(s) in it "
+            "(subagents) are picked with --index N or --name NAME[/]"
+        )
+        return unnamed[0]
+    _list(transcripts)
+    error = OptionError(f"{source} holds {len(transcripts)} transcripts: pick one with --index N or --name NAME")
+    error.hint = other
+    fail(error)
+
+
+LISTED = 20
+"""How many transcripts a usage error lists."""
+
+
+def _list(transcripts: Sequence[Transcript]) -> None:
+    """The transcripts on stderr, by index: what ``--index`` and ``--name`` take."""
+    for i, t in enumerate(transcripts[:LISTED]):
+        err.print(f"  {i:>3}  {markup_safe(t.label)}  ({len(t.messages):,} messages)")
+    if len(transcripts) > LISTED:
+        err.print(f"  ... and {len(transcripts) - LISTED:,} more")
+
+
+def _broken_lines(error: InputError, chosen: Format | None) -> bool:
+    """A file in a specific format windowfit reads, with lines it cannot read (not a foreign file)."""
+    return isinstance(error, BROKEN_LINES) and chosen is not None and chosen is not FALLBACK
+
+
+def _reason(error: InputError) -> str:
+    """An error's words without the path (a skipped file's ``reason``)."""
+    line = error.location.line
+    return f"line {line}: {error.message}" if line is not None else error.message
 
 
 STREAM_LIMIT_BYTES = int(os.environ.get("WINDOWFIT_STREAM_LIMIT", 1 << 30))

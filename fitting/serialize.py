@@ -28,6 +28,7 @@ from .fit import (
     repaired,
     too_long_message,
 )
+from .formats.base import SkippedFile
 from .repair import Repair, RepairKind
 from .replay import Run
 from .report import Report, UsageRow
@@ -46,6 +47,15 @@ ResultStatus: TypeAlias = Literal["cleared", "protected", "too-small", "candidat
 def _ratio(value: float | Fraction | None) -> float | None:
     """A ratio to 4 decimals; null when there is nothing to divide by."""
     return None if value is None or value == math.inf else round(float(value), 4)
+
+
+class SkippedFileJson(TypedDict):
+    path: str
+    reason: str
+
+
+def _skipped(files: Sequence[SkippedFile]) -> list[SkippedFileJson]:
+    return [{"path": f.path, "reason": f.reason} for f in files]
 
 
 # --------------------------------------------------------------------------
@@ -171,6 +181,7 @@ class ReportDocument(TypedDict):
     schema: SchemaVersion
     estimator: str
     transcripts: list[TranscriptReportJson]
+    skipped_files: list[SkippedFileJson]
 
 
 def report_to_dict(report: Report) -> TranscriptReportJson:
@@ -254,9 +265,16 @@ def report_to_dict(report: Report) -> TranscriptReportJson:
     }
 
 
-def report_document(reports: Sequence[Report], *, estimator: str) -> ReportDocument:
-    """``windowfit report --json``."""
-    return {"schema": SCHEMA, "estimator": estimator, "transcripts": [report_to_dict(r) for r in reports]}
+def report_document(
+    reports: Sequence[Report], *, estimator: str, skipped: Sequence[SkippedFile] = ()
+) -> ReportDocument:
+    """``windowfit report --json``; ``skipped``: the files a folder scan passed over."""
+    return {
+        "schema": SCHEMA,
+        "estimator": estimator,
+        "transcripts": [report_to_dict(r) for r in reports],
+        "skipped_files": _skipped(skipped),
+    }
 
 
 # --------------------------------------------------------------------------
@@ -560,6 +578,7 @@ class CheckDocument(TypedDict):
     fail_on: Outcome
     passed: bool
     transcripts: list[CheckedJson]
+    skipped_files: list[SkippedFileJson]
 
 
 def check_document(
@@ -569,6 +588,7 @@ def check_document(
     budget: int,
     window: int | None,
     fail_on: Outcome,
+    skipped: Sequence[SkippedFile] = (),
 ) -> CheckDocument:
     """``windowfit check --format json``: per transcript its plan's outcome and whether it failed the check."""
     return {
@@ -600,6 +620,7 @@ def check_document(
             }
             for t, p, failed in checked
         ],
+        "skipped_files": _skipped(skipped),
     }
 
 
@@ -641,10 +662,17 @@ class ReplayDocument(TypedDict):
     budget: int
     window: int | None
     runs: list[ReplayRunJson]
+    skipped_files: list[SkippedFileJson]
 
 
 def replay_document(
-    runs: Sequence[Run], transcript: Transcript, *, budget: int, window: int | None, estimator: str
+    runs: Sequence[Run],
+    transcript: Transcript,
+    *,
+    budget: int,
+    window: int | None,
+    estimator: str,
+    skipped: Sequence[SkippedFile] = (),
 ) -> ReplayDocument:
     """``windowfit replay --json``: per policy its totals and every step."""
     return {
@@ -683,6 +711,7 @@ def replay_document(
             }
             for run in runs
         ],
+        "skipped_files": _skipped(skipped),
     }
 
 
@@ -816,6 +845,7 @@ class AuditDocument(TypedDict):
     tokenizers: list[str]
     transcripts: list[TranscriptAuditJson]
     suggestion: SuggestionJson | None
+    skipped_files: list[SkippedFileJson]
 
 
 def _audit_block(b: BlockAudit) -> AuditBlockJson:
@@ -962,6 +992,7 @@ def audit_document(
     tokenizers: Sequence[Tokenizer],
     suggestion: Suggestion | None = None,
     base: ScriptRule = SEED,
+    skipped: Sequence[SkippedFile] = (),
 ) -> AuditDocument:
     """``windowfit audit --json``; with a ``suggestion`` (``--suggest``), its rule
     and margin, compared with ``base``."""
@@ -971,4 +1002,5 @@ def audit_document(
         "tokenizers": [t.name for t in tokenizers],
         "transcripts": [audit_to_dict(a) for a in audits],
         "suggestion": None if suggestion is None else suggestion_to_dict(suggestion, base),
+        "skipped_files": _skipped(skipped),
     }

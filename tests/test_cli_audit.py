@@ -117,7 +117,8 @@ def test_json_document_keys_and_hand_checked_values(run_cli: Run, at_root: None)
     assert result.exit_code == 0
     assert result.stderr == ""
     doc = orjson.loads(result.stdout)
-    assert set(doc) == {"schema", "estimator", "tokenizers", "transcripts", "suggestion"}
+    assert set(doc) == {"schema", "estimator", "tokenizers", "transcripts", "suggestion", "skipped_files"}
+    assert doc["skipped_files"] == []
     assert (doc["schema"], doc["estimator"], doc["tokenizers"]) == (1, "seed", ["cl100k_base"])
     (audit,) = doc["transcripts"]
     assert set(audit) == AUDIT_KEYS

@@ -40,7 +40,8 @@ def test_json_has_every_step_with_hand_checked_numbers(run_cli: Run, in_data: Pa
     result = run_cli("replay", "six_reads.jsonl", "--budget", "3000", "--window", "4500", "--overhead", "0", "--json")
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert set(doc) == {"schema", "path", "name", "estimator", "budget", "window", "runs"}
+    assert set(doc) == {"schema", "path", "name", "estimator", "budget", "window", "runs", "skipped_files"}
+    assert doc["skipped_files"] == []
     runs = {r["policy"]: r for r in doc["runs"]}
     assert list(runs) == ["windowfit", "windowfit-batch-1", "legacy", "keep-last"]
     ours = runs["windowfit"]

@@ -90,7 +90,8 @@ def test_json_report_is_the_only_thing_on_stdout(run_cli: Run, at_root: None) ->
     assert result.exit_code == 0
     assert result.stderr == ""
     doc = orjson.loads(result.stdout)  # fails if anything else was printed
-    assert set(doc) == {"schema", "estimator", "transcripts"}
+    assert set(doc) == {"schema", "estimator", "transcripts", "skipped_files"}
+    assert doc["skipped_files"] == []
     assert (doc["schema"], doc["estimator"]) == (1, "seed")
     (report,) = doc["transcripts"]
     # docs/json.md: keys are only ever added within a schema version

@@ -137,7 +137,7 @@ def test_corpus_report_and_fit(run_cli: Run, tmp_path: Path, name: str) -> None:
     path = str(corpus(name))
     assert run_cli("report", path).exit_code == 0
     out = tmp_path / "out.json"
-    result = run_cli("fit", path, "--budget", "20000", "-o", str(out))
+    result = run_cli("fit", path, "--index", "0", "--budget", "20000", "-o", str(out))
     assert result.exit_code in (0, 1), result.stderr
     if result.exit_code == 0:
         (fitted,) = load_path(out)

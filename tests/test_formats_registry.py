@@ -34,8 +34,13 @@ FORMAT_OF_FOLDER = {
 files anywhere else (tests/data/fit, replay, report) are plain messages."""
 
 
+FOREIGN = "scan"
+"""tests/data/scan: a folder scan's fixture, whose other files are not transcripts on purpose."""
+
+
 def transcript_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+    found = (p for p in root.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+    return sorted(p for p in found if FOREIGN not in p.relative_to(root).parts[:-1] or p.name == "session.jsonl")
 
 
 def expected_format(path: Path, root: Path) -> str | None:

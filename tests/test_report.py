@@ -223,7 +223,12 @@ def test_report_to_dict() -> None:
     ]
     assert (d["fits_budget"], d["fits_window"], d["budget"], d["window"]) == (True, True, 200, None)
     assert d["verdict"] == "fits the 200 budget (84 tokens to spare)"
-    assert report_document([r], estimator="seed") == {"schema": 1, "estimator": "seed", "transcripts": [d]}
+    assert report_document([r], estimator="seed") == {
+        "schema": 1,
+        "estimator": "seed",
+        "transcripts": [d],
+        "skipped_files": [],
+    }
 
 
 def test_live_context_and_measured_usage_after_a_compaction() -> None:

@@ -85,6 +85,11 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
         ExitCode.FAILED,
         ("check", "tests/data/claude_code", "--budget", "60", "--window", "150", "--fail-on", "cleared", *JSON_CC),
     ),
+    # A folder with files that are not transcripts: skipped_files.
+    "check-skipped": ("check", 0, ("check", "tests/data/scan", "--budget", "100", "--format", "json")),
+    "report-skipped": ("report", 0, ("report", "tests/data/scan", "--json")),
+    "replay-skipped": ("replay", 0, ("replay", "tests/data/scan", "--budget", "100", "--json")),
+    "audit-skipped": ("audit", 0, ("audit", "tests/data/scan", "--provider-only", "--json")),
     "replay": (
         "replay",
         0,

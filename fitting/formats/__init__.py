@@ -5,7 +5,7 @@ Provider request shapes are in ``windowfit.fitting.wire``."""
 
 from __future__ import annotations
 
-from .base import Format, Input, Loader, Sniffer, Writer
+from .base import Format, Input, Loader, SkippedFile, Sniffer, Writer
 from .registry import FALLBACK, FORMATS, SPECIFIC, detect, discover, format_of, get_format, load, load_path
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "Format",
     "Input",
     "Loader",
+    "SkippedFile",
     "Sniffer",
     "Writer",
     "detect",

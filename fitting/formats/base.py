@@ -77,6 +77,15 @@ class Input:
         return False
 
 
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file a folder scan passed over: not a transcript, or not one windowfit reads."""
+
+    path: str
+    reason: str
+    """Why, in words (the error it would have been on its own, without the path)."""
+
+
 class Sniffer(Protocol):
     """Whether an input's first bytes (at most ``SNIFF_BYTES``, without a byte
     order mark, possibly cut mid-line) are in this format. Must be cheap, must

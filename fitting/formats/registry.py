@@ -63,12 +63,56 @@ SUFFIXES = (".jsonl", ".json", ".traj", ".eval")
 """File names a folder search picks up."""
 
 
+_MAGIC: tuple[tuple[bytes, str, str], ...] = (
+    (b"PK\x03\x04", "a zip archive (an Inspect .eval log?)", "windowfit reads the JSON inside: unzip it first"),
+    (b"PK\x05\x06", "an empty zip archive", ""),
+    (b"\x1f\x8b", "gzip-compressed", "decompress it first: gunzip -k FILE"),
+    (b"BZh", "bzip2-compressed", "decompress it first: bunzip2 -k FILE"),
+    (b"\xfd7zXZ\x00", "xz-compressed", "decompress it first: unxz -k FILE"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "decompress it first: unzstd FILE"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "extract it first"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image", ""),
+    (b"\xff\xd8\xff", "a JPEG image", ""),
+    (b"GIF8", "a GIF image", ""),
+    (b"%PDF-", "a PDF document", ""),
+    (b"SQLite format 3\x00", "an SQLite database", ""),
+)
+"""Leading bytes of files that are not text, what they are, and what to do."""
+
+
+def binary_kind(head: bytes) -> tuple[str, str] | None:
+    """What a file that is not text is (and a hint), from its first bytes; None for text.
+    UTF-16 text (every other byte NUL) is text: its loader says to convert it."""
+    for magic, what, hint in _MAGIC:
+        if head.startswith(magic):
+            return what, hint
+    sample = head[:4096]
+    if b"\x00" in sample and not (sample.startswith((b"\xff\xfe", b"\xfe\xff")) or _utf16(sample)):
+        return "a binary file (it holds NUL bytes), not text", ""
+    return None
+
+
+def _utf16(sample: bytes) -> bool:
+    """NULs on one side of the byte pairs only, as in UTF-16 text without a byte order mark."""
+    return 0 not in sample[0::2] or 0 not in sample[1::2]
+
+
+def refuse_binary(source: Input, head: bytes) -> None:
+    """Raise ``UnknownFormat`` saying what a binary input is (an archive, compressed, an image)."""
+    found = binary_kind(head)
+    if found is not None:
+        what, hint = found
+        raise UnknownFormat(Location(source.path), f"{what}, not a transcript", hint=hint)
+
+
 def detect(source: Input) -> Format:
     """The specific format whose sniffer accepts the input's first bytes, else
-    the fallback if it does."""
+    the fallback if it does. A binary input (an archive, compressed, an image)
+    is refused with what it is."""
     head = source.head()
     if not head.strip():
         raise EmptyTranscript(Location(source.path), "the file is empty")
+    refuse_binary(source, head)
     for fmt in SPECIFIC:
         if fmt.sniff(head):
             return fmt
@@ -96,9 +140,37 @@ def format_of(transcript: Transcript) -> Format | None:
 
 
 def load(source: Input, *, fmt: str | None = None, skip_invalid: bool = False) -> tuple[Transcript, ...]:
-    """Every transcript in one input (most files hold exactly one)."""
-    chosen = get_format(fmt) if fmt else detect(source)
+    """Every transcript in one input (most files hold exactly one). A format
+    forced with ``fmt`` must fit the input: when its sniffer refuses the first
+    bytes and another specific format claims them, that is an error naming the line."""
+    if not fmt:
+        return detect(source).load(source, skip_invalid=skip_invalid)
+    chosen = get_format(fmt)
+    head = source.head()
+    refuse_binary(source, head)
+    if chosen is not FALLBACK and head.strip() and not chosen.sniff(head):
+        other = _claimed_by(head)
+        if other is not None and other is not chosen:
+            raise UnknownFormat(
+                Location(source.path, _first_line(head)),
+                f"not a {chosen.name} file: this is {other.description.split(' (')[0]} ({other.name})",
+                hint=f"leave out --from {chosen.name} (detected: {other.name}), or pass --from {other.name}",
+            )
     return chosen.load(source, skip_invalid=skip_invalid)
+
+
+def _claimed_by(head: bytes) -> Format | None:
+    """The specific format whose sniffer claims these first bytes, or None. (Plain messages, the fallback, are
+    handed over by the specific loaders when forced, so they are not a mismatch.)"""
+    return next((f for f in SPECIFIC if f.sniff(head)), None)
+
+
+def _first_line(head: bytes) -> int:
+    """The 1-based number of the first line that is not blank."""
+    for number, line in enumerate(head.split(b"\n"), start=1):
+        if line.strip():
+            return number
+    return 1
 
 
 def load_path(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = False) -> tuple[Transcript, ...]:
