@@ -222,7 +222,7 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, path: 
         raise UnknownShape(
             Location(f"{path}:{info.filename}"),
             "this Inspect .eval log is compressed with zstd, which this Python's zipfile cannot read",
-            hint="pip install 'windowfit[inspect]' (zstandard), use Python 3.14+, "
+            hint="pip install zstandard (windowfit's inspect extra: pip install '.[inspect]'), use Python 3.14+, "
             "or convert it: inspect log convert --to json",
         ) from None
     # The member's bytes follow its local header: 30 fixed bytes, then its name and extra field.
