@@ -103,8 +103,9 @@ def test_a_folder_of_nothing_but_foreign_files_has_no_transcripts(run_cli: Run, 
 
 
 def test_binary_files_in_a_folder_are_skipped_saying_what_they_are(run_cli: Run, tmp_path: Path) -> None:
+    # a zip no format claims (an Inspect .eval is a zip too, and its own loader reads it)
     shutil.copy(SCAN / "session.jsonl", tmp_path)
-    (tmp_path / "log.eval.json").write_bytes(_zip("header.json", b"{}"))
+    (tmp_path / "log.eval.json").write_bytes(_zip("notes.txt", b"hi"))
     (tmp_path / "old.jsonl").write_bytes(gzip.compress((SCAN / "session.jsonl").read_bytes()))
     (tmp_path / "shot.json").write_bytes(PNG)
     result = run_cli("check", str(tmp_path), "--budget", "100", "--format", "json")
@@ -124,7 +125,7 @@ def test_binary_files_in_a_folder_are_skipped_saying_what_they_are(run_cli: Run,
 @pytest.mark.parametrize(
     ("data", "said", "hint"),
     [
-        (_zip("samples/1.json", b"{}"), "a zip archive (an Inspect .eval log?), not a transcript", "unzip it first"),
+        (_zip("notes.txt", b"hi"), "a zip archive (an Inspect .eval log?), not a transcript", "unzip it first"),
         (gzip.compress(b'{"role":"user","content":"hi"}\n'), "gzip-compressed, not a transcript", "gunzip"),
         (PNG, "a PNG image, not a transcript", ""),
         (b"\xff\xd8\xff\xe0\x00\x10JFIF\x00", "a JPEG image, not a transcript", ""),

@@ -107,15 +107,16 @@ def refuse_binary(source: Input, head: bytes) -> None:
 
 def detect(source: Input) -> Format:
     """The specific format whose sniffer accepts the input's first bytes, else
-    the fallback if it does. A binary input (an archive, compressed, an image)
-    is refused with what it is."""
+    the fallback if it does. A binary input no format claims (an archive,
+    compressed, an image) is refused with what it is; a format may read a
+    binary container of its own (an Inspect ``.eval`` is a zip)."""
     head = source.head()
     if not head.strip():
         raise EmptyTranscript(Location(source.path), "the file is empty")
-    refuse_binary(source, head)
     for fmt in SPECIFIC:
         if fmt.sniff(head):
             return fmt
+    refuse_binary(source, head)
     if FALLBACK.sniff(head):
         return FALLBACK
     raise UnknownFormat(
