@@ -5,12 +5,13 @@ output (a text observation stage 1 can clear, issue 9 item 4)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from conftest import DATA, require_shared
 
 from windowfit.fitting import Transcript, make_estimator
 from windowfit.fitting.fit import fit
-from windowfit.fitting.formats import SPECIFIC, Input, detect, load_path
+from windowfit.fitting.formats import SPECIFIC, Input, detect, discover, load_path
 from windowfit.fitting.transcript import Text
 from windowfit.fitting.validate import check_request
 
@@ -81,3 +82,11 @@ def test_aider_output_is_cleared_at_a_small_budget_and_the_request_stays_valid()
         assert check_request(fitted.transcript, dialect) == ()
     stubs = [b for _, _, b in blocks(fitted.transcript) if b.startswith("[windowfit: tool output cleared]")]
     assert len(stubs) == len(fitted.plan.cleared)
+
+
+def test_a_folder_scan_finds_chat_histories_but_not_other_markdown(tmp_path: Path) -> None:
+    # issue 9: aider writes Markdown, which a scan of *.json/*.jsonl alone never saw
+    (tmp_path / ".aider.chat.history.md").write_text("# aider chat started at 2025-01-01 10:00:00\n\n#### hi\n")
+    (tmp_path / "README.md").write_text("# notes\n")
+    (tmp_path / "s.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    assert sorted(p.name for p in discover([tmp_path])) == [".aider.chat.history.md", "s.jsonl"]

@@ -147,5 +147,6 @@ FORMAT = Format(
     description="aider's .aider.chat.history.md (every '# aider chat started at' a session)",
     sniff=sniff,
     load=load,
+    scan_names=("*.chat.history.md", "*chat-history.md"),
     records_system=False,
 )

@@ -123,6 +123,9 @@ class Format:
     """``--to same``: None for logs (a session, a rollout, a capture), which are not requests."""
     variants: tuple[str, ...] = ()
     """Other ``Transcript.format`` values its loader gives (``messages``: ``request``, a request body)."""
+    scan_names: tuple[str, ...] = ()
+    """Name patterns (``fnmatch``) a folder scan picks up for this format beyond the JSON suffixes every scan
+    takes (aider's ``*.chat.history.md``)."""
     records_system: bool = True
     """False for logs of harnesses that send a system prompt and tool definitions but do not record them
     (Claude Code, Codex): there, no system prompt in the file does not mean none was sent."""

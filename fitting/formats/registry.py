@@ -5,6 +5,7 @@ and finding the transcript files in folders."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from fnmatch import fnmatch
 from pathlib import Path
 
 from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
@@ -178,6 +179,11 @@ def load_path(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = 
     return load(Input(str(path)), fmt=fmt, skip_invalid=skip_invalid)
 
 
+def _scanned(name: str) -> bool:
+    """Whether a folder scan picks up a file of this name: the JSON suffixes, or a format's own names."""
+    return Path(name).suffix in SUFFIXES or any(fnmatch(name, pattern) for f in SPECIFIC for pattern in f.scan_names)
+
+
 def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Files named, and transcript files found recursively in directories (sorted).
     A Claude Code ``<session>/subagents/`` file is left out when its session file
@@ -185,7 +191,7 @@ def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+            found = sorted(p for p in path.rglob("*") if p.is_file() and _scanned(p.name))
             if not found:
                 raise NoTranscripts(Location(str(path)), "no transcript files (*.jsonl, *.json) in this directory")
             listed = set(found)
