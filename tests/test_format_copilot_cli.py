@@ -12,7 +12,7 @@ from conftest import DATA, require_shared
 from typer.testing import Result
 
 from windowfit.fitting import Transcript, fit
-from windowfit.fitting.errors import InputError, InvalidJson, UnknownShape
+from windowfit.fitting.errors import InputError, InvalidJson
 from windowfit.fitting.formats import load_path
 from windowfit.fitting.formats.copilot_cli import sniff
 from windowfit.fitting.request import write_transcript
@@ -203,6 +203,8 @@ def test_older_session_document_reads_its_chat_messages() -> None:
 
 
 def test_forcing_copilot_cli_on_a_document_of_another_shape_names_the_line() -> None:
-    with pytest.raises(UnknownShape) as caught:
+    # the registry names the format that does claim the file (issue 9, item 5)
+    with pytest.raises(InputError) as caught:
         load_path(DATA / "openai_chat" / "mixed.json", fmt="copilot_cli")
     assert caught.value.location.line == 1
+    assert "openai_chat" in caught.value.message

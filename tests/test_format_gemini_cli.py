@@ -212,8 +212,12 @@ def test_sniff_claims_the_metadata_first_and_nothing_else() -> None:
 
 
 def test_forcing_gemini_cli_on_another_shape_is_an_error_naming_the_line() -> None:
-    with pytest.raises(UnknownShape) as caught:
+    with pytest.raises(InputError) as claimed:  # another format claims it: the registry says which
         load_path(DATA / "codex" / "modern.jsonl", fmt="gemini_cli", skip_invalid=True)
+    assert claimed.value.location.line == 1
+    assert "codex" in claimed.value.message
+    with pytest.raises(UnknownShape) as caught:  # no format claims it: the loader says what it missed
+        load_path(DATA / "fit" / "fits.jsonl", fmt="gemini_cli", skip_invalid=True)
     assert caught.value.location.line == 1
     assert "metadata" in caught.value.message
     with pytest.raises(InputError):
