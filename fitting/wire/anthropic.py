@@ -237,15 +237,20 @@ def tool_to_json(tool: ToolDef) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "input_schema": loads(tool.schema_json or "{}")}
 
 
-def request_keys(extra: dict[str, Any]) -> dict[str, Any]:
-    """The request-level keys of another dialect's body that mean the same here:
-    the model, and the output limit under its Anthropic name."""
+LIMIT_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+"""The output limit's names across dialects (Anthropic, OpenAI chat, Responses)."""
+
+
+def request_keys(extra: dict[str, Any], *, limit_key: str = "max_tokens") -> dict[str, Any]:
+    """The request-level keys of another dialect's body that mean the same in one
+    whose output limit is ``limit_key``: the model, and the limit under that name
+    (its own name first, then the others)."""
     out: dict[str, Any] = {}
     if isinstance(extra.get("model"), str):
         out["model"] = extra["model"]
-    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+    for key in (limit_key, *(k for k in LIMIT_KEYS if k != limit_key)):
         if isinstance(extra.get(key), int):
-            out["max_tokens"] = extra[key]
+            out[limit_key] = extra[key]
             break
     return out
 

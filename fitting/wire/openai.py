@@ -23,7 +23,7 @@ from ..transcript import (
     ToolResult,
     Transcript,
 )
-from .anthropic import block_to_json, tool_from_json
+from .anthropic import block_to_json, request_keys, tool_from_json
 
 _MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 _REQUEST = frozenset({"messages", "tools"})
@@ -233,19 +233,6 @@ def tool_to_json(tool: ToolDef) -> dict[str, Any]:
     }
 
 
-def request_keys(extra: dict[str, Any]) -> dict[str, Any]:
-    """The request-level keys of another dialect's body that mean the same here:
-    the model, and the output limit as ``max_completion_tokens``."""
-    out: dict[str, Any] = {}
-    if isinstance(extra.get("model"), str):
-        out["model"] = extra["model"]
-    for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
-        if isinstance(extra.get(key), int):
-            out["max_completion_tokens"] = extra[key]
-            break
-    return out
-
-
 def request_to_json(transcript: Transcript) -> dict[str, Any]:
     """A Chat Completions body. Request-level keys the file recorded (model,
     max_tokens, ...) come first; from another dialect only those that translate."""
@@ -253,7 +240,7 @@ def request_to_json(transcript: Transcript) -> dict[str, Any]:
     body: dict[str, Any] = {}
     if transcript.extra:
         extra = loads(transcript.extra)
-        body.update(extra if same else request_keys(extra))
+        body.update(extra if same else request_keys(extra, limit_key="max_completion_tokens"))
     messages = messages_to_json(transcript.messages, same_dialect=same)
     if transcript.system:
         messages.insert(0, {"role": "system", "content": _content_to_json(transcript.system)})
