@@ -664,6 +664,8 @@ class ReplayRunJson(TypedDict):
     uncached_tokens: int
     prefix_breaks: int
     outcomes: dict[str, float]
+    retrievable_tokens: int
+    retrievable_results: int
     steps: list[ReplayStepJson]
 
 
@@ -705,6 +707,8 @@ def replay_document(
                 "uncached_tokens": run.uncached_tokens,
                 "prefix_breaks": run.prefix_breaks,
                 "outcomes": {name: round(share, 4) for name, share in run.outcome_shares()},
+                "retrievable_tokens": run.retrievable_tokens,
+                "retrievable_results": run.retrievable_results,
                 "steps": [
                     {
                         "index": s.index,
