@@ -210,7 +210,8 @@ def test_hand_checked_replay_batch_of_one_and_legacy_and_keep_last() -> None:
     assert [s.sent_tokens for s in keep.steps][3:] == [3007, 4009 - 954, 5011 - 2 * 954]
     assert [s.outcome for s in keep.steps][3:] == ["over-budget"] * 3
     # Retrievable with a store: what each cleared, each result once (legacy clears nothing, it drops).
-    assert [(r.retrievable_results, r.retrievable_tokens) for r in (one, legacy, keep)] == [(3, 3000), (0, 0), (2, 2000)]
+    retrievable = [(r.retrievable_results, r.retrievable_tokens) for r in (one, legacy, keep)]
+    assert retrievable == [(3, 3000), (0, 0), (2, 2000)]
 
 
 def test_standard_policies_are_the_four_of_the_table() -> None:
