@@ -350,7 +350,11 @@ def result_refs(
             tokens = estimator.message(message).block_tokens[bi]
             handle, pages = "", 0
             if page_tokens is not None:
-                handle, pages = block_handle(block, tool, call_id), block_pages(block, page_tokens)
+                key = (block, tool, call_id, page_tokens)
+                found = estimator.handles.get(key)
+                if found is None:
+                    found = estimator.handles[key] = (block_handle(block, tool, call_id), block_pages(block, page_tokens))
+                handle, pages = found
             stub = estimator.block(_stub(block, ResultRef(mi, bi, call_id, tool, tokens, 0, handle, pages)))
             refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub, handle, pages))
     return tuple(refs)
