@@ -353,7 +353,10 @@ def result_refs(
                 key = (block, tool, call_id, page_tokens)
                 found = estimator.handles.get(key)
                 if found is None:
-                    found = estimator.handles[key] = (block_handle(block, tool, call_id), block_pages(block, page_tokens))
+                    found = estimator.handles[key] = (
+                        block_handle(block, tool, call_id),
+                        block_pages(block, page_tokens),
+                    )
                 handle, pages = found
             stub = estimator.block(_stub(block, ResultRef(mi, bi, call_id, tool, tokens, 0, handle, pages)))
             refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub, handle, pages))
