@@ -252,3 +252,27 @@ def test_a_bad_duration_is_an_option_error() -> None:
     for text in ("", "7", "d", "-1d", "7 days"):
         with pytest.raises(OptionError):
             parse_duration(text)
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_store_listing_keeps_handles_and_figures_whole_at_any_width(
+    run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    import sys
+
+    from rich.console import Console
+
+    store, handles = stored(run_cli, tmp_path)
+    for name, module in list(sys.modules.items()):
+        if module is not None and name.startswith("windowfit.cli"):
+            for attr, value in list(vars(module).items()):
+                if isinstance(value, Console):
+                    twin = type(value)(stderr=value.stderr, soft_wrap=value.soft_wrap, highlight=False, width=width)
+                    monkeypatch.setattr(module, attr, twin)
+    result = run_cli("store", str(store))
+    assert result.exit_code == 0
+    for handle in handles:
+        assert handle in result.stdout  # a handle is copied into fetch: never folded
+    for figure in ("1,000", "500", "400", "300", "2,200", "8,800"):
+        assert figure in result.stdout
+    assert all(len(line) <= width for line in result.stdout.splitlines()[:-1])
