@@ -126,6 +126,10 @@ class Format:
     scan_names: tuple[str, ...] = ()
     """Name patterns (``fnmatch``) a folder scan picks up for this format beyond the JSON suffixes every scan
     takes (aider's ``*.chat.history.md``)."""
+    records_requests: bool = False
+    """True for request logs (claude-trace, proxy captures, aider's LLM history): each transcript the loader gives
+    is one request as it was sent, so ``replay`` replays the recorded requests of a conversation, not one per
+    assistant reply."""
     records_system: bool = True
     """False for logs of harnesses that send a system prompt and tool definitions but do not record them
     (Claude Code, Codex): there, no system prompt in the file does not mean none was sent."""
