@@ -94,6 +94,13 @@ class Sniffer(Protocol):
     def __call__(self, head: bytes, /) -> bool: ...
 
 
+class DirectorySniffer(Protocol):
+    """Whether a folder is one input of this format, by its layout (a format stored as a folder of files, as
+    opencode's storage is). Must not raise; ordinary folders are never claimed."""
+
+    def __call__(self, path: Path, /) -> bool: ...
+
+
 class Loader(Protocol):
     """Every transcript in one input (most files hold one). Raises the located
     ``InputError`` subclasses of ``errors``; with ``skip_invalid`` it records
@@ -123,6 +130,9 @@ class Format:
     """``--to same``: None for logs (a session, a rollout, a capture), which are not requests."""
     variants: tuple[str, ...] = ()
     """Other ``Transcript.format`` values its loader gives (``messages``: ``request``, a request body)."""
+    directory: DirectorySniffer | None = None
+    """For formats stored as a folder: recognises such a folder, which is then one input (never scanned file by
+    file); ``load`` gets the folder's path."""
     scan_names: tuple[str, ...] = ()
     """Name patterns (``fnmatch``) a folder scan picks up for this format beyond the JSON suffixes every scan
     takes (aider's ``*.chat.history.md``)."""
