@@ -13,6 +13,7 @@ from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
 from . import (
     aider,
+    aider_llm,
     anthropic_log,
     atif,
     claude_code,
@@ -39,6 +40,7 @@ SPECIFIC: tuple[Format, ...] = (
     cline.FORMAT,
     openhands.FORMAT,
     aider.FORMAT,
+    aider_llm.FORMAT,
     inspect_ai.FORMAT,
     http_capture.FORMAT,
     atif.FORMAT,
