@@ -30,7 +30,7 @@ import math
 import statistics
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:  # run as a script: make the repository importable
 
 from windowfit.fitting.estimate import RULES_FILE, SAFE, SEED, CharCounts, ClassRule, load_rules  # noqa: E402
 from windowfit.fitting.suggest import solve_lp  # noqa: E402
-from windowfit.fitting.tokenizers import count_texts, load_tokenizer  # noqa: E402
+from windowfit.fitting.tokenizers import LoadedTokenizer, count_texts, load_tokenizer  # noqa: E402
 
 CORPUS = ROOT / "benchmarks" / "out" / "calibration" / "corpus.jsonl"
 RULES = ROOT / "fitting" / RULES_FILE
@@ -242,19 +242,63 @@ def calibrate(name: str, docs: Sequence[Doc], rule: ClassRule, tokenizers: Seque
 # The split
 
 
+def _hash(unit: str) -> int:
+    return int(hashlib.sha1(unit.encode()).hexdigest(), 16)
+
+
 def assign_splits(meta: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
     """(split, unit) for each (id, kind, source): whole packages are held out, one in
     ``VALIDATION_SHARE`` by a hash of the package's name, so no package is on both sides
-    of a kind; a kind drawn from fewer than ``MIN_PACKAGES`` packages is split by document."""
+    of a kind; a kind drawn from fewer than ``MIN_PACKAGES`` packages is split by document.
+
+    Stratified by kind: a kind split by package whose packages all hashed into the fit set
+    (Arabic prose once did, with three packages) holds out one of them, the one with the
+    fewest documents in the corpus, provided every kind it also serves keeps a fit package."""
     packages: dict[str, set[str]] = defaultdict(set)
     for _id, kind, source in meta:
         packages[kind].add(source)
-    out = []
-    for doc_id, kind, source in meta:
-        unit = source if len(packages[kind]) >= MIN_PACKAGES else doc_id
-        held = int(hashlib.sha1(unit.encode()).hexdigest(), 16) % VALIDATION_SHARE == 0
-        out.append(("validation" if held else "fit", unit))
-    return out
+    unit_of = [source if len(packages[kind]) >= MIN_PACKAGES else doc_id for doc_id, kind, source in meta]
+    held = {u for u in unit_of if _hash(u) % VALIDATION_SHARE == 0}
+    docs_of: dict[str, int] = defaultdict(int)
+    kinds_of: dict[str, set[str]] = defaultdict(set)
+    for unit, (_id, kind, _source) in zip(unit_of, meta, strict=True):
+        docs_of[unit] += 1
+        kinds_of[unit].add(kind)
+    units_of_kind: dict[str, set[str]] = defaultdict(set)
+    for unit, (_id, kind, _source) in zip(unit_of, meta, strict=True):
+        units_of_kind[kind].add(unit)
+    for kind in sorted(k for k in packages if len(packages[k]) >= MIN_PACKAGES):
+        if units_of_kind[kind] & held:
+            continue
+        for unit in sorted(units_of_kind[kind], key=lambda u: (docs_of[u], _hash(u))):
+            if all(units_of_kind[k] - held - {unit} for k in kinds_of[unit]):
+                held.add(unit)
+                break
+    return [("validation" if unit in held else "fit", unit) for unit in unit_of]
+
+
+Meta = tuple[str, str, str]
+"""A document's id, kind and source (its package)."""
+
+
+def docs_from_table(path: Path, rule: ClassRule) -> tuple[list[Meta], list[CharCounts], list[tuple[int, ...]]]:
+    """Each document's (id, kind, source), counts and real tokens from a committed ``documents.csv``:
+    enough to split and fit again without the corpus. A document split alone is its own source."""
+    meta, counts, real = [], [], []
+    names = [c.name for c in rule.classes]
+    with path.open(encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            meta.append((row["id"], row["kind"], row["unit"]))
+            counts.append(
+                CharCounts(
+                    int(row["seed:ascii"]),
+                    int(row["seed:cjk"]),
+                    int(row["seed:other"]),
+                    tuple(int(row[n]) for n in names),
+                )
+            )
+            real.append(tuple(int(row[f"tokens:{t}"]) for t in TOKENIZERS))
+    return meta, counts, real
 
 
 # --------------------------------------------------------------------------
@@ -340,6 +384,21 @@ def grouped(docs: Sequence[Doc], key: Callable[[str], str]) -> dict[str, list[Do
     return dict(sorted(groups.items(), key=lambda kv: (not kv[0].startswith("prose"), kv[0])))
 
 
+def stratified_text(docs: Sequence[Doc]) -> str:
+    """The units held out by the stratification rather than by their hash, with their documents' kinds."""
+    extra: dict[str, list[str]] = defaultdict(list)
+    for d in docs:
+        if d.split == "validation" and _hash(d.unit) % VALIDATION_SHARE:
+            extra[d.unit].append(d.kind)
+    if not extra:
+        return "no kind needed it"
+    parts = []
+    for unit, kinds in sorted(extra.items()):
+        counted = ", ".join(f"{n} `{k}`" for k, n in sorted(Counter(kinds).items()))
+        parts.append(f"`{unit}` with {counted} documents")
+    return "held out that way: " + "; ".join(parts)
+
+
 def write_doc(docs: Sequence[Doc], rule: ClassRule, variants: Sequence[Variant], sources: Sequence[str]) -> str:
     safe = variants[0]
     fit_docs = [d for d in docs if d.split == "fit"]
@@ -369,11 +428,17 @@ def write_doc(docs: Sequence[Doc], rule: ClassRule, variants: Sequence[Variant],
         "python benchmarks/calibrate/calibrate.py      # -> fitting/rules.json, documents.csv, this page",
         "```",
         "",
+        "`python benchmarks/calibrate/calibrate.py --from-table` splits and fits again from the committed",
+        "`tests/data/calibration/documents.csv` (each document's counts and real tokens), without the corpus;",
+        "it needs only the tokenizers' names and versions.",
+        "",
         "## Method: fit on some packages, validate on others",
         "",
         f"The corpus ({len(docs):,} documents, {sum(d.chars for d in docs):,} characters) is split before",
         f"anything is fitted. Whole Debian packages are held out: one in {VALIDATION_SHARE}, chosen by a hash",
-        "of the package's name, so no package gives documents to both sides of a kind.",
+        "of the package's name, so no package gives documents to both sides of a kind. The split is",
+        "stratified by kind: a kind whose packages all hash into the fit set holds out its package with",
+        f"the fewest documents ({stratified_text(docs)}).",
         f"Kinds drawn from fewer than {MIN_PACKAGES} packages (one language's man pages, this machine's",
         "logs, Unicode's emoji file) are split by document instead. The fit set has",
         f"{len(fit_docs):,} documents from {len(units['fit']):,} units; the held-out set {len(held):,} documents",
@@ -612,9 +677,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--safety", type=Fraction, default=SAFETY, help="added to the held-out margin (0.02)")
     parser.add_argument("--dry-run", action="store_true", help="fit and print, write nothing")
+    parser.add_argument(
+        "--from-table",
+        action="store_true",
+        help=f"split and fit again from {TABLE.relative_to(ROOT)} (its counts and tokens) instead of the corpus",
+    )
     args = parser.parse_args(argv)
     rule = SAFE
     assert isinstance(rule, ClassRule)
+    if args.from_table:
+        meta, counts, reals = docs_from_table(TABLE, rule)
+        tokenizers = [load_tokenizer(name) for name in TOKENIZERS]
+        docs = [
+            Doc(doc_id, kind, split, c.total, c, r, unit)
+            for (doc_id, kind, _src), c, r, (split, unit) in zip(meta, counts, reals, assign_splits(meta), strict=True)
+        ]
+        finish(docs, rule, tokenizers, args)
+        return
     texts = []
     meta = []
     with args.corpus.open(encoding="utf-8") as f:
@@ -639,6 +718,11 @@ def main(argv: list[str] | None = None) -> None:
         for i, ((doc_id, kind, _source), text, (split, unit)) in enumerate(zip(meta, texts, splits, strict=True))
     ]
     del texts
+    finish(docs, rule, tokenizers, args)
+
+
+def finish(docs: list[Doc], rule: ClassRule, tokenizers: Sequence[LoadedTokenizer], args: argparse.Namespace) -> None:
+    """Fit every variant on ``docs``, check the guarantee, and write the rules, the table and the page."""
     variants = [
         calibrate(name, docs, rule, [TOKENIZERS.index(t) for t in names], args.safety)
         for name, names in VARIANTS.items()
