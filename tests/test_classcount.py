@@ -82,7 +82,7 @@ ANY_TEXT = st.one_of(
 
 
 @pytest.mark.skipif(
-    PURE_ENV in os.environ or not (shutil.which(sysconfig.get_config_var("CC").split()[0] or "cc")),
+    PURE_ENV in os.environ or not shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]),
     reason="no C compiler here, or the pure counters are forced",
 )
 def test_the_compiled_counter_is_built_wherever_a_compiler_is() -> None:
