@@ -3,18 +3,21 @@ the pure ``fitting`` core."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 import typer
 
 from windowfit import __version__
-from windowfit.fitting import build_report
+from windowfit.fitting import Transcript, build_report
+from windowfit.fitting.report import Report
 from windowfit.fitting.serialize import report_document
 
 from .audit_cmd import audit_command
 from .fit_cmd import check, fit
 from .render import print_reports
 from .replay_cmd import replay_command
+from .scan import Jobs
 from .shared import (
     Budget,
     EstimatorName,
@@ -30,9 +33,9 @@ from .shared import (
     Window,
     check_limits,
     estimator_from,
-    load_all,
     out,
     print_json,
+    scan_all,
     size_of,
 )
 from .store_cmd import fetch_command, store_command
@@ -79,6 +82,7 @@ def report(
     from_: FromFormat = None,
     size: SizeModeOption = SizeChoice.auto,
     preamble: PreambleOption = None,
+    jobs: Jobs = None,
     top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest tool results to list.")] = 10,
     details: Annotated[
         bool | None,
@@ -98,15 +102,41 @@ def report(
     """
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict)
-    reports = [
-        build_report(t, est, budget=budget, window=window, top=top, size=size_of(t, est, size, preamble))
-        for t in loaded.transcripts
-    ]
+    work = partial(
+        report_work,
+        estimator=estimator,
+        overhead=overhead,
+        budget=budget,
+        window=window,
+        top=top,
+        size=size,
+        preamble=preamble,
+    )
+    scanned = scan_all(files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=not json_)
+    reports = scanned.values
     if json_:
-        print_json(report_document(reports, estimator=est.rule.name, skipped=loaded.skipped))
+        print_json(report_document(reports, estimator=est.rule.name, skipped=scanned.skipped))
     else:
         print_reports(out, reports, details=details)
+
+
+def report_work(
+    transcripts: tuple[Transcript, ...],
+    *,
+    estimator: str,
+    overhead: float,
+    budget: int | None,
+    window: int | None,
+    top: int,
+    size: SizeChoice,
+    preamble: int | None,
+) -> list[Report]:
+    """One file's reports, with an estimator (and memo) of its own, so nothing of the file outlives it."""
+    est = estimator_from(estimator, overhead)
+    return [
+        build_report(t, est, budget=budget, window=window, top=top, size=size_of(t, est, size, preamble))
+        for t in transcripts
+    ]
 
 
 app.command()(fit)

@@ -7,7 +7,9 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -43,6 +45,7 @@ from windowfit.fitting.validate import check_request, new_violations
 
 from .exit_codes import ExitCode
 from .render_fit import OUTCOME_STYLE, render_plan
+from .scan import Jobs
 from .shared import (
     Budget,
     EstimatorName,
@@ -68,6 +71,7 @@ from .shared import (
     output_target,
     pick,
     print_json,
+    scan_all,
     size_of,
     write_atomic,
 )
@@ -528,6 +532,7 @@ def check(
     ] = False,
     size: SizeModeOption = SizeChoice.auto,
     preamble: PreambleOption = None,
+    jobs: Jobs = None,
 ) -> None:
     """Pre-flight transcripts in CI: one line each with its outcome and tokens.
 
@@ -539,20 +544,26 @@ def check(
         fail(OptionError("check needs --budget"))
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict)
     threshold = OUTCOMES.index(fail_on.value)
-    rows = []
-    for session in loaded.transcripts:
-        t = session.live()
-        predicted = size_of(session, est, size, preamble)
-        plan = _plan(t, est, budget, batch_size, protected_fraction, min_clear_ratio, False, predicted)
-        limit = crossed(plan, window)
-        rows.append((t, plan, limit, OUTCOMES.index(plan.outcome) >= threshold or limit == "window"))
-    any_failed = any(f for *_, f in rows)
+    work = partial(
+        check_work,
+        estimator=estimator,
+        overhead=overhead,
+        budget=budget,
+        window=window,
+        threshold=threshold,
+        fit_options=(batch_size, protected_fraction, min_clear_ratio),
+        size=size,
+        preamble=preamble,
+    )
+    progress = format_ is CheckFormat.text
+    loaded = scan_all(files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=progress)
+    rows = loaded.values
+    any_failed = any(c.failed for c in rows)
     if format_ is CheckFormat.json:
         print_json(
             check_document(
-                [(t, p, f) for t, p, _, f in rows],
+                [(c.path, c.name, c.plan, c.failed) for c in rows],
                 estimator=est.rule.name,
                 budget=budget,
                 window=window,
@@ -561,11 +572,11 @@ def check(
             )
         )
     else:
-        for t, p, limit, f in rows:
-            path = t.source.path
+        for c in rows:
+            path, p, limit, f = c.path, c.plan, c.limit, c.failed
             tokens = f"{p.outcome}: {p.tokens_before:,} → {p.tokens_after:,} tokens"
             summary = (
-                f"[{t.name}] " if t.name else ""
+                f"[{c.name}] " if c.name else ""
             ) + f"{tokens} ({limits_phrase(p, limit, budget, window)}{_sized(p)})"
             if p.cause:
                 summary += f" — {p.cause}"
@@ -597,13 +608,50 @@ def check(
                         soft_wrap=True,
                     )
         if format_ is CheckFormat.text:
-            n_failed = sum(1 for *_, f in rows if f)
+            n_failed = sum(1 for c in rows if c.failed)
             skipped = f", {len(loaded.skipped)} skipped (not transcripts windowfit reads)" if loaded.skipped else ""
             out.print(
                 f"{len(rows)} checked, {n_failed} failed{skipped} (fail on: {fail_on.value} or worse)", soft_wrap=True
             )
     if any_failed:
         raise typer.Exit(ExitCode.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """One transcript's check: what the output shows of it (the transcript itself is dropped)."""
+
+    path: str
+    name: str
+    plan: Plan
+    limit: Limit | None
+    failed: bool
+
+
+def check_work(
+    transcripts: tuple[Transcript, ...],
+    *,
+    estimator: str,
+    overhead: float,
+    budget: int,
+    window: int | None,
+    threshold: int,
+    fit_options: tuple[int, float, float],
+    size: SizeChoice,
+    preamble: int | None,
+) -> list[Checked]:
+    """One file's checks, with an estimator (and memo) of its own."""
+    est = estimator_from(estimator, overhead)
+    batch_size, protected_fraction, min_clear_ratio = fit_options
+    checked = []
+    for session in transcripts:
+        t = session.live()
+        predicted = size_of(session, est, size, preamble)
+        plan = _plan(t, est, budget, batch_size, protected_fraction, min_clear_ratio, False, predicted)
+        limit = crossed(plan, window)
+        failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
+        checked.append(Checked(t.source.path, t.name, plan, limit, failed))
+    return checked
 
 
 def limits_phrase(plan: Plan, limit: Limit | None, budget: int, window: int | None) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, BinaryIO, NoReturn
+from typing import Annotated, BinaryIO, NoReturn, TypeVar
 
 import orjson
 import typer
@@ -29,11 +29,14 @@ from windowfit.fitting.errors import (
     StoreUnavailable,
 )
 from windowfit.fitting.estimate import ESTIMATORS, Estimator
-from windowfit.fitting.formats import FALLBACK, FORMATS, Format, Input, SkippedFile, detect, discover, get_format, load
+from windowfit.fitting.formats import FALLBACK, FORMATS, Format, Input, SkippedFile, discover
 from windowfit.fitting.size import Size, predict_size
 
 from .exit_codes import ExitCode
+from .scan import Done, Scanned, Task, Work, run_scan, workers_for
 from .terminal import SafeConsole, markup_safe
+
+T = TypeVar("T")
 
 out = SafeConsole(highlight=False, soft_wrap=False)
 err = SafeConsole(stderr=True, highlight=False, soft_wrap=True)  # one error, one line, even in CI logs
@@ -175,6 +178,28 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool, strict: b
     transcript windowfit reads (unknown shape, empty, binary, another format than ``--from``) is skipped with a
     warning and listed in ``Loaded.skipped``, unless ``strict``; one in a format windowfit reads with broken
     lines follows ``skip_invalid`` as a named file does."""
+    scanned = scan_all(files, _keep, fmt=fmt, skip_invalid=skip_invalid, strict=strict, jobs=1)
+    return Loaded(scanned.values, scanned.skipped)
+
+
+def _keep(transcripts: tuple[Transcript, ...]) -> list[Transcript]:
+    return list(transcripts)
+
+
+def scan_all(
+    files: list[str],
+    work: Work[T],
+    *,
+    fmt: str | None,
+    skip_invalid: bool,
+    strict: bool = False,
+    jobs: int | None = 1,
+    progress: bool = True,
+) -> Scanned[T]:
+    """What ``work`` keeps of every transcript named, file by file: each is loaded, summarised and dropped
+    before the next (memory follows the largest file, not the folder), over ``jobs`` processes (``None``: one
+    per CPU for a large folder), with a progress bar on a terminal when it takes a while (unless not
+    ``progress``). Skips and errors as ``load_all`` says, in the same order whatever ``jobs`` is."""
     try:
         inputs: list[Input] = []
         scanned: set[str] = set()  # found in a directory, not named by the user
@@ -193,9 +218,10 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool, strict: b
             if item.data is None and not Path(item.path).exists():
                 raise InputError(_loc(item.path), "no such file")
         sizes = [len(i.data) if i.data is not None else Path(i.path).stat().st_size for i in inputs]
-        transcripts: list[Transcript] = []
+        values: list[T] = []
         skipped: list[SkippedFile] = []
-        show = err.is_terminal and (len(inputs) > 3 or sum(sizes) > 50_000_000)
+        show = progress and err.is_terminal and (len(inputs) > 3 or sum(sizes) > 50_000_000)
+        tasks = [Task(item, fmt, skip_invalid, item.path in scanned, strict, work) for item in inputs]
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -204,35 +230,26 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool, strict: b
             console=err,
             transient=True,
             disable=not show,
-        ) as progress:
-            task = progress.add_task("loading", total=len(inputs))
-            for item in inputs:
-                progress.update(task, description=f"loading {markup_safe(Path(item.path).name)}")
-                chosen: Format | None = None
-                try:
-                    chosen = get_format(fmt) if fmt else detect(item)
-                    transcripts.extend(load(item, fmt=fmt, skip_invalid=skip_invalid))
-                except InputError as exc:
-                    if strict or item.path not in scanned or (_broken_lines(exc, chosen) and not skip_invalid):
-                        raise
-                    # A directory of real sessions holds empty and foreign files: say so, go on. With
-                    # --skip-invalid a file of a known format that still cannot be read is skipped the same way.
-                    skipped.append(SkippedFile(item.path, _reason(exc)))
-                    err.print(f"[yellow]skipped:[/] {markup_safe(str(exc))}")
-                except OSError as exc:
-                    if strict or item.path not in scanned:
-                        raise
-                    skipped.append(SkippedFile(item.path, exc.strerror or "cannot read"))
-                    err.print(f"[yellow]skipped:[/] {markup_safe(item.path)}: {markup_safe(exc.strerror or '')}")
-                progress.advance(task)
+        ) as bar:
+            counter = bar.add_task("loading", total=len(inputs))
+
+            def on_done(task: Task[T], done: Done[T]) -> None:
+                if done.skipped is not None:
+                    skipped.append(done.skipped)
+                    err.print(f"[yellow]skipped:[/] {markup_safe(done.warning)}")
+                values.extend(done.values)
+                bar.update(counter, description=f"loading {markup_safe(Path(task.item.path).name)}", advance=1)
+
+            for _ in run_scan(tasks, workers=workers_for(jobs, inputs), on_done=on_done):
+                pass
         if skipped:
             err.print(
                 f"[yellow]{len(skipped)} file(s) skipped[/]: not transcripts windowfit reads "
                 "(--strict makes that an error)"
             )
-        if not transcripts:
+        if not values:
             raise NoTranscripts(_loc(", ".join(files)), "no transcripts found")
-        return Loaded(transcripts, skipped)
+        return Scanned(values, skipped)
     except WindowfitError as exc:
         fail(exc)
     except IsADirectoryError as exc:
@@ -300,12 +317,12 @@ def _list(transcripts: Sequence[Transcript]) -> None:
         err.print(f"  ... and {len(transcripts) - LISTED:,} more")
 
 
-def _broken_lines(error: InputError, chosen: Format | None) -> bool:
+def broken_lines(error: InputError, chosen: Format | None) -> bool:
     """A file in a specific format windowfit reads, with lines it cannot read (not a foreign file)."""
     return isinstance(error, BROKEN_LINES) and chosen is not None and chosen is not FALLBACK
 
 
-def _reason(error: InputError) -> str:
+def skip_reason(error: InputError) -> str:
     """An error's words without the path (a skipped file's ``reason``)."""
     line = error.location.line
     return f"line {line}: {error.message}" if line is not None else error.message

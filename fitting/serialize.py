@@ -595,7 +595,7 @@ class CheckDocument(TypedDict):
 
 
 def check_document(
-    checked: Sequence[tuple[Transcript, Plan, bool]],
+    checked: Sequence[tuple[str, str, Plan, bool]],
     *,
     estimator: str,
     budget: int,
@@ -603,18 +603,19 @@ def check_document(
     fail_on: Outcome,
     skipped: Sequence[SkippedFile] = (),
 ) -> CheckDocument:
-    """``windowfit check --format json``: per transcript its plan's outcome and whether it failed the check."""
+    """``windowfit check --format json``: per transcript (its path, name, plan, and whether it failed the check)
+    its plan's outcome."""
     return {
         "schema": SCHEMA,
         "estimator": estimator,
         "budget": budget,
         "window": window,
         "fail_on": fail_on,
-        "passed": not any(failed for _, _, failed in checked),
+        "passed": not any(failed for *_, failed in checked),
         "transcripts": [
             {
-                "path": t.source.path,
-                "name": t.name or None,
+                "path": path,
+                "name": name or None,
                 "outcome": p.outcome,
                 "tokens_before": p.tokens_before,
                 "tokens_after": p.tokens_after,
@@ -631,7 +632,7 @@ def check_document(
                 "size_source": p.size_source,
                 "size": _size(p.size, tokens=p.tokens_before, preamble=p.preamble_tokens),
             }
-            for t, p, failed in checked
+            for path, name, p, failed in checked
         ],
         "skipped_files": _skipped(skipped),
     }

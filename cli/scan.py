@@ -1,0 +1,149 @@
+"""Folder scans: each file loaded, summarised and dropped in turn, over a pool of processes when ``--jobs``
+asks for one, with the results, warnings and errors in the order one process gives them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Generic, TypeVar
+
+import typer
+
+from windowfit.fitting import Transcript
+from windowfit.fitting.errors import InputError
+from windowfit.fitting.formats import Format, Input, SkippedFile, detect, get_format, load
+
+T = TypeVar("T")
+
+Work = Callable[[tuple[Transcript, ...]], list[T]]
+"""What a command keeps of one file's transcripts: a small value per transcript, never the transcripts. In a
+pool it must be picklable (a module-level function, or a ``functools.partial`` of one)."""
+
+POOL_MIN_BYTES = int(os.environ.get("WINDOWFIT_POOL_BYTES", 32_000_000))
+"""Without ``--jobs``, a folder smaller than this is scanned in one process: starting workers costs more."""
+
+Jobs = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        help="Worker processes for many files (default: one per CPU when the inputs pass 32 MB; 1 turns it off). "
+        "The output is the same with any number.",
+        show_default=False,
+    ),
+]
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def workers_for(jobs: int | None, inputs: Sequence[Input]) -> int:
+    """How many processes scan ``inputs``: ``--jobs`` as given, else one per CPU for a large folder."""
+    if len(inputs) < 2:
+        return 1
+    if jobs is not None:
+        return min(jobs, len(inputs))
+    if sum(_size(i) for i in inputs) < POOL_MIN_BYTES:
+        return 1
+    return min(cpu_count(), len(inputs))
+
+
+def _size(item: Input) -> int:
+    if item.data is not None:
+        return len(item.data)
+    try:
+        return Path(item.path).stat().st_size
+    except OSError:
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Task(Generic[T]):
+    """One file to scan and what to keep of it."""
+
+    item: Input
+    fmt: str | None
+    skip_invalid: bool
+    scanned: bool
+    """Found in a folder (a foreign file is skipped), not named by the user (it is an error)."""
+    strict: bool
+    work: Work[T]
+
+
+@dataclass(frozen=True, slots=True)
+class Done(Generic[T]):
+    """A file's result: what the work kept, or why the file was skipped; ``redo`` when it raised (errors do not
+    cross processes: the parent runs the file again to raise the same error, with the same words)."""
+
+    values: tuple[T, ...] = ()
+    skipped: SkippedFile | None = None
+    warning: str = ""
+    """The skip's words without markup: ``path: reason``."""
+    redo: bool = False
+
+
+def scan_one(task: Task[T]) -> Done[T]:
+    """Load one file and keep what ``task.work`` makes of it; a foreign file in a folder is skipped, not an error."""
+    from .shared import broken_lines, skip_reason  # cli.shared imports this module's option
+
+    item = task.item
+    chosen: Format | None = None
+    try:
+        chosen = get_format(task.fmt) if task.fmt else detect(item)
+        transcripts = load(item, fmt=task.fmt, skip_invalid=task.skip_invalid)
+    except InputError as exc:
+        if task.strict or not task.scanned or (broken_lines(exc, chosen) and not task.skip_invalid):
+            raise
+        # A directory of real sessions holds empty and foreign files: say so, go on. With --skip-invalid a
+        # file of a known format that still cannot be read is skipped the same way.
+        return Done(skipped=SkippedFile(item.path, skip_reason(exc)), warning=str(exc))
+    except OSError as exc:
+        if task.strict or not task.scanned:
+            raise
+        reason = exc.strerror or ""
+        return Done(skipped=SkippedFile(item.path, reason or "cannot read"), warning=f"{item.path}: {reason}")
+    return Done(values=tuple(task.work(transcripts)))
+
+
+def _scan_in_worker(task: Task[T]) -> Done[T]:
+    try:
+        return scan_one(task)
+    except BaseException:  # typer.Exit from a command's own check included: the parent raises it again
+        return Done(redo=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Scanned(Generic[T]):
+    """What a scan kept: a value per transcript in input order, and the files passed over."""
+
+    values: list[T]
+    skipped: list[SkippedFile]
+
+
+def run_scan(
+    tasks: Sequence[Task[T]], *, workers: int, on_done: Callable[[Task[T], Done[T]], None]
+) -> Iterator[Done[T]]:
+    """Each task's result in order: in this process, or over ``workers`` spawned processes."""
+    if workers <= 1:
+        for task in tasks:
+            done = scan_one(task)
+            on_done(task, done)
+            yield done
+        return
+    import multiprocessing
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for task, done in zip(tasks, pool.map(_scan_in_worker, tasks), strict=True):
+            if done.redo:
+                done = scan_one(task)  # raises as one process would have
+            on_done(task, done)
+            yield done

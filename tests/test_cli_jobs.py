@@ -1,0 +1,63 @@
+"""``--jobs``: a folder scanned over a pool of processes prints exactly what one process prints, in the same
+order: reports, checks, JSON, skipped-file warnings and errors (issue 15, item 2)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import DATA, ROOT
+from typer.testing import Result
+
+Run = Callable[..., Result]
+SAMPLES = ROOT / "sample_transcripts"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Sessions, foreign files (skipped with a warning) and a session with a broken line, in sorted order
+    so that a pool that returned results as they finish would shuffle the output."""
+    root = tmp_path_factory.mktemp("jobs")
+    for i, sample in enumerate(sorted(SAMPLES.glob("*.jsonl"))):
+        shutil.copy(sample, root / f"{i:02d}-{sample.name}")
+    for foreign in ("empty.jsonl", "package.json"):
+        shutil.copy(DATA / "scan" / foreign, root / f"03-{foreign}")
+    broken = (SAMPLES / "en_coding_session.jsonl").read_bytes().splitlines(keepends=True)
+    broken.insert(2, b"{not json\n")
+    (root / "02-broken.jsonl").write_bytes(b"".join(broken))
+    return root
+
+
+CASES = {
+    "report-text": ("report", "--table", "--skip-invalid"),
+    "report-json": ("report", "--json", "--skip-invalid"),
+    "check-text": ("check", "--budget", "5000", "--skip-invalid"),
+    "check-json": ("check", "--budget", "5000", "--format", "json", "--skip-invalid"),
+    "check-github": ("check", "--budget", "200", "--format", "github", "--skip-invalid"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_two_jobs_print_byte_for_byte_what_one_job_prints(run_cli: Run, folder: Path, case: str) -> None:
+    command, *args = CASES[case]
+    one = run_cli(command, str(folder), *args, "--jobs", "1")
+    two = run_cli(command, str(folder), *args, "--jobs", "2")
+    assert one.exit_code in (0, 1), one.stderr
+    assert one.stdout.count("\n") >= 3  # the run saw the sessions
+    assert "skipped:" in one.stderr
+    assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
+
+
+def test_an_error_in_a_worker_is_raised_as_one_process_raises_it(run_cli: Run, folder: Path) -> None:
+    """Without --skip-invalid the broken line stops the scan: the same located error and exit code."""
+    one = run_cli("check", str(folder), "--budget", "5000", "--jobs", "1")
+    two = run_cli("check", str(folder), "--budget", "5000", "--jobs", "2")
+    assert one.exit_code == 3
+    assert "02-broken.jsonl:3" in one.stderr
+    assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
+
+
+def test_jobs_must_be_at_least_one(run_cli: Run, folder: Path) -> None:
+    assert run_cli("report", str(folder), "--jobs", "0").exit_code == 2
