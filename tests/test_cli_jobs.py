@@ -51,9 +51,9 @@ def test_two_jobs_print_byte_for_byte_what_one_job_prints(run_cli: Run, folder: 
 
 
 def test_an_error_in_a_worker_is_raised_as_one_process_raises_it(run_cli: Run, folder: Path) -> None:
-    """Without --skip-invalid the broken line stops the scan: the same located error and exit code."""
-    one = run_cli("check", str(folder), "--budget", "5000", "--jobs", "1")
-    two = run_cli("check", str(folder), "--budget", "5000", "--jobs", "2")
+    """With --strict the broken line stops the scan: the same located error and exit code."""
+    one = run_cli("check", str(folder), "--budget", "5000", "--strict", "--jobs", "1")
+    two = run_cli("check", str(folder), "--budget", "5000", "--strict", "--jobs", "2")
     assert one.exit_code == 3
     assert "02-broken.jsonl:3" in one.stderr
     assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
