@@ -3,6 +3,7 @@ the pure ``fitting`` core."""
 
 from __future__ import annotations
 
+from enum import Enum
 from functools import partial
 from typing import Annotated
 
@@ -17,6 +18,7 @@ from .audit_cmd import audit_command
 from .fit_cmd import check, fit
 from .render import print_reports
 from .replay_cmd import replay_command
+from .rows_out import RowsOutput, rows_work, write_rows
 from .scan import Jobs
 from .shared import (
     Budget,
@@ -48,6 +50,12 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_show_locals=False,
 )
+
+
+class ReportFormat(str, Enum):
+    text = "text"
+    jsonl = "jsonl"
+    parquet = "parquet"
 
 
 def _print_version(value: bool) -> None:
@@ -83,6 +91,11 @@ def report(
     size: SizeModeOption = SizeChoice.auto,
     preamble: PreambleOption = None,
     jobs: Jobs = None,
+    format_: Annotated[
+        ReportFormat,
+        typer.Option("--format", help="text (or --json), or jsonl / parquet: one flat row per transcript."),
+    ] = ReportFormat.text,
+    output: RowsOutput = None,
     top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest tool results to list.")] = 10,
     details: Annotated[
         bool | None,
@@ -102,6 +115,19 @@ def report(
     """
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
+    if format_ is not ReportFormat.text:
+        flat = partial(
+            rows_work,
+            estimator=estimator,
+            overhead=overhead,
+            budget=budget,
+            window=window,
+            size=size,
+            preamble=preamble,
+        )
+        found = scan_all(files, flat, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False)
+        write_rows(found.values, kind=format_.value, output=output, inputs=files)
+        return
     work = partial(
         report_work,
         estimator=estimator,

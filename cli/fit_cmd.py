@@ -45,6 +45,7 @@ from windowfit.fitting.validate import check_request, new_violations
 
 from .exit_codes import ExitCode
 from .render_fit import OUTCOME_STYLE, render_plan
+from .rows_out import RowsOutput, rows_work, write_rows
 from .scan import Jobs
 from .shared import (
     Budget,
@@ -94,6 +95,8 @@ class CheckFormat(str, Enum):
     text = "text"
     json = "json"
     github = "github"
+    jsonl = "jsonl"
+    parquet = "parquet"
 
 
 class FailOn(str, Enum):
@@ -508,7 +511,11 @@ def check(
     budget: Budget = None,
     window: Window = None,
     format_: Annotated[
-        CheckFormat, typer.Option("--format", help="text, json, or github (workflow annotations).")
+        CheckFormat,
+        typer.Option(
+            "--format",
+            help="text, json, github (workflow annotations), or jsonl / parquet (one flat row per transcript).",
+        ),
     ] = CheckFormat.text,
     fail_on: Annotated[
         FailOn,
@@ -533,6 +540,7 @@ def check(
     size: SizeModeOption = SizeChoice.auto,
     preamble: PreambleOption = None,
     jobs: Jobs = None,
+    output: RowsOutput = None,
 ) -> None:
     """Pre-flight transcripts in CI: one line each with its outcome and tokens.
 
@@ -545,6 +553,21 @@ def check(
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
     threshold = OUTCOMES.index(fail_on.value)
+    if format_ in (CheckFormat.jsonl, CheckFormat.parquet):
+        flat = partial(
+            rows_work,
+            estimator=estimator,
+            overhead=overhead,
+            budget=budget,
+            window=window,
+            size=size,
+            preamble=preamble,
+        )
+        found = scan_all(files, flat, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False)
+        write_rows(found.values, kind=format_.value, output=output, inputs=files)
+        if any(OUTCOMES.index(r.outcome or "fits") >= threshold or r.crossed == "window" for r in found.values):
+            raise typer.Exit(ExitCode.FAILED)
+        return
     work = partial(
         check_work,
         estimator=estimator,

@@ -1,0 +1,110 @@
+"""``check|report --format jsonl|parquet``: one flat row per transcript (``fitting.rows``), written as JSON
+lines (stdout or ``-o``) or a Parquet file (``-o``, with the ``parquet`` extra) for DuckDB and friends."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+
+from windowfit.fitting import Transcript
+from windowfit.fitting.errors import OptionError
+from windowfit.fitting.rows import ROW_FIELDS, Row, transcript_rows
+
+from .exit_codes import ExitCode
+from .shared import OutputRefused, SizeChoice, err, fail, output_target, write_atomic
+from .terminal import markup_safe
+
+RowsOutput = Annotated[
+    str | None,
+    typer.Option("--output", "-o", help="With --format jsonl or parquet: write the rows here (parquet needs it)."),
+]
+
+
+def rows_work(
+    transcripts: tuple[Transcript, ...],
+    *,
+    estimator: str,
+    overhead: float,
+    budget: int | None,
+    window: int | None,
+    size: SizeChoice,
+    preamble: int | None,
+) -> list[Row]:
+    """One file's rows (the pure ``fitting.rows.transcript_rows``), sized by the file they came from."""
+    path = transcripts[0].source.path if transcripts else ""
+    try:
+        size_bytes = os.stat(path).st_size
+    except OSError:  # stdin
+        size_bytes = 0
+    from windowfit.fitting import WindowfitError
+
+    try:
+        rows = transcript_rows(
+            transcripts,
+            size_bytes=size_bytes,
+            estimator=estimator,
+            overhead=overhead,
+            budget=budget,
+            window=window,
+            size=size.value,
+            preamble=preamble,
+        )
+    except WindowfitError as exc:
+        fail(exc)
+    return list(rows)
+
+
+def write_rows(rows: list[Row], *, kind: str, output: str | None, inputs: list[str]) -> None:
+    """The rows as JSON lines or Parquet, to ``output`` (``-`` or None: stdout, JSON lines only)."""
+    if kind == "parquet":
+        if output is None or output == "-":
+            fail(OptionError("--format parquet writes a binary file: pass -o FILE"))
+        data = _parquet(rows)
+    else:
+        data = b"".join(orjson.dumps(r.as_dict()) + b"\n" for r in rows)
+        if output is None or output == "-":
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+            return
+    try:
+        write_atomic(output_target(Path(output), inputs=inputs), data)
+    except OutputRefused as exc:
+        err.print(f"[bold red]error:[/] {markup_safe(str(exc))}")
+        raise typer.Exit(ExitCode.OUTPUT) from None
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] cannot write {markup_safe(output)}: {markup_safe(exc.strerror or '')}")
+        raise typer.Exit(ExitCode.OUTPUT) from None
+
+
+def _parquet(rows: list[Row]) -> bytes:
+    try:
+        import pyarrow as pa  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    except ImportError:
+        error = OptionError("--format parquet needs pyarrow")
+        error.hint = "pip install 'windowfit[parquet]'"
+        fail(error)
+    table = pa.Table.from_pylist([r.as_dict() for r in rows], schema=_schema(pa))
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _schema(pa: object) -> object:
+    types = {
+        "index": "int64",
+        "bytes": "int64",
+        "messages": "int64",
+        "tokens": "int64",
+        "preamble_tokens": "int64",
+        "budget": "int64",
+        "window": "int64",
+        "tokens_after": "int64",
+        "defects": "int64",
+    }
+    return pa.schema([(name, getattr(pa, types.get(name, "string"))()) for name in ROW_FIELDS])  # type: ignore[attr-defined]

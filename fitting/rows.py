@@ -1,0 +1,168 @@
+"""One flat row per transcript: the ``check``/``report`` summary as plain values, made by a pure function over a
+path (or bytes and a name), so that a pool, Ray Data or any engine can map it over millions of sessions and
+DuckDB can query what it writes (JSONL or Parquet)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .estimate import make_estimator
+from .fit import DEFAULTS, crossed, plan_fit
+from .formats import Input, detect, get_format, load
+from .size import SizeMode, predict_size
+from .transcript import Transcript
+
+ROW_FIELDS = (
+    "path",
+    "index",
+    "name",
+    "format",
+    "bytes",
+    "messages",
+    "tokens",
+    "size_source",
+    "preamble_tokens",
+    "preamble_source",
+    "estimator",
+    "budget",
+    "window",
+    "outcome",
+    "tokens_after",
+    "crossed",
+    "defects",
+)
+"""The columns, in order (a Parquet file's schema, a JSONL row's keys)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One transcript's summary: where it is, how big, and (with a budget) what fitting it would do."""
+
+    path: str
+    index: int
+    """Its place among the file's transcripts (a session, then its subagents)."""
+    name: str
+    format: str
+    bytes: int
+    """The size of the whole file it came from."""
+    messages: int
+    tokens: int
+    """The predicted size of the next request, as ``report`` and ``check`` show it."""
+    size_source: str
+    preamble_tokens: int
+    preamble_source: str
+    estimator: str
+    budget: int | None
+    window: int | None
+    outcome: str | None
+    """``check``'s outcome at the budget (fits, cleared, ..., too-long); None without a budget."""
+    tokens_after: int | None
+    crossed: str | None
+    """The limit the fitted request is still over: budget, window, or None."""
+    defects: int
+    """Defects fit would repair first (orphan calls and results)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def transcript_rows(
+    transcripts: tuple[Transcript, ...],
+    *,
+    size_bytes: int,
+    estimator: str = "seed",
+    overhead: float = 1.0,
+    budget: int | None = None,
+    window: int | None = None,
+    size: SizeMode = "auto",
+    preamble: int | None = None,
+) -> tuple[Row, ...]:
+    """The rows of one file's transcripts, with an estimator (and memo) of their own."""
+    est = make_estimator(estimator, overhead=overhead)
+    rows = []
+    for index, session in enumerate(transcripts):
+        predicted = predict_size(session, est, mode=size, preamble=preamble)
+        outcome = tokens_after = limit = None
+        defects = 0
+        if budget is not None:
+            plan = plan_fit(
+                session.live(),
+                budget=budget,
+                estimator=est,
+                batch_size=DEFAULTS.batch_size,
+                protected_fraction=DEFAULTS.protected_fraction,
+                min_clear_ratio=DEFAULTS.min_clear_ratio,
+                size=predicted,
+            )
+            outcome, tokens_after, limit, defects = (
+                plan.outcome,
+                plan.tokens_after,
+                crossed(plan, window),
+                len(plan.repairs),
+            )
+        rows.append(
+            Row(
+                path=session.source.path,
+                index=index,
+                name=session.name,
+                format=session.format,
+                bytes=size_bytes,
+                messages=len(session.messages),
+                tokens=predicted.tokens,
+                size_source=predicted.source,
+                preamble_tokens=predicted.preamble_tokens,
+                preamble_source=predicted.preamble_source,
+                estimator=est.rule.name,
+                budget=budget,
+                window=window,
+                outcome=outcome,
+                tokens_after=tokens_after,
+                crossed=limit,
+                defects=defects,
+            )
+        )
+    return tuple(rows)
+
+
+def file_rows(
+    path: str | Path,
+    data: bytes | None = None,
+    *,
+    fmt: str | None = None,
+    skip_invalid: bool = False,
+    estimator: str = "seed",
+    overhead: float = 1.0,
+    budget: int | None = None,
+    window: int | None = None,
+    size: SizeMode = "auto",
+    preamble: int | None = None,
+) -> tuple[Row, ...]:
+    """The rows of the transcripts in one file (or in ``data``, named ``path``): pure, picklable, and the same
+    wherever it runs. Raises the loaders' errors for a file it cannot read."""
+    item = Input(str(path), data)
+    if fmt is None:
+        detect(item)  # refuses binary and foreign files with the same words as the command line
+    else:
+        get_format(fmt)
+    transcripts = load(item, fmt=fmt, skip_invalid=skip_invalid)
+    size_bytes = len(data) if data is not None else Path(path).stat().st_size
+    return transcript_rows(
+        transcripts,
+        size_bytes=size_bytes,
+        estimator=estimator,
+        overhead=overhead,
+        budget=budget,
+        window=window,
+        size=size,
+        preamble=preamble,
+    )
+
+
+def row_of_path(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """Ray Data's ``flat_map`` over ``from_items(paths)``: one item ``{"item": path}`` in, its rows out as dicts.
+
+    Options ride along in the item (``{"item": path, "budget": 100000}``), so one function serves every run."""
+    options = {k: v for k, v in item.items() if k != "item"}
+    return [row.as_dict() for row in file_rows(item["item"], **options)]
