@@ -1,0 +1,110 @@
+"""``report`` and ``check`` over a folder of real-shaped Claude Code sessions: one job against two (and more),
+as ratios to a bare ``orjson.loads`` loop over every line timed in the same process, and peak RSS over the
+folder against the peak over its largest file.
+
+Run ``python benchmarks/bench_folder.py`` (200 sessions; ``--quick`` for 40). The folder is generated once
+into ``benchmarks/out/``. The machine may be shared: the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+from common import OUT, best_of
+from rich.console import Console
+from rich.table import Table
+from sessions import ensure_folder
+
+MB = 1_000_000
+
+
+def bare_loop(files: list[Path]) -> int:
+    n = 0
+    for path in files:
+        with open(path, "rb") as f:
+            for line in f:
+                orjson.loads(line)
+                n += 1
+    return n
+
+
+def run(args: list[str]) -> tuple[float, int]:
+    """Seconds and peak RSS (bytes) of one ``windowfit`` run, its output thrown away."""
+    start = time.perf_counter()
+    child = subprocess.Popen([shutil.which("windowfit") or "windowfit", *args], stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"windowfit {' '.join(args)} failed")
+    return elapsed, usage.ru_maxrss * 1024
+
+
+def best_run(repeat: int, args: list[str]) -> tuple[float, int]:
+    runs = [run(args) for _ in range(repeat)]
+    return min(t for t, _ in runs), max(m for _, m in runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="40 sessions, best of 1")
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, nargs="+", default=[2])
+    options = parser.parse_args()
+    sessions, repeat = (40, 1) if options.quick else (options.sessions, options.repeat)
+    folder = ensure_folder(OUT / f"folder-{sessions}", sessions, rounds=(10, 80))
+    files = sorted(folder.rglob("*.jsonl"))
+    size = sum(f.stat().st_size for f in files)
+    largest = max(files, key=lambda f: f.stat().st_size)
+    console = Console()
+    console.print(
+        f"{len(files)} sessions, {size / MB:.0f} MB (largest {largest.stat().st_size / MB:.1f} MB); "
+        f"{os.cpu_count()} CPUs, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
+    base = best_of(repeat, lambda: bare_loop(files))
+    table = Table("run", "seconds", "MB/s", "× bare loop", "× --jobs 1", "peak RSS MiB")
+    table.add_row("orjson.loads loop", f"{base:.2f}", f"{size / MB / base:.0f}", "1.00", "", "")
+    commands = {
+        "report": ["report", str(folder), "--json"],
+        "check": ["check", str(folder), "--budget", "100000", "--format", "json"],
+    }
+    peaks: dict[str, int] = {}
+    for name, args in commands.items():
+        one, peak = best_run(repeat, [*args, "--jobs", "1"])
+        peaks[name] = peak
+        table.add_row(
+            f"{name} --jobs 1",
+            f"{one:.2f}",
+            f"{size / MB / one:.0f}",
+            f"{one / base:.2f}",
+            "1.00",
+            f"{peak / 2**20:.0f}",
+        )
+        for jobs in options.jobs:
+            many, _ = best_run(repeat, [*args, "--jobs", str(jobs)])
+            table.add_row(
+                f"{name} --jobs {jobs}",
+                f"{many:.2f}",
+                f"{size / MB / many:.0f}",
+                f"{many / base:.2f}",
+                f"{one / many:.2f}",
+                "",
+            )
+    console.print(table)
+    memory = Table("peak RSS, --jobs 1", "folder MiB", "largest file MiB", "folder ÷ largest")
+    for name, args in commands.items():
+        _, alone = run([args[0], str(largest), *args[2:], "--jobs", "1"])
+        memory.add_row(name, f"{peaks[name] / 2**20:.0f}", f"{alone / 2**20:.0f}", f"{peaks[name] / alone:.2f}")
+    console.print(memory)
+    console.print(f"load average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
