@@ -1,46 +1,65 @@
 """The ``windowfit`` command: argument parsing, file I/O and output around
-the pure ``fitting`` core."""
+the pure ``fitting`` core. Each command's module is imported when that command runs (``cli/lazy.py``), so
+``windowfit --help`` starts as fast as Typer does."""
 
 from __future__ import annotations
 
-from enum import Enum
-from functools import partial
 from typing import Annotated
 
 import typer
 
-from windowfit import __version__
-from windowfit.fitting import Transcript, build_report
-from windowfit.fitting.report import Report
-from windowfit.fitting.serialize import report_document
+from .lazy import LazyCommand, LazyGroup
 
-from .audit_cmd import audit_command
-from .fit_cmd import check, fit
-from .render import print_reports
-from .replay_cmd import replay_command
-from .rows_out import RowsOutput, rows_work, write_rows
-from .scan import Jobs
-from .shared import (
-    Budget,
-    EstimatorName,
-    Files,
-    FromFormat,
-    JsonFlag,
-    Overhead,
-    PreambleOption,
-    SizeChoice,
-    SizeModeOption,
-    SkipInvalid,
-    Strict,
-    Window,
-    check_limits,
-    estimator_from,
-    out,
-    print_json,
-    scan_all,
-    size_of,
+COMMANDS = (
+    LazyCommand(
+        "report",
+        "windowfit.cli.report_cmd",
+        "report",
+        "Measure transcripts: tokens by script, role and block kind, and the largest tool results.",
+    ),
+    LazyCommand(
+        "fit",
+        "windowfit.cli.fit_cmd",
+        "fit",
+        "Fit a transcript to a budget and show what was cleared or dropped, and why.",
+    ),
+    LazyCommand(
+        "check",
+        "windowfit.cli.fit_cmd",
+        "check",
+        "Pre-flight transcripts in CI: one line each with its outcome and tokens.",
+    ),
+    LazyCommand(
+        "replay",
+        "windowfit.cli.replay_cmd",
+        "replay_command",
+        "Replay a session request by request under several policies: rejections, prefix-cache reuse, breaks.",
+    ),
+    LazyCommand(
+        "audit",
+        "windowfit.cli.audit_cmd",
+        "audit_command",
+        "Audit the token estimate against real tokenizers and the provider's own counts.",
+    ),
+    LazyCommand(
+        "fetch",
+        "windowfit.cli.store_cmd",
+        "fetch_command",
+        "Print one page of a cleared tool result, by the handle its stub names.",
+    ),
+    LazyCommand(
+        "store",
+        "windowfit.cli.store_cmd",
+        "store_command",
+        "List the cleared results a store keeps, with their totals; drop old ones with --older-than.",
+    ),
 )
-from .store_cmd import fetch_command, store_command
+"""Every command, in the order ``--help`` lists them, with the summary it shows."""
+
+
+class WindowfitGroup(LazyGroup):
+    lazy = COMMANDS
+
 
 app = typer.Typer(
     name="windowfit",
@@ -49,18 +68,15 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode="rich",
     pretty_exceptions_show_locals=False,
+    cls=WindowfitGroup,
 )
-
-
-class ReportFormat(str, Enum):
-    text = "text"
-    jsonl = "jsonl"
-    parquet = "parquet"
 
 
 def _print_version(value: bool) -> None:
     if value:
-        out.print(f"windowfit {__version__}")
+        from windowfit import __version__
+
+        typer.echo(f"windowfit {__version__}")
         raise typer.Exit()
 
 
@@ -77,100 +93,10 @@ def _root(
     """
 
 
-@app.command()
-def report(
-    files: Files,
-    budget: Budget = None,
-    window: Window = None,
-    json_: JsonFlag = False,
-    estimator: EstimatorName = "seed",
-    overhead: Overhead = 1.0,
-    skip_invalid: SkipInvalid = False,
-    strict: Strict = False,
-    from_: FromFormat = None,
-    size: SizeModeOption = SizeChoice.auto,
-    preamble: PreambleOption = None,
-    jobs: Jobs = None,
-    format_: Annotated[
-        ReportFormat,
-        typer.Option("--format", help="text (or --json), or jsonl / parquet: one flat row per transcript."),
-    ] = ReportFormat.text,
-    output: RowsOutput = None,
-    top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest tool results to list.")] = 10,
-    details: Annotated[
-        bool | None,
-        typer.Option(
-            "--details/--table",
-            help="Every report in full, or only the per-transcript table (default: full for up to 5 transcripts).",
-        ),
-    ] = None,
-) -> None:
-    """Measure transcripts: tokens by script, role and block kind, and the largest tool results.
-
-    Shows message, turn and tool-round counts, and a bar of the request against the budget and the window.
-    The total is the predicted size of the next request: anchored on the provider's measured usage where
-    the file records it, with the system prompt and tools the file leaves out inferred from it.
-
-    Example: windowfit report sample_transcripts/ru_subagent_chapters.jsonl --budget 400000 --window 1000000
-    """
-    check_limits(budget, window)
-    est = estimator_from(estimator, overhead)
-    if format_ is not ReportFormat.text:
-        flat = partial(
-            rows_work,
-            estimator=estimator,
-            overhead=overhead,
-            budget=budget,
-            window=window,
-            size=size,
-            preamble=preamble,
-        )
-        found = scan_all(files, flat, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False)
-        write_rows(found.values, kind=format_.value, output=output, inputs=files)
-        return
-    work = partial(
-        report_work,
-        estimator=estimator,
-        overhead=overhead,
-        budget=budget,
-        window=window,
-        top=top,
-        size=size,
-        preamble=preamble,
-    )
-    scanned = scan_all(files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=not json_)
-    reports = scanned.values
-    if json_:
-        print_json(report_document(reports, estimator=est.rule.name, skipped=scanned.skipped))
-    else:
-        print_reports(out, reports, details=details)
-
-
-def report_work(
-    transcripts: tuple[Transcript, ...],
-    *,
-    estimator: str,
-    overhead: float,
-    budget: int | None,
-    window: int | None,
-    top: int,
-    size: SizeChoice,
-    preamble: int | None,
-) -> list[Report]:
-    """One file's reports, with an estimator (and memo) of its own, so nothing of the file outlives it."""
-    est = estimator_from(estimator, overhead)
-    return [
-        build_report(t, est, budget=budget, window=window, top=top, size=size_of(t, est, size, preamble))
-        for t in transcripts
-    ]
-
-
-app.command()(fit)
-app.command()(check)
-app.command("replay")(replay_command)
-app.command("audit")(audit_command)
-app.command("fetch")(fetch_command)
-app.command("store")(store_command)
+def load_commands() -> None:
+    """Import every command's module (tests that swap the consoles those modules hold need them all loaded)."""
+    for command in COMMANDS:
+        command.load()
 
 
 def main() -> None:

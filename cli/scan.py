@@ -3,10 +3,14 @@ asks for one, with the results, warnings and errors in the order one process giv
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Annotated, Generic, TypeVar
 
@@ -129,21 +133,38 @@ class Scanned(Generic[T]):
     skipped: list[SkippedFile]
 
 
-def run_scan(
-    tasks: Sequence[Task[T]], *, workers: int, on_done: Callable[[Task[T], Done[T]], None]
-) -> Iterator[Done[T]]:
-    """Each task's result in order: in this process, or over ``workers`` spawned processes."""
+def start_scan(tasks: Sequence[Task[T]], *, workers: int) -> Iterator[tuple[Task[T], Done[T]]]:
+    """Each task with its result, in order: in this process, or over ``workers`` processes. With a pool every
+    task is submitted before this returns, so call it before any thread (a progress bar's) starts: the workers
+    are forked from this process where that is safe (Linux, one thread) and spawned otherwise; the tasks and
+    results are picklable either way."""
     if workers <= 1:
-        for task in tasks:
-            done = scan_one(task)
-            on_done(task, done)
-            yield done
-        return
-    import multiprocessing
+        return ((task, scan_one(task)) for task in tasks)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context())
+    try:
+        futures = [pool.submit(_scan_in_worker, task) for task in tasks]
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+    return _collect(pool, tasks, futures)
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for task, done in zip(tasks, pool.map(_scan_in_worker, tasks), strict=True):
+
+def _collect(
+    pool: ProcessPoolExecutor, tasks: Sequence[Task[T]], futures: list[Future[Done[T]]]
+) -> Iterator[tuple[Task[T], Done[T]]]:
+    try:
+        for task, future in zip(tasks, futures, strict=True):
+            done = future.result()
             if done.redo:
                 done = scan_one(task)  # raises as one process would have
-            on_done(task, done)
-            yield done
+            yield task, done
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def _context() -> BaseContext:
+    """Fork where it is safe (a POSIX process with one thread: the workers start at once, with everything
+    imported), else spawn (each worker imports windowfit anew)."""
+    if "fork" in multiprocessing.get_all_start_methods() and sys.platform == "linux" and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")

@@ -33,7 +33,7 @@ from windowfit.fitting.formats import FALLBACK, FORMATS, Format, Input, SkippedF
 from windowfit.fitting.size import Size, predict_size
 
 from .exit_codes import ExitCode
-from .scan import Done, Scanned, Task, Work, run_scan, workers_for
+from .scan import Scanned, Task, Work, start_scan, workers_for
 from .terminal import SafeConsole, markup_safe
 
 T = TypeVar("T")
@@ -222,6 +222,7 @@ def scan_all(
         skipped: list[SkippedFile] = []
         show = progress and err.is_terminal and (len(inputs) > 3 or sum(sizes) > 50_000_000)
         tasks = [Task(item, fmt, skip_invalid, item.path in scanned, strict, work) for item in inputs]
+        results = start_scan(tasks, workers=workers_for(jobs, inputs))  # before the bar's thread starts
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -232,16 +233,12 @@ def scan_all(
             disable=not show,
         ) as bar:
             counter = bar.add_task("loading", total=len(inputs))
-
-            def on_done(task: Task[T], done: Done[T]) -> None:
+            for task, done in results:
                 if done.skipped is not None:
                     skipped.append(done.skipped)
                     err.print(f"[yellow]skipped:[/] {markup_safe(done.warning)}")
                 values.extend(done.values)
                 bar.update(counter, description=f"loading {markup_safe(Path(task.item.path).name)}", advance=1)
-
-            for _ in run_scan(tasks, workers=workers_for(jobs, inputs), on_done=on_done):
-                pass
         if skipped:
             err.print(
                 f"[yellow]{len(skipped)} file(s) skipped[/]: not transcripts windowfit reads "

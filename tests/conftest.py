@@ -119,7 +119,9 @@ def terminal(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(name, raising=False)
     for name, value in TERMINAL_ENV.items():
         monkeypatch.setenv(name, value)
-    import windowfit.cli.app  # noqa: F401  (loads every cli module that holds a console)
+    import windowfit.cli.app
+
+    windowfit.cli.app.load_commands()  # every cli module that holds a console (commands load lazily)
 
     twins: dict[int, Console] = {}
     for module_name, module in list(sys.modules.items()):

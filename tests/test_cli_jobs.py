@@ -61,3 +61,17 @@ def test_an_error_in_a_worker_is_raised_as_one_process_raises_it(run_cli: Run, f
 
 def test_jobs_must_be_at_least_one(run_cli: Run, folder: Path) -> None:
     assert run_cli("report", str(folder), "--jobs", "0").exit_code == 2
+
+
+def test_spawned_workers_print_what_one_job_prints(run_cli: Run, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where fork is not safe (macOS, Windows, a process with threads) the workers are spawned: the tasks and
+    results cross as pickles, with the same output."""
+    import multiprocessing
+
+    from windowfit.cli import scan
+
+    monkeypatch.setattr(scan, "_context", lambda: multiprocessing.get_context("spawn"))
+    args = ("check", str(folder), "--budget", "5000", "--format", "json", "--skip-invalid")
+    one = run_cli(*args, "--jobs", "1")
+    two = run_cli(*args, "--jobs", "2")
+    assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)

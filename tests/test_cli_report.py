@@ -294,9 +294,9 @@ def test_unknown_format_name_is_a_usage_error(run_cli: Run, at_root: None) -> No
 
 
 def command_names() -> list[str]:
-    from windowfit.cli.app import app
+    from windowfit.cli.app import COMMANDS
 
-    return [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands if c.callback]
+    return [c.name for c in COMMANDS]
 
 
 def test_the_app_has_commands() -> None:

@@ -13,6 +13,7 @@ import pytest
 import typer.main
 
 from windowfit.cli.app import app
+from windowfit.cli.lazy import LazyGroup
 from windowfit.fitting.fit import FitOptions, fit, plan_fit
 from windowfit.fitting.replay import KeepLastPolicy, WindowfitPolicy
 from windowfit.fitting.request import Fitter, fit_request
@@ -42,7 +43,10 @@ def test_library_keyword_defaults_are_the_fit_options_defaults(function: Callabl
 
 def cli_defaults(command: str) -> dict[str, object]:
     group = typer.main.get_command(app)
-    params = group.commands[command].params  # type: ignore[attr-defined]
+    assert isinstance(group, LazyGroup)
+    built = group.real_command(command)  # the group holds only a summary until a command runs
+    assert built is not None
+    params = built.params
     return {p.name: p.default for p in params}
 
 

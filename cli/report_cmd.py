@@ -1,0 +1,130 @@
+"""``windowfit report``: measure transcripts (a folder one file at a time, over ``--jobs`` processes)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from functools import partial
+from typing import Annotated
+
+import typer
+
+from windowfit.fitting import Transcript, build_report
+from windowfit.fitting.report import Report
+from windowfit.fitting.serialize import report_document
+
+from .render import print_reports
+from .rows_out import RowsOutput, rows_work, write_rows
+from .scan import Jobs
+from .shared import (
+    Budget,
+    EstimatorName,
+    Files,
+    FromFormat,
+    JsonFlag,
+    Overhead,
+    PreambleOption,
+    SizeChoice,
+    SizeModeOption,
+    SkipInvalid,
+    Strict,
+    Window,
+    check_limits,
+    estimator_from,
+    out,
+    print_json,
+    scan_all,
+    size_of,
+)
+
+
+class ReportFormat(str, Enum):
+    text = "text"
+    jsonl = "jsonl"
+    parquet = "parquet"
+
+
+def report(
+    files: Files,
+    budget: Budget = None,
+    window: Window = None,
+    json_: JsonFlag = False,
+    estimator: EstimatorName = "seed",
+    overhead: Overhead = 1.0,
+    skip_invalid: SkipInvalid = False,
+    strict: Strict = False,
+    from_: FromFormat = None,
+    size: SizeModeOption = SizeChoice.auto,
+    preamble: PreambleOption = None,
+    jobs: Jobs = None,
+    format_: Annotated[
+        ReportFormat,
+        typer.Option("--format", help="text (or --json), or jsonl / parquet: one flat row per transcript."),
+    ] = ReportFormat.text,
+    output: RowsOutput = None,
+    top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest tool results to list.")] = 10,
+    details: Annotated[
+        bool | None,
+        typer.Option(
+            "--details/--table",
+            help="Every report in full, or only the per-transcript table (default: full for up to 5 transcripts).",
+        ),
+    ] = None,
+) -> None:
+    """Measure transcripts: tokens by script, role and block kind, and the largest tool results.
+
+    Shows message, turn and tool-round counts, and a bar of the request against the budget and the window.
+    The total is the predicted size of the next request: anchored on the provider's measured usage where
+    the file records it, with the system prompt and tools the file leaves out inferred from it.
+
+    Example: windowfit report sample_transcripts/ru_subagent_chapters.jsonl --budget 400000 --window 1000000
+    """
+    check_limits(budget, window)
+    est = estimator_from(estimator, overhead)
+    if format_ is not ReportFormat.text:
+        flat = partial(
+            rows_work,
+            estimator=estimator,
+            overhead=overhead,
+            budget=budget,
+            window=window,
+            size=size,
+            preamble=preamble,
+        )
+        found = scan_all(files, flat, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False)
+        write_rows(found.values, kind=format_.value, output=output, inputs=files)
+        return
+    work = partial(
+        report_work,
+        estimator=estimator,
+        overhead=overhead,
+        budget=budget,
+        window=window,
+        top=top,
+        size=size,
+        preamble=preamble,
+    )
+    scanned = scan_all(files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=not json_)
+    reports = scanned.values
+    if json_:
+        print_json(report_document(reports, estimator=est.rule.name, skipped=scanned.skipped))
+    else:
+        print_reports(out, reports, details=details)
+
+
+def report_work(
+    transcripts: tuple[Transcript, ...],
+    *,
+    estimator: str,
+    overhead: float,
+    budget: int | None,
+    window: int | None,
+    top: int,
+    size: SizeChoice,
+    preamble: int | None,
+) -> list[Report]:
+    """One file's reports, with an estimator (and memo) of its own, so nothing of the file outlives it."""
+    est = estimator_from(estimator, overhead)
+    return [
+        build_report(t, est, budget=budget, window=window, top=top, size=size_of(t, est, size, preamble))
+        for t in transcripts
+    ]

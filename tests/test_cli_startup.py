@@ -1,0 +1,52 @@
+"""Start-up (issue 15, item 1): ``windowfit --help`` loads no command's module, and the summaries it shows
+are the commands' own."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from windowfit.cli.app import COMMANDS
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
+def test_each_summary_is_the_first_paragraph_of_its_command_docstring(command: object) -> None:
+    from windowfit.cli.lazy import LazyCommand
+
+    assert isinstance(command, LazyCommand)
+    doc = inspect.getdoc(command.load()) or ""
+    assert command.summary == doc.split("\n\n")[0]
+
+
+PROBE = """
+import sys
+from windowfit.cli.app import app
+try:
+    app(["--help"], prog_name="windowfit")
+except SystemExit:
+    pass
+heavy = sorted(m for m in sys.modules if m.startswith(("windowfit.fitting", "windowfit.cli.")) and m not in
+               ("windowfit.cli.app", "windowfit.cli.lazy"))
+print("loaded:", heavy, "metadata" if "importlib.metadata" in sys.modules else "", file=sys.stderr)
+"""
+
+
+def test_top_level_help_loads_no_command_module() -> None:
+    result = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
+    assert "report" in result.stdout
+    assert "loaded: [] \n" in result.stderr
+
+
+def test_a_command_still_runs_after_help_listed_it_as_a_summary() -> None:
+    from typer.testing import CliRunner
+
+    from windowfit.cli.app import app
+
+    runner = CliRunner()
+    assert "report" in runner.invoke(app, ["--help"]).stdout
+    result = runner.invoke(app, ["report", "--help"])
+    assert result.exit_code == 0
+    assert "--jobs" in result.stdout
