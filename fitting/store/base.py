@@ -26,10 +26,15 @@ from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from ..errors import OptionError
-from ..estimate import ZERO, Estimator
+from ..estimate import SEED, ZERO, Estimator
 
 PAGE_TOKENS = 2000
 """The default page size, in estimated tokens (of the page's text alone)."""
+
+PAGING = Estimator(SEED)
+"""The estimator pages are cut under by default: always the seed rule, whatever
+the fit's estimator, so a result is paged the same way by every fit (its stub
+names its page count, and the handle does not depend on the estimator)."""
 
 HANDLE_PREFIX = "wf-"
 HANDLE_HEX = 32
@@ -167,17 +172,18 @@ def stored_result(
     call_id: str,
     text: str,
     *,
-    estimator: Estimator,
+    estimator: Estimator | None = None,
     raw: str | None = None,
     source: str = "",
     tokens: int | None = None,
     page_tokens: int = PAGE_TOKENS,
 ) -> StoredResult:
-    """A ``StoredResult`` with its pages cut and counted under ``estimator``;
-    ``tokens`` defaults to the text's own estimate."""
-    pages = split_pages(text, estimator, page_tokens)
-    counted = tuple(text_tokens(p, estimator) for p in pages)
-    total = text_tokens(text, estimator) if tokens is None else tokens
+    """A ``StoredResult`` with its pages cut and counted under ``estimator``
+    (default ``PAGING``, the seed rule); ``tokens`` defaults to the text's own estimate."""
+    paging = estimator or PAGING
+    pages = split_pages(text, paging, page_tokens)
+    counted = tuple(text_tokens(p, paging) for p in pages)
+    total = text_tokens(text, paging) if tokens is None else tokens
     return StoredResult(tool, call_id, text, raw, source, total, pages, counted)
 
 
@@ -223,7 +229,9 @@ class ResultStore(Protocol):
 
     def put_many(self, items: Iterable[StoredResult]) -> tuple[Entry, ...]:
         """Store every item in one transaction; an item whose handle is stored
-        already keeps its content and has its ``created`` time refreshed.
+        already keeps its content and has its ``created`` time refreshed (and,
+        if it arrives cut into different pages, as under another page size,
+        its pages are replaced: the newest stub names the right page count).
         Returns each item's entry, in order."""
         ...
 

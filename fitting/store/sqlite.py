@@ -161,17 +161,24 @@ class SqliteStore:
             with self._transaction() as db:
                 for item in items:
                     handle = item.handle
+                    stored = db.execute(
+                        "SELECT length(CAST(text AS BLOB)) FROM pages WHERE handle = ? ORDER BY page", (handle,)
+                    ).fetchall()
                     db.execute(
                         "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                        " ON CONFLICT (handle) DO UPDATE SET created = MAX(created, excluded.created)",
+                        " ON CONFLICT (handle) DO UPDATE SET created = MAX(created, excluded.created),"
+                        " pages = excluded.pages",
                         (handle, item.tool, item.call_id, item.tokens, len(item.pages), item.chars,
                          item.source, now, item.raw),
                     )  # fmt: skip
-                    db.executemany(
-                        "INSERT OR IGNORE INTO pages VALUES (?, ?, ?, ?)",
-                        [(handle, n, text, tokens)
-                         for n, (text, tokens) in enumerate(zip(item.pages, item.page_tokens, strict=True), 1)],
-                    )  # fmt: skip
+                    if [n for (n,) in stored] != [len(p.encode()) for p in item.pages]:
+                        # New, or cut differently (another page size): these pages are the ones its stub names.
+                        db.execute("DELETE FROM pages WHERE handle = ?", (handle,))
+                        db.executemany(
+                            "INSERT INTO pages VALUES (?, ?, ?, ?)",
+                            [(handle, n, text, tokens)
+                             for n, (text, tokens) in enumerate(zip(item.pages, item.page_tokens, strict=True), 1)],
+                        )  # fmt: skip
                     row = db.execute(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE handle = ?", (handle,)).fetchone()
                     entries.append(_entry(row))
         except sqlite3.Error as error:
