@@ -104,20 +104,37 @@ def test_putting_a_handle_again_keeps_the_first_content_and_refreshes_its_time(
     store: ResultStore, clock: list[float]
 ) -> None:
     first = result(("a\n", "b"), source="first.jsonl")
-    # The same result seen from another transcript and paged differently: the same handle.
-    again = StoredResult("Bash", "call_1", "a\nb", None, "second.jsonl", 99, ("a\nb",), (7,))
+    # The same result seen from another transcript: the same handle.
+    again = StoredResult("Bash", "call_1", "a\nb", None, "second.jsonl", 99, ("a\n", "b"), (5, 6))
     assert again.handle == first.handle
     store.put_many([first])
     clock[0] = 2_000.0
     twice = store.put_many([again, again])
     assert twice[0] == twice[1]
-    entry = twice[0]
-    assert (entry.source, entry.pages, entry.tokens, entry.created) == ("first.jsonl", 2, 20, 2_000.0)
+    assert (twice[0].source, twice[0].pages, twice[0].tokens, twice[0].created) == ("first.jsonl", 2, 20, 2_000.0)
     assert [e.handle for e in store.entries()] == [first.handle]
-    assert [store.page(first.handle, n).text for n in (1, 2)] == ["a\n", "b"]
+    assert [(p.text, p.tokens) for p in (store.page(first.handle, 1), store.page(first.handle, 2))] == [
+        ("a\n", 1),
+        ("b", 2),
+    ]
     clock[0] = 1_500.0  # a put with an older clock (another worker's) never moves the time back
     (entry,) = store.put_many([first])
     assert entry.created == 2_000.0
+
+
+def test_a_handle_put_again_in_other_pages_gets_the_new_pages(store: ResultStore) -> None:
+    first = result(("one\n", "two\n", "three"))
+    # Cut under another page size: the newest stub names one page, so the store must hold one page.
+    whole = StoredResult("Bash", "call_1", "one\ntwo\nthree", None, "session.jsonl", 30, ("one\ntwo\nthree",), (9,))
+    assert whole.handle == first.handle
+    store.put_many([first])
+    (entry,) = store.put_many([whole])
+    assert entry.pages == 1
+    assert (store.page(first.handle, 1).text, store.page(first.handle, 1).tokens) == ("one\ntwo\nthree", 9)
+    with pytest.raises(PageOutOfRange):
+        store.page(first.handle, 2)
+    (entry,) = store.put_many([first])
+    assert [store.page(first.handle, n).text for n in (1, 2, 3)] == ["one\n", "two\n", "three"]
 
 
 def test_an_unknown_handle_is_an_error_for_every_read(store: ResultStore) -> None:

@@ -2,10 +2,11 @@
 workers that clear into one store and fetch from it.
 
 It behaves as the SQLite store does: a put is one transaction and idempotent by handle (``ON CONFLICT``: the
-content stored first stays, the time is refreshed), a reader never sees half an entry, and a ``windowfit_meta`` table
-names the schema and its version, so a database (or schema) that holds other tables but not ours is ``NotAStore``.
-What came from a transcript is kept as UTF-8 in ``BYTEA`` columns, because PostgreSQL's ``TEXT`` cannot hold the NUL
-character that a tool's output (and SQLite) can, and a fetch must give back exactly what was cleared.
+content stored first stays, the time is refreshed, and pages cut differently replace the old ones), a reader never
+sees half an entry, and a ``windowfit_meta`` table names the schema and its version, so a database (or schema) that
+holds other tables but not ours is ``NotAStore``. What came from a transcript is kept as UTF-8 in ``BYTEA`` columns,
+because PostgreSQL's ``TEXT`` cannot hold the NUL character that a tool's output (and SQLite) can, and a fetch must
+give back exactly what was cleared.
 The tables live in the connection's current schema: ``?options=-csearch_path%3Dwindowfit`` in the URL puts them in a
 schema of their own inside a shared database. A server that cannot be reached, a role that cannot write, a lost
 connection: each is ``StoreUnavailable``, and every message shows the URL with its password masked.
@@ -173,22 +174,30 @@ class PostgresStore:
             with self._transaction() as db, db.cursor() as cursor:
                 for item in items:
                     handle = item.handle
-                    # The first put's content stays; a later put of the same handle only refreshes its time.
+                    # The first put's content stays; a later put of the same handle refreshes its time and, if it
+                    # comes cut into other pages (another page size), its pages: the newest stub names those.
+                    # The upsert locks the entry's row, so the pages below are read and replaced by one writer.
                     cursor.execute(
                         "INSERT INTO windowfit_entries VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
                         " ON CONFLICT (handle) DO UPDATE"
-                        " SET created = GREATEST(windowfit_entries.created, excluded.created)"
+                        " SET created = GREATEST(windowfit_entries.created, excluded.created), pages = excluded.pages"
                         f" RETURNING {_ENTRY_COLUMNS}",
                         (handle, _bytes(item.tool), _bytes(item.call_id), item.tokens, len(item.pages), item.chars,
                          _bytes(item.source), now, None if item.raw is None else _bytes(item.raw)),
                     )  # fmt: skip
                     row = cursor.fetchone()
                     assert row is not None
-                    cursor.executemany(
-                        "INSERT INTO windowfit_pages VALUES (%s, %s, %s, %s) ON CONFLICT (handle, page) DO NOTHING",
-                        [(handle, n, _bytes(text), tokens)
-                         for n, (text, tokens) in enumerate(zip(item.pages, item.page_tokens, strict=True), 1)],
-                    )  # fmt: skip
+                    cursor.execute(
+                        "SELECT length(text) FROM windowfit_pages WHERE handle = %s ORDER BY page", (handle,)
+                    )
+                    stored = [n for (n,) in cursor.fetchall()]
+                    if stored != [len(_bytes(p)) for p in item.pages]:
+                        cursor.execute("DELETE FROM windowfit_pages WHERE handle = %s", (handle,))
+                        cursor.executemany(
+                            "INSERT INTO windowfit_pages VALUES (%s, %s, %s, %s)",
+                            [(handle, n, _bytes(text), tokens)
+                             for n, (text, tokens) in enumerate(zip(item.pages, item.page_tokens, strict=True), 1)],
+                        )  # fmt: skip
                     entries.append(_entry(row))
         except psycopg.Error as error:
             raise self._unavailable(error) from error
