@@ -36,6 +36,7 @@ from .shared import (
     print_json,
     size_of,
 )
+from .store_cmd import fetch_command, store_command
 
 app = typer.Typer(
     name="windowfit",
@@ -113,6 +114,8 @@ app.command()(fit)
 app.command()(check)
 app.command("replay")(replay_command)
 app.command("audit")(audit_command)
+app.command("fetch")(fetch_command)
+app.command("store")(store_command)
 app.command("mcp")(mcp_command)
 
 

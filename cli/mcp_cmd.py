@@ -16,7 +16,7 @@ from windowfit.fitting.errors import StoreError
 from windowfit.fitting.store import Entry, Page, ResultStore, open_store
 
 from .exit_codes import ExitCode
-from .shared import err
+from .shared import err, fail
 from .terminal import markup_safe
 
 SERVER_NAME = "windowfit"
@@ -151,8 +151,5 @@ def mcp_command(
         with open_store(store):
             pass
     except StoreError as error:
-        err.print(f"[bold red]error:[/] {markup_safe(str(error))}")
-        if error.hint:
-            err.print(f"[dim]hint: {markup_safe(error.hint)}[/]")
-        raise typer.Exit(ExitCode.BAD_INPUT) from None
+        fail(error)  # not ours: 3; locked, read-only or unreachable: 4
     build_server(store).run("stdio")

@@ -249,7 +249,7 @@ class ResultStore(Protocol):
         ...
 
     def entries(self) -> tuple[Entry, ...]:
-        """Every entry, oldest first (then by handle)."""
+        """Every entry, oldest first (entries put together: in the order they were put)."""
         ...
 
     def drop_older_than(self, timestamp: float) -> int:

@@ -220,7 +220,7 @@ class SqliteStore:
         return None if value is None else str(value)
 
     def entries(self) -> tuple[Entry, ...]:
-        rows = self._read(f"SELECT {_ENTRY_COLUMNS} FROM entries ORDER BY created, handle")
+        rows = self._read(f"SELECT {_ENTRY_COLUMNS} FROM entries ORDER BY created, rowid")
         return tuple(_entry(row) for row in rows)  # type: ignore[arg-type]
 
     def drop_older_than(self, timestamp: float) -> int:
