@@ -159,14 +159,16 @@ def test_an_entry_without_original_json_has_none(store: ResultStore) -> None:
     assert store.raw(item.handle) is None
 
 
-def test_entries_are_listed_oldest_first_then_by_handle(store: ResultStore, clock: list[float]) -> None:
+def test_entries_are_listed_oldest_first_then_in_the_order_put(store: ResultStore, clock: list[float]) -> None:
     late = result(("late",), call_id="late")
     early = [result((f"early {n}",), call_id=f"early_{n}") for n in range(3)]
     clock[0] = 2_000.0
     store.put_many([late])
     clock[0] = 1_000.0
     store.put_many(early)
-    assert [e.handle for e in store.entries()] == [*sorted(e.handle for e in early), late.handle]
+    assert [e.handle for e in store.entries()] == [*(e.handle for e in early), late.handle]
+    store.put_many(reversed(early))  # put again at the same time: each keeps its place
+    assert [e.handle for e in store.entries()] == [*(e.handle for e in early), late.handle]
 
 
 def test_drop_older_than_removes_only_older_entries_and_their_pages(store: ResultStore, clock: list[float]) -> None:

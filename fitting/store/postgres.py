@@ -39,7 +39,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS windowfit_entries ("
     " handle TEXT PRIMARY KEY, tool BYTEA NOT NULL, call_id BYTEA NOT NULL, tokens INTEGER NOT NULL,"
     " pages INTEGER NOT NULL, chars INTEGER NOT NULL, source BYTEA NOT NULL, created DOUBLE PRECISION NOT NULL,"
-    " raw BYTEA)",
+    " raw BYTEA, seq BIGINT GENERATED ALWAYS AS IDENTITY)",
     "CREATE TABLE IF NOT EXISTS windowfit_pages ("
     " handle TEXT NOT NULL REFERENCES windowfit_entries(handle) ON DELETE CASCADE, page INTEGER NOT NULL,"
     " text BYTEA NOT NULL, tokens INTEGER NOT NULL, PRIMARY KEY (handle, page))",
@@ -178,7 +178,8 @@ class PostgresStore:
                     # comes cut into other pages (another page size), its pages: the newest stub names those.
                     # The upsert locks the entry's row, so the pages below are read and replaced by one writer.
                     cursor.execute(
-                        "INSERT INTO windowfit_entries VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                        f"INSERT INTO windowfit_entries ({_ENTRY_COLUMNS}, raw)"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
                         " ON CONFLICT (handle) DO UPDATE"
                         " SET created = GREATEST(windowfit_entries.created, excluded.created), pages = excluded.pages"
                         f" RETURNING {_ENTRY_COLUMNS}",
@@ -242,7 +243,7 @@ class PostgresStore:
         return None if value is None else _text(value)
 
     def entries(self) -> tuple[Entry, ...]:
-        rows = self._read(f"SELECT {_ENTRY_COLUMNS} FROM windowfit_entries ORDER BY created, handle")
+        rows = self._read(f"SELECT {_ENTRY_COLUMNS} FROM windowfit_entries ORDER BY created, seq")
         return tuple(_entry(row) for row in rows)
 
     def drop_older_than(self, timestamp: float) -> int:
