@@ -9,12 +9,15 @@ the others write. The results are text the test writes, so the expected fetches 
 from __future__ import annotations
 
 import multiprocessing
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from conftest import ROOT
 from store_backends import BACKENDS, store_target
 
 from windowfit.fitting import fit, load
@@ -91,3 +94,49 @@ def test_eight_processes_fit_into_one_store_and_lose_nothing(target: str) -> Non
         for handle, text in expected.items():
             assert full_text(store, handle) == text
         assert all(store.entry(h).chars == len(t) for h, t in expected.items())
+
+
+SAMPLES = (
+    ("en_coding_session.jsonl", "100000"),
+    ("ru_subagent_chapters.jsonl", "30000"),
+    ("ja_tools_session.jsonl", "30000"),
+    ("data_tool_search.jsonl", "30000"),
+)
+
+
+def fit_args(sample: str, budget: str, store: str, output: Path) -> list[str]:
+    return ["fit", f"sample_transcripts/{sample}", "--budget", budget, "--store", store, "--json", "-o", str(output)]
+
+
+@pytest.mark.slow
+def test_eight_fit_commands_at_once_build_the_store_one_after_another_would(
+    target: str, tmp_path: Path, run_cli: Any
+) -> None:
+    """Eight ``windowfit fit --store`` processes, two on each bundled sample (racing on the same handles), against
+    the same eight fits run one by one in this process into a fresh SQLite store: the same entries, and every one
+    holds the same text and original JSON."""
+    commands = [(sample, budget, n) for sample, budget in SAMPLES for n in range(2)]
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-m", "windowfit", *fit_args(s, b, target, tmp_path / f"out{s}{n}.json")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+        )
+        for s, b, n in commands
+    ]
+    outputs = [process.communicate(timeout=120) for process in running]
+    assert [(p.returncode, err) for p, (_, err) in zip(running, outputs, strict=True)] == [(0, b"")] * len(running)
+    named = {r["handle"] for out, _ in outputs for r in orjson.loads(out)["results"] if r["handle"]}
+
+    reference = str(tmp_path / "one_by_one.db")
+    for sample, budget in SAMPLES:
+        assert run_cli(*fit_args(sample, budget, reference, tmp_path / "ref.json")).exit_code == 0
+    with open_store(target, create=False) as store, open_store(reference, create=False) as expected:
+        handles = sorted(e.handle for e in expected.entries())
+        assert sorted(e.handle for e in store.entries()) == handles == sorted(named)
+        assert len(handles) > 40
+        for handle in handles:
+            assert full_text(store, handle) == full_text(expected, handle)
+            assert store.raw(handle) == expected.raw(handle)
+            assert store.entry(handle).pages == expected.entry(handle).pages
