@@ -41,8 +41,7 @@ def results(n: int, seed: int = 7) -> list[StoredResult]:
     makers: tuple[Callable[[random.Random, int], str], ...] = (prose.python_module, prose.russian_prose)
     pool = [make(rng, rng.choice((200, 800, 2000, 5000, 12000))) for make in makers for _ in range(60)]
     return [
-        stored_result("Read", f"toolu_{i:08d}", f"read {i}\n{rng.choice(pool)}", source="bench.jsonl")
-        for i in range(n)
+        stored_result("Read", f"toolu_{i:08d}", f"read {i}\n{rng.choice(pool)}", source="bench.jsonl") for i in range(n)
     ]
 
 
@@ -56,7 +55,8 @@ def entry_row(item: StoredResult, now: float) -> tuple[object, ...]:
 
 
 def page_rows(item: StoredResult) -> list[tuple[object, ...]]:
-    return [(item.handle, n, text, tokens) for n, (text, tokens) in enumerate(zip(item.pages, item.page_tokens), 1)]
+    pages = zip(item.pages, item.page_tokens, strict=True)
+    return [(item.handle, n, text, tokens) for n, (text, tokens) in enumerate(pages, 1)]
 
 
 # The bare baselines: the same two tables, plain inserts and primary-key selects.
@@ -204,7 +204,8 @@ def main(argv: list[str] | None = None) -> None:
     with console.status(f"generating and paging {args.results:,} results"):
         items = results(args.results)
     rng = random.Random(3)
-    picks = [(item.handle, rng.randint(1, len(item.pages))) for item in (rng.choice(items) for _ in range(args.fetches))]
+    chosen = (rng.choice(items) for _ in range(args.fetches))
+    picks = [(item.handle, rng.randint(1, len(item.pages))) for item in chosen]
 
     rows: list[tuple[str, float, float, int]] = []
     with tempfile.TemporaryDirectory() as tmp:
