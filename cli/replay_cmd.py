@@ -16,7 +16,7 @@ from windowfit.fitting.replay import KEEP_LAST, POLICIES, POLICY_NAMES, PolicyFa
 from windowfit.fitting.serialize import replay_document
 
 from .exit_codes import ExitCode
-from .render_replay import render_chart, render_table
+from .render_replay import render_chart, render_retrievable, render_table
 from .shared import (
     EstimatorName,
     FromFormat,
@@ -189,6 +189,7 @@ def replay_command(
     if hidden is not None:
         out.print(f"[dim]{markup_safe(size.preamble_text())}[/]")
     out.print(render_table(runs, budget=budget, window=window))
+    out.print(render_retrievable(runs))
     if chart:
         for run in runs:
             out.print()

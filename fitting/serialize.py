@@ -94,6 +94,9 @@ class ToolJson(TypedDict):
     result_tokens: int
     max_result_tokens: int
     grows_like_data: bool
+    page_tokens: int | None
+    paged_tokens: int | None
+    largest_pages: int | None
 
 
 class SessionJson(TypedDict):
@@ -236,6 +239,9 @@ def report_to_dict(report: Report) -> TranscriptReportJson:
                 "result_tokens": t.result_tokens,
                 "max_result_tokens": t.max_result_tokens,
                 "grows_like_data": t.grows_like_data,
+                "page_tokens": t.page_tokens,
+                "paged_tokens": t.paged_tokens,
+                "largest_pages": t.largest_pages,
             }
             for t in report.tools
         ],
@@ -658,6 +664,8 @@ class ReplayRunJson(TypedDict):
     uncached_tokens: int
     prefix_breaks: int
     outcomes: dict[str, float]
+    retrievable_tokens: int
+    retrievable_results: int
     steps: list[ReplayStepJson]
 
 
@@ -699,6 +707,8 @@ def replay_document(
                 "uncached_tokens": run.uncached_tokens,
                 "prefix_breaks": run.prefix_breaks,
                 "outcomes": {name: round(share, 4) for name, share in run.outcome_shares()},
+                "retrievable_tokens": run.retrievable_tokens,
+                "retrievable_results": run.retrievable_results,
                 "steps": [
                     {
                         "index": s.index,

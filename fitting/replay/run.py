@@ -42,6 +42,12 @@ class Run:
 
     policy: str
     steps: tuple[Step, ...]
+    retrievable_tokens: int = 0
+    """Tokens of the results this policy cleared over the session (each counted
+    once): what ``fit --store`` would keep retrievable by handle. What stages 2
+    and 3 drop is not counted: dropped messages are not stored."""
+    retrievable_results: int = 0
+    """How many results that is."""
 
     @property
     def requests(self) -> int:
@@ -171,8 +177,10 @@ def replay(
         policy = factory(session, budget)
         steps: list[Step] = []
         previous: Sent | None = None
+        ever_cleared: set[int] = set()
         for index, n in enumerate(session.steps):
             sent = policy.request(n)
+            ever_cleared.update(sent.newly_cleared)
             shared, broke = _shared_prefix(session, policy, previous, sent) if previous else (0, False)
             steps.append(
                 Step(
@@ -190,7 +198,8 @@ def replay(
                 )
             )
             previous = sent
-        runs.append(Run(policy.name, tuple(steps)))
+        retrievable = sum(session.results[r].tokens for r in ever_cleared)
+        runs.append(Run(policy.name, tuple(steps), retrievable, len(ever_cleared)))
     return tuple(runs)
 
 

@@ -24,7 +24,10 @@ from .base import (
     stored_result,
     text_tokens,
 )
+from .content import block_handle, result_raw, result_text, stored_block
+from .offload import Offloaded, offload
 from .sqlite import SqliteStore
+from .tool import ANTHROPIC_TOOL, OPENAI_TOOL, RESPONSES_TOOL, TOOL_NAME, handle_tool_call
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -51,20 +54,31 @@ def open_store(target: str, *, create: bool = True) -> ResultStore:
 
 
 __all__ = [
+    "ANTHROPIC_TOOL",
     "HANDLE_PREFIX",
+    "OPENAI_TOOL",
     "PAGE_TOKENS",
     "POSTGRES_SCHEMES",
+    "RESPONSES_TOOL",
+    "TOOL_NAME",
     "Entry",
+    "Offloaded",
     "Page",
     "ResultStore",
     "SqliteStore",
     "StoredResult",
+    "block_handle",
     "full_text",
     "handle_for",
+    "handle_tool_call",
     "is_handle",
     "is_postgres_url",
+    "offload",
     "open_store",
+    "result_raw",
+    "result_text",
     "split_pages",
+    "stored_block",
     "stored_result",
     "text_tokens",
 ]
