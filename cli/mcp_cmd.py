@@ -1,8 +1,9 @@
 """``windowfit mcp``: a result store served over the Model Context Protocol (stdio), so an agent in Claude Code,
 Codex, Gemini CLI or any MCP client fetches the results that fitting cleared, by the handle its stub names.
 
-The official ``mcp`` SDK is the ``mcp`` extra and is imported only when the command runs (``windowfit --help`` stays
-fast); the SDK's 1.x (``FastMCP``) and 2.x (``MCPServer``) servers share the few calls used here.
+Its ``windowfit_fetch`` answers exactly as ``fitting.store.tool.handle_tool_call`` does for a harness. The official
+``mcp`` SDK is the ``mcp`` extra and is imported only when the command runs (``windowfit --help`` stays fast); the
+SDK's 1.x (``FastMCP``) and 2.x (``MCPServer``) servers share the few calls used here.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from typing import Annotated, Any
 import typer
 
 from windowfit.fitting.errors import StoreError
-from windowfit.fitting.store import Entry, Page, ResultStore, open_store
+from windowfit.fitting.store import Entry, open_store
+from windowfit.fitting.store.tool import TOOL_DESCRIPTION, TOOL_NAME, handle_tool_call
 
 from .exit_codes import ExitCode
 from .shared import err, fail
 from .terminal import markup_safe
 
 SERVER_NAME = "windowfit"
-FETCH_TOOL = "windowfit_fetch"
+FETCH_TOOL = TOOL_NAME
 LIST_TOOL = "windowfit_list"
 LISTED = 50
 """The most entries ``windowfit_list`` returns by default (newest first)."""
@@ -29,43 +31,15 @@ INSTRUCTIONS = (
     "When this conversation grew too long, windowfit cleared old tool results and kept each one in a store. "
     "A cleared result's stub names its handle (wf- and 32 hex digits), its size and its page count. "
     f"Call {FETCH_TOOL} with that handle to read it back, one page at a time (page 1 first), or with search "
-    f"to jump to the first page that mentions something. {LIST_TOOL} lists what the store holds."
-)
-FETCH_DESCRIPTION = (
-    "Read back a tool result that windowfit cleared from the conversation, by the handle its stub names "
-    "(wf- and 32 hex digits). Returns one page (about 2,000 tokens) after a header line saying which page of how "
-    "many it is; ask for the next page with page. With search, returns the first page, from page on, that contains "
-    "that text (case-insensitive)."
+    f"to get only the lines that contain a text. {LIST_TOOL} lists what the store holds."
 )
 LIST_DESCRIPTION = (
     "List the tool results windowfit keeps in its store, newest first: handle, tool, call id, estimated tokens, "
     "pages, and the transcript each came from."
 )
-
-
-def page_header(page: Page, *, matched: str | None = None) -> str:
-    """The line before a page's text: where it is in its entry and how to get the next one."""
-    what = f"{page.handle} page {page.page} of {page.pages} ({page.tool} result, call {page.call_id}, "
-    what += f"about {page.tokens:,} tokens)"
-    if matched is not None:
-        what += f", the first page from there that contains {matched!r}"
-    if page.page < page.pages:
-        return f"[{what}; next: page={page.page + 1}]"
-    return f"[{what}; the last page]"
-
-
-def fetch_text(store: ResultStore, handle: str, page: int = 1, search: str | None = None) -> str:
-    """What ``windowfit_fetch`` answers: the header line, a newline, and the page's text exactly."""
-    if not search:
-        found = store.page(handle, page)
-        return f"{page_header(found)}\n{found.text}"
-    needle = search.casefold()
-    first = store.page(handle, page)
-    for number in range(page, first.pages + 1):
-        found = first if number == page else store.page(handle, number)
-        if needle in found.text.casefold():
-            return f"{page_header(found, matched=search)}\n{found.text}"
-    raise StoreError(f"no page of {handle} from page {page} on contains {search!r}", "fetch without search")
+ERROR_PREFIX = "[windowfit_fetch error]"
+"""How ``handle_tool_call`` begins an answer that is the model's mistake (an unknown handle, a page out of range):
+over MCP such an answer is a tool error, so the client marks it as one."""
 
 
 def list_text(entries: tuple[Entry, ...], limit: int = LISTED) -> str:
@@ -104,11 +78,17 @@ def build_server(target: str) -> Any:
     server = server_class(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def fetch(handle: str, page: int = 1, search: str | None = None) -> str:
+        arguments: dict[str, object] = {"handle": handle, "page": page}
+        if search is not None:
+            arguments["search"] = search
         try:
             with open_store(target, create=False) as store:
-                return fetch_text(store, handle.strip(), page, search)
+                answer = handle_tool_call(store, arguments)
         except StoreError as error:
             raise tool_error(f"{error}{f' (hint: {error.hint})' if error.hint else ''}") from error
+        if answer.startswith(ERROR_PREFIX):
+            raise tool_error(answer)
+        return answer
 
     def list_entries(limit: int = LISTED) -> str:
         try:
@@ -117,7 +97,8 @@ def build_server(target: str) -> Any:
         except StoreError as error:
             raise tool_error(f"{error}{f' (hint: {error.hint})' if error.hint else ''}") from error
 
-    server.tool(name=FETCH_TOOL, description=FETCH_DESCRIPTION)(fetch)
+    # The same tool, by name and description, that a harness gives the model (fitting.store.tool).
+    server.tool(name=FETCH_TOOL, description=TOOL_DESCRIPTION)(fetch)
     server.tool(name=LIST_TOOL, description=LIST_DESCRIPTION)(list_entries)
     return server
 

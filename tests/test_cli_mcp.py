@@ -14,6 +14,7 @@ from store_backends import BACKENDS, store_target
 from typer.testing import Result
 
 from windowfit.fitting.store import StoredResult, open_store
+from windowfit.fitting.store.tool import TOOL_DESCRIPTION, handle_tool_call
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[test]')")
 anyio = pytest.importorskip("anyio")
@@ -69,39 +70,49 @@ def session_calls(target: str, calls: list[tuple[str, dict[str, Any]]]) -> tuple
     return outcome
 
 
+def page_of(answer: str) -> str:
+    """The page inside a fetch answer: after the header line, before the line saying which page follows."""
+    body = answer.split("\n", 1)[1]
+    return body.split("\n[windowfit_fetch] page ", 1)[0]
+
+
 def test_the_sdk_client_lists_the_tools_and_fetches_exact_pages(served: str) -> None:
     handle = ENTRY.handle
-    tools, results = session_calls(
-        served,
-        [
-            ("windowfit_fetch", {"handle": handle}),
-            ("windowfit_fetch", {"handle": handle, "page": 2}),
-            ("windowfit_fetch", {"handle": handle, "page": 3}),
-            ("windowfit_fetch", {"handle": handle, "search": "the end"}),
-            ("windowfit_list", {}),
-        ],
-    )
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("windowfit_fetch", {"handle": handle}),
+        ("windowfit_fetch", {"handle": handle, "page": 2}),
+        ("windowfit_fetch", {"handle": handle, "page": 3}),
+        ("windowfit_fetch", {"handle": handle, "search": "the end"}),
+        ("windowfit_list", {}),
+    ]
+    tools, results = session_calls(served, calls)
     by_name = {tool.name: tool for tool in tools.tools}
     assert set(by_name) == {"windowfit_fetch", "windowfit_list"}
-    schema = by_name["windowfit_fetch"].inputSchema if hasattr(by_name["windowfit_fetch"], "inputSchema") else None
-    schema = schema or by_name["windowfit_fetch"].input_schema
+    fetch_tool = by_name["windowfit_fetch"]
+    schema = getattr(fetch_tool, "input_schema", None) or fetch_tool.inputSchema  # 2.x, 1.x
     assert set(schema["properties"]) == {"handle", "page", "search"}
     assert schema["required"] == ["handle"]
+    assert fetch_tool.description == TOOL_DESCRIPTION
 
-    first, second, third, found, listed = results
     assert not any(is_error(r) for r in results)
-    assert texts(first) == [f"[{handle} page 1 of 3 (Read result, call toolu_01, about 400 tokens); next: page=2]\n"
-                            "chapter one\n"]  # fmt: skip
-    assert texts(second) == [f"[{handle} page 2 of 3 (Read result, call toolu_01, about 500 tokens); next: page=3]\n"
-                             "[not markup] глава вторая\n"]  # fmt: skip
-    assert texts(third) == [f"[{handle} page 3 of 3 (Read result, call toolu_01, about 300 tokens); the last page]\n"
-                            "THE END"]  # fmt: skip
-    assert texts(found) == [f"[{handle} page 3 of 3 (Read result, call toolu_01, about 300 tokens), the first page "
-                            "from there that contains 'the end'; the last page]\nTHE END"]  # fmt: skip
-    assert texts(listed) == [
+    answers = [texts(r) for r in results]
+    assert all(len(a) == 1 for a in answers)
+    first, second, third, found, listed = (a[0] for a in answers)
+    assert [page_of(first), page_of(second), page_of(third)] == [
+        "chapter one\n",
+        "[not markup] глава вторая\n",
+        "THE END",
+    ]
+    assert first.startswith(f"[windowfit_fetch] {handle}, page 1 of 3: the result of Read (call toolu_01)")
+    assert third.startswith(f"[windowfit_fetch] {handle}, page 3 of 3:") and third.endswith("\nTHE END")
+    assert found.endswith("\npage 3, line 3: THE END")
+    # Over MCP the agent gets exactly what a harness calling the handler would send it.
+    with open_store(served) as store:
+        assert [first, second, third, found] == [handle_tool_call(store, args) for _, args in calls[:4]]
+    assert listed == (
         "1 cleared result in the store, newest first:\n"
         f"{handle}  Read call toolu_01, about 1,200 tokens in 3 pages, from session.jsonl"
-    ]
+    )
 
 
 def test_a_bad_fetch_is_a_tool_error_and_the_server_keeps_serving(served: str) -> None:
@@ -111,15 +122,13 @@ def test_a_bad_fetch_is_a_tool_error_and_the_server_keeps_serving(served: str) -
         [
             ("windowfit_fetch", {"handle": missing}),
             ("windowfit_fetch", {"handle": ENTRY.handle, "page": 4}),
-            ("windowfit_fetch", {"handle": ENTRY.handle, "search": "not in it"}),
             ("windowfit_fetch", {"handle": ENTRY.handle, "page": 3}),
         ],
     )
-    unknown, out_of_range, not_found, after = results
-    assert is_error(unknown) and f"no entry {missing}" in texts(unknown)[0]
-    assert is_error(out_of_range) and "has 3 pages; there is no page 4" in texts(out_of_range)[0]
-    assert is_error(not_found) and "from page 1 on contains 'not in it'" in texts(not_found)[0]
-    assert not is_error(after) and texts(after)[0].endswith("\nTHE END")
+    unknown, out_of_range, after = results
+    assert is_error(unknown) and f"no result is kept under {missing}" in texts(unknown)[0]
+    assert is_error(out_of_range) and f"{ENTRY.handle} has 3 pages" in texts(out_of_range)[0]
+    assert not is_error(after) and page_of(texts(after)[0]) == "THE END"
 
 
 def test_a_file_that_is_not_a_store_stops_the_server_before_it_starts(run_cli: Run, tmp_path: Path) -> None:
