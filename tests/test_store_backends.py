@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from store_backends import BACKENDS, postgres_schema, postgres_server_url, require_psycopg, store_target
+from store_backends import (
+    BACKENDS,
+    postgres_schema,
+    postgres_server_url,
+    require_psycopg,
+    store_target,
+    with_search_path,
+)
 
 from windowfit.fitting import make_estimator
 from windowfit.fitting.errors import NotAStore, PageOutOfRange, StoreUnavailable, UnknownHandle
@@ -256,6 +263,13 @@ def test_an_unreachable_server_is_unavailable_and_its_password_never_shown(tmp_p
         assert "s3cret-pw" not in message
         assert mask_url(url) in message and "***" in message
         assert "\n" not in message
+
+
+def test_a_search_path_naming_no_schema_is_a_clear_error() -> None:
+    url = with_search_path(postgres_server_url(), "wf_no_such_schema")
+    with pytest.raises(StoreUnavailable, match="no schema to keep the store in") as caught:
+        open_store(url)
+    assert caught.value.hint == "create the schema first, e.g. CREATE SCHEMA windowfit"
 
 
 def test_mask_url_hides_every_password() -> None:

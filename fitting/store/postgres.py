@@ -120,6 +120,12 @@ class PostgresStore:
 
     def _tables(self) -> set[str]:
         """Our tables in the current schema; ``NotAStore`` if the schema holds tables and none of them is ours."""
+        schema = self._db.execute("SELECT current_schema()").fetchone()
+        if schema is None or schema[0] is None:
+            raise StoreUnavailable(
+                f"{self._target}: no schema to keep the store in (none on the search path exists)",
+                "create the schema first, e.g. CREATE SCHEMA windowfit",
+            )
         rows = self._db.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
         ).fetchall()
