@@ -46,7 +46,7 @@ def list_text(entries: tuple[Entry, ...], limit: int = LISTED) -> str:
     """What ``windowfit_list`` answers: one line per entry, newest first."""
     if not entries:
         return "The store is empty: nothing has been cleared into it yet."
-    newest = sorted(entries, key=lambda e: (-e.created, e.handle))[:limit]
+    newest = entries[::-1][:limit]  # the store lists oldest first, those put together in the order put
     lines = [f"{len(entries):,} cleared result{'s' if len(entries) != 1 else ''} in the store, newest first:"]
     lines += [
         f"{e.handle}  {e.tool} call {e.call_id}, about {e.tokens:,} tokens in {e.pages} "
