@@ -33,6 +33,10 @@ CONNECT_TIMEOUT_SECONDS = 10
 TABLES = ("windowfit_meta", "windowfit_entries", "windowfit_pages")
 _INIT_LOCK = 0x77660001
 """A transaction-level advisory lock key, so two workers creating the store at once do not race on the DDL."""
+_WRITE_LOCK = 0x77660002
+"""The advisory lock every write transaction takes first: writers queue one behind another, as SQLite's
+``BEGIN IMMEDIATE`` makes them, so two puts of overlapping handles can never deadlock on the rows they lock, and a
+put never interleaves with ``drop_older_than``. Readers take no lock and never wait."""
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS windowfit_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -166,48 +170,62 @@ class PostgresStore:
             )
 
     @contextmanager
-    def _transaction(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    def _transaction(self, *, write: bool = False) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
         with self._lock, self._db.transaction():
+            if write:
+                self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
             yield self._db
 
     def put_many(self, items: Iterable[StoredResult]) -> tuple[Entry, ...]:
         items = tuple(items)
         if not items:
             return ()
-        now = time.time()
-        entries: list[Entry] = []
         try:
-            with self._transaction() as db, db.cursor() as cursor:
-                for item in items:
-                    handle = item.handle
-                    # The first put's content stays; a later put of the same handle refreshes its time and, if it
-                    # comes cut into other pages (another page size), its pages: the newest stub names those.
-                    # The upsert locks the entry's row, so the pages below are read and replaced by one writer.
-                    cursor.execute(
-                        f"INSERT INTO windowfit_entries ({_ENTRY_COLUMNS}, raw)"
-                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-                        " ON CONFLICT (handle) DO UPDATE"
-                        " SET created = GREATEST(windowfit_entries.created, excluded.created), pages = excluded.pages"
-                        f" RETURNING {_ENTRY_COLUMNS}",
-                        (handle, _bytes(item.tool), _bytes(item.call_id), item.tokens, len(item.pages), item.chars,
-                         _bytes(item.source), now, None if item.raw is None else _bytes(item.raw)),
-                    )  # fmt: skip
-                    row = cursor.fetchone()
-                    assert row is not None
-                    cursor.execute(
-                        "SELECT length(text) FROM windowfit_pages WHERE handle = %s ORDER BY page", (handle,)
-                    )
-                    stored = [n for (n,) in cursor.fetchall()]
-                    if stored != [len(_bytes(p)) for p in item.pages]:
-                        cursor.execute("DELETE FROM windowfit_pages WHERE handle = %s", (handle,))
-                        cursor.executemany(
-                            "INSERT INTO windowfit_pages VALUES (%s, %s, %s, %s)",
-                            [(handle, n, _bytes(text), tokens)
-                             for n, (text, tokens) in enumerate(zip(item.pages, item.page_tokens, strict=True), 1)],
-                        )  # fmt: skip
-                    entries.append(_entry(row))
+            return self._put(items)
         except psycopg.Error as error:
             raise self._unavailable(error) from error
+
+    def _put(self, items: tuple[StoredResult, ...]) -> tuple[Entry, ...]:
+        """One transaction of a few round trips whatever the batch's size: upsert every entry (in the order put,
+        which ``entries`` lists them in), read the pages stored for them, replace those cut differently. The first
+        put's content stays; a later put of a handle refreshes its time and, if it comes cut into other pages
+        (another page size), its pages, since the newest stub names those."""
+        now = time.time()
+        entries: list[Entry] = []
+        with self._transaction(write=True) as db, db.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO windowfit_entries ({_ENTRY_COLUMNS}, raw) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (handle) DO UPDATE"
+                " SET created = GREATEST(windowfit_entries.created, excluded.created), pages = excluded.pages"
+                f" RETURNING {_ENTRY_COLUMNS}",
+                [_entry_params(item, now) for item in items],
+                returning=True,
+            )
+            for position in range(len(items)):
+                if position:
+                    cursor.nextset()
+                row = cursor.fetchone()
+                assert row is not None
+                entries.append(_entry(row))
+            last = {item.handle: item for item in items}  # a handle put twice in one batch: the later decides
+            handles = sorted(last)
+            cursor.execute(
+                "SELECT handle, length(text) FROM windowfit_pages WHERE handle = ANY(%s) ORDER BY handle, page",
+                (handles,),
+            )
+            stored: dict[str, list[int]] = {}
+            for handle, length in cursor.fetchall():
+                assert isinstance(length, int)
+                stored.setdefault(str(handle), []).append(length)
+            changed = [last[h] for h in handles if stored.get(h, []) != [len(_bytes(p)) for p in last[h].pages]]
+            if changed:
+                cursor.execute("DELETE FROM windowfit_pages WHERE handle = ANY(%s)", ([c.handle for c in changed],))
+                cursor.executemany(
+                    "INSERT INTO windowfit_pages VALUES (%s, %s, %s, %s)",
+                    [(item.handle, n, _bytes(text), tokens)
+                     for item in changed
+                     for n, (text, tokens) in enumerate(zip(item.pages, item.page_tokens, strict=True), 1)],
+                )  # fmt: skip
         return tuple(entries)
 
     def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
@@ -254,7 +272,7 @@ class PostgresStore:
 
     def drop_older_than(self, timestamp: float) -> int:
         try:
-            with self._transaction() as db:
+            with self._transaction(write=True) as db:
                 # The pages go with their entries (ON DELETE CASCADE).
                 return db.execute("DELETE FROM windowfit_entries WHERE created < %s", (timestamp,)).rowcount
         except psycopg.Error as error:
@@ -274,6 +292,12 @@ class PostgresStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _entry_params(item: StoredResult, now: float) -> tuple[object, ...]:
+    raw = None if item.raw is None else _bytes(item.raw)
+    return (item.handle, _bytes(item.tool), _bytes(item.call_id), item.tokens, len(item.pages), item.chars,
+            _bytes(item.source), now, raw)  # fmt: skip
 
 
 def _bytes(text: str) -> bytes:
