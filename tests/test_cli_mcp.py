@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_backends import BACKENDS, store_target
+from store_backends import BACKENDS, require_psycopg, store_target
 from typer.testing import Result
 
 from windowfit.fitting.store import StoredResult, open_store
@@ -154,3 +154,13 @@ def test_without_the_sdk_the_command_names_the_extra(run_cli: Run, monkeypatch: 
     assert result.exit_code == 2
     assert result.stderr == "error: windowfit mcp needs the MCP SDK (No module named 'mcp')\n" \
         "hint: pip install 'windowfit[mcp]'\n"  # fmt: skip
+
+
+def test_a_server_that_cannot_be_reached_is_exit_4_with_the_password_masked(run_cli: Run, tmp_path: Path) -> None:
+    require_psycopg()
+    url = f"postgresql://fleet:hunter2-pw@/store?host={tmp_path}&port=5999"
+    result = run_cli("mcp", "--store", url)
+    assert result.exit_code == 4
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"error: postgresql://fleet:***@/store?host={tmp_path}&port=5999: cannot connect")
+    assert "hunter2-pw" not in result.stderr
