@@ -4,6 +4,7 @@ texts and headers below are written out, not computed by the server's code."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,8 +17,13 @@ from typer.testing import Result
 from windowfit.fitting.store import StoredResult, open_store
 from windowfit.fitting.store.tool import TOOL_DESCRIPTION, handle_tool_call
 
-mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[test]')")
-anyio = pytest.importorskip("anyio")
+try:
+    import anyio
+    import mcp  # noqa: F401  (the mcp extra, in the test extra)
+except ImportError:
+    if os.environ.get("CI"):  # CI installs the test extra: a missing SDK there is a failure, never a skip
+        raise
+    pytest.skip("the mcp extra is not installed (pip install -e '.[test]')", allow_module_level=True)
 
 Run = Callable[..., Result]
 
