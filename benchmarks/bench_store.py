@@ -9,12 +9,14 @@ The results are generated (code and Russian prose, 200 to 12,000 characters, so 
 before any clock starts. Both sides put them in batches of ``--batch`` (one fit clearing that many), one transaction
 per batch, into the same two tables (entries, pages); the bare side is a plain ``INSERT`` of each row, ours is
 ``ResultStore.put_many`` (an upsert by handle that checks the pages already stored). Fetching is ``store.page``
-against a bare ``SELECT`` by primary key, for the same random (handle, page) pairs.
+against a bare ``SELECT`` by primary key, for the same random (handle, page) pairs. The two sides take turns (batch
+by batch, 500 fetches at a time, each first every other time), so a shared machine's changing load falls on both.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import sqlite3
@@ -26,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from common import best_of
+import common  # noqa: F401  (puts the checkout on sys.path, for sample_transcripts)
 from rich.console import Console
 from rich.table import Table
 
@@ -34,6 +36,8 @@ from sample_transcripts import prose
 from windowfit.fitting.store import ResultStore, StoredResult, open_store, stored_result
 
 POSTGRES_ENV = "WINDOWFIT_TEST_POSTGRES"
+FETCH_CHUNK = 500
+"""Fetches are timed in chunks of this many pages, the two sides taking turns."""
 
 
 def results(n: int, seed: int = 7) -> list[StoredResult]:
@@ -69,18 +73,20 @@ BARE_SQLITE = (
 )
 
 
-def bare_sqlite_put(path: str, items: Sequence[StoredResult], batch: int) -> sqlite3.Connection:
+def bare_sqlite_open(path: str) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode = WAL")
     for statement in BARE_SQLITE:
         db.execute(statement)
-    for group in batches(items, batch):
-        now = time.time()
-        db.execute("BEGIN IMMEDIATE")
-        db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [entry_row(i, now) for i in group])
-        db.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", [row for i in group for row in page_rows(i)])
-        db.execute("COMMIT")
     return db
+
+
+def bare_sqlite_put(db: sqlite3.Connection, group: Sequence[StoredResult]) -> None:
+    now = time.time()
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [entry_row(i, now) for i in group])
+    db.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", [row for i in group for row in page_rows(i)])
+    db.execute("COMMIT")
 
 
 def bare_sqlite_fetch(db: sqlite3.Connection, picks: Sequence[tuple[str, int]]) -> int:
@@ -103,23 +109,25 @@ def _utf8(row: tuple[object, ...]) -> tuple[object, ...]:
     return tuple(v.encode() if isinstance(v, str) and k != 0 else v for k, v in enumerate(row))
 
 
-def bare_postgres_put(url: str, items: Sequence[StoredResult], batch: int) -> Any:
+def bare_postgres_open(url: str) -> Any:
     import psycopg
 
     db = psycopg.connect(url, autocommit=True)
     for statement in BARE_POSTGRES:
         db.execute(statement)
-    for group in batches(items, batch):
-        now = time.time()
-        with db.transaction(), db.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO entries VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [_utf8(entry_row(i, now)) for i in group],
-            )
-            cursor.executemany(
-                "INSERT INTO pages VALUES (%s, %s, %s, %s)", [_utf8(row) for i in group for row in page_rows(i)]
-            )
     return db
+
+
+def bare_postgres_put(db: Any, group: Sequence[StoredResult]) -> None:
+    now = time.time()
+    with db.transaction(), db.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO entries VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [_utf8(entry_row(i, now)) for i in group],
+        )
+        cursor.executemany(
+            "INSERT INTO pages VALUES (%s, %s, %s, %s)", [_utf8(row) for i in group for row in page_rows(i)]
+        )
 
 
 def bare_postgres_fetch(db: Any, picks: Sequence[tuple[str, int]]) -> int:
@@ -128,13 +136,6 @@ def bare_postgres_fetch(db: Any, picks: Sequence[tuple[str, int]]) -> int:
         (text,) = db.execute("SELECT text FROM pages WHERE handle = %s AND page = %s", (handle, page)).fetchone()
         total += len(bytes(text).decode())
     return total
-
-
-def store_put(target: str, items: Sequence[StoredResult], batch: int) -> ResultStore:
-    store = open_store(target)
-    for group in batches(items, batch):
-        store.put_many(group)
-    return store
 
 
 def store_fetch(store: ResultStore, picks: Sequence[tuple[str, int]]) -> int:
@@ -155,10 +156,17 @@ def postgres_schema(server: str) -> Iterator[str]:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
-def timed(run: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    kept = run()
-    return time.perf_counter() - start, kept
+def alternating(
+    run_ours: Callable[[], object], run_bare: Callable[[], object], ours_first: bool
+) -> tuple[float, float]:
+    """Seconds of each, run back to back (in the order given), so both see the same load on a shared machine."""
+    runs = [(0, run_ours), (1, run_bare)] if ours_first else [(1, run_bare), (0, run_ours)]
+    seconds = [0.0, 0.0]
+    for side, run in runs:
+        start = time.perf_counter()
+        run()
+        seconds[side] = time.perf_counter() - start
+    return seconds[0], seconds[1]
 
 
 def measure(
@@ -166,19 +174,33 @@ def measure(
     items: Sequence[StoredResult],
     picks: Sequence[tuple[str, int]],
     args: argparse.Namespace,
-    ours_target: Callable[[], Any],
-    bare_target: Callable[[], Any],
-    bare_put: Callable[[str, Sequence[StoredResult], int], Any],
+    targets: Callable[[], Any],
+    bare_open: Callable[[str], Any],
+    bare_put: Callable[[Any, Sequence[StoredResult]], None],
     bare_fetch: Callable[[Any, Sequence[tuple[str, int]]], int],
 ) -> list[tuple[str, float, float, int]]:
-    """(step, our seconds, bare seconds, rows) for put and fetch on one backend."""
-    with ours_target() as ours_where, bare_target() as bare_where:
-        put_ours, store = timed(lambda: store_put(ours_where, items, args.batch))
-        put_bare, bare = timed(lambda: bare_put(bare_where, items, args.batch))
+    """(step, our seconds, bare seconds, rows) for put and fetch on one backend. The two sides take turns, batch
+    by batch and chunk by chunk, each going first every other time, so a change in the machine's load hits both."""
+    with targets() as (ours_where, bare_where):
+        store, bare = open_store(ours_where), bare_open(bare_where)
         try:
+            put_ours = put_bare = 0.0
+            for n, group in enumerate(batches(items, args.batch)):
+                ours, base = alternating(
+                    lambda g=group: store.put_many(g), lambda g=group: bare_put(bare, g), n % 2 == 0
+                )
+                put_ours, put_bare = put_ours + ours, put_bare + base
             assert store_fetch(store, picks) == bare_fetch(bare, picks), "both sides must read the same pages"
-            fetch_ours = best_of(args.repeat, lambda: store_fetch(store, picks))
-            fetch_bare = best_of(args.repeat, lambda: bare_fetch(bare, picks))
+            chunks = [picks[i : i + FETCH_CHUNK] for i in range(0, len(picks), FETCH_CHUNK)]
+            fetch_ours = fetch_bare = float("inf")
+            for _ in range(args.repeat):
+                gc.collect()
+                rounds = [
+                    alternating(lambda c=c: store_fetch(store, c), lambda c=c: bare_fetch(bare, c), n % 2 == 0)
+                    for n, c in enumerate(chunks)
+                ]
+                fetch_ours = min(fetch_ours, sum(r[0] for r in rounds))
+                fetch_bare = min(fetch_bare, sum(r[1] for r in rounds))
         finally:
             store.close()
             bare.close()
@@ -195,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results", type=int, default=100_000, help="how many results to put (default 100,000)")
     parser.add_argument("--fetches", type=int, default=20_000, help="how many random pages to fetch (default 20,000)")
     parser.add_argument("--batch", type=int, default=100, help="results per put, one transaction (default 100)")
-    parser.add_argument("--repeat", type=int, default=3, help="fetches: best of N runs (puts run once)")
+    parser.add_argument("--repeat", type=int, default=3, help="fetches: best of N rounds (puts run once)")
     parser.add_argument("--postgres", default=os.environ.get(POSTGRES_ENV, ""), help=f"server URL ({POSTGRES_ENV})")
     args = parser.parse_args(argv)
     if args.quick:
@@ -208,34 +230,23 @@ def main(argv: list[str] | None = None) -> None:
     picks = [(item.handle, rng.randint(1, len(item.pages))) for item in chosen]
 
     rows: list[tuple[str, float, float, int]] = []
-    with tempfile.TemporaryDirectory() as tmp:
 
-        @contextmanager
-        def file(name: str) -> Iterator[str]:
-            yield str(Path(tmp) / name)
+    @contextmanager
+    def files() -> Iterator[tuple[str, str]]:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield str(Path(tmp) / "store.db"), str(Path(tmp) / "bare.db")
 
-        with console.status("SQLite"):
-            rows += measure(
-                "SQLite",
-                items,
-                picks,
-                args,
-                lambda: file("store.db"),
-                lambda: file("bare.db"),
-                bare_sqlite_put,
-                bare_sqlite_fetch,
-            )
+    @contextmanager
+    def schemas() -> Iterator[tuple[str, str]]:
+        with postgres_schema(args.postgres) as ours, postgres_schema(args.postgres) as bare:
+            yield ours, bare
+
+    with console.status("SQLite"):
+        rows += measure("SQLite", items, picks, args, files, bare_sqlite_open, bare_sqlite_put, bare_sqlite_fetch)
     if args.postgres:
         with console.status("PostgreSQL"):
             rows += measure(
-                "PostgreSQL",
-                items,
-                picks,
-                args,
-                lambda: postgres_schema(args.postgres),
-                lambda: postgres_schema(args.postgres),
-                bare_postgres_put,
-                bare_postgres_fetch,
+                "PostgreSQL", items, picks, args, schemas, bare_postgres_open, bare_postgres_put, bare_postgres_fetch
             )
     table = Table(title=f"result store, batches of {args.batch} (fetch: best of {args.repeat})")
     for col in ("step", "ours s", "bare s", "ours rows/s", "bare rows/s", "ratio (ours / bare time)"):
