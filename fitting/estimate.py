@@ -609,6 +609,9 @@ class Estimator:
 
     rule: Rule = SEED
     _memo: dict[Message, MessageEstimate] = field(default_factory=dict, repr=False)
+    handles: dict[tuple[Block, str, str, int], tuple[str, int]] = field(default_factory=dict, repr=False)
+    """Fitting with a store: each result's handle and page count (``fit.result_refs``),
+    remembered like the estimates, so refitting a growing conversation hashes each result once."""
 
     def block_parts(self, block: Block) -> tuple[CharCounts, int]:
         """Characters and fixed tokens of one block, overheads included."""

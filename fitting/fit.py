@@ -60,10 +60,10 @@ NOTE_SOURCE = Source("<windowfit>")
 def retrieval_text(handle: str, pages: int) -> str:
     """How a stub made with a store says to get the result back: by handle,
     page by page, with the fetch tool or the ``windowfit fetch`` command."""
-    which = "page 1" if pages == 1 else f"a page from 1 to {pages:,}"
+    which = "page 1" if pages == 1 else f"pages 1 to {pages:,}"
     return (
-        f"It is kept as {handle} ({pages:,} page{'s' if pages != 1 else ''}): to read it again, call the "
-        f"windowfit_fetch tool with this handle and {which} if you have that tool, or run `windowfit fetch {handle}`."
+        f"It is kept as {handle} ({pages:,} page{'s' if pages != 1 else ''}): read it back with the windowfit_fetch "
+        f"tool (this handle, {which}) if you have it, or with `windowfit fetch` and this handle."
     )
 
 
@@ -350,7 +350,14 @@ def result_refs(
             tokens = estimator.message(message).block_tokens[bi]
             handle, pages = "", 0
             if page_tokens is not None:
-                handle, pages = block_handle(block, tool, call_id), block_pages(block, page_tokens)
+                key = (block, tool, call_id, page_tokens)
+                found = estimator.handles.get(key)
+                if found is None:
+                    found = estimator.handles[key] = (
+                        block_handle(block, tool, call_id),
+                        block_pages(block, page_tokens),
+                    )
+                handle, pages = found
             stub = estimator.block(_stub(block, ResultRef(mi, bi, call_id, tool, tokens, 0, handle, pages)))
             refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub, handle, pages))
     return tuple(refs)

@@ -296,4 +296,3 @@ def test_a_data_tool_is_told_what_page_size_would_have_bounded_it() -> None:
     assert (search.page_tokens, search.paged_tokens, search.largest_pages) == (2000, 500 + 1500 + 2000 + 2000, 5)
     status = next(t for t in r.tools if t.tool == "status")
     assert (status.page_tokens, status.paged_tokens, status.largest_pages) == (None, None, None)
-

@@ -270,3 +270,19 @@ def test_postgres_without_the_extra_is_a_clear_error(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "windowfit.fitting.store.postgres", None)
     with pytest.raises(StoreUnavailable, match="postgres extra"):
         open_store("postgresql://localhost/none")
+
+
+def test_a_result_put_again_under_another_page_size_is_repaged(store: ResultStore) -> None:
+    # Same content, same handle; the newest stub names the new page count, so the store must hold those pages.
+    text = "row\n" * 4000
+    coarse = stored_result("Bash", "c1", text, page_tokens=2000)
+    fine = stored_result("Bash", "c1", text, page_tokens=500)
+    assert coarse.handle == fine.handle and len(fine.pages) > len(coarse.pages)
+    store.put_many([coarse])
+    (entry,) = store.put_many([fine])
+    assert entry.pages == len(fine.pages) == store.page(fine.handle, 1).pages
+    assert [store.page(fine.handle, n).text for n in range(1, entry.pages + 1)] == list(fine.pages)
+    with pytest.raises(PageOutOfRange):
+        store.page(fine.handle, entry.pages + 1)
+    (back,) = store.put_many([coarse])
+    assert back.pages == len(coarse.pages) and full_text(store, coarse.handle) == text

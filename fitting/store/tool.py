@@ -168,7 +168,7 @@ def _search(store: ResultStore, handle: str, search: str) -> str:
     header = (
         f"[windowfit_fetch] {handle}: {matches} line{'s' if matches != 1 else ''} of the result of "
         f"{entry.tool or 'a tool'} (call {entry.call_id}, {entry.pages} page{'s' if entry.pages != 1 else ''}) "
-        f"contain {search!r}."
+        f"contain{'s' if matches == 1 else ''} {search!r}."
     )
     rest = matches - len(shown)
     more = f"\n[windowfit_fetch] {rest} more not shown: search for something narrower, or read a page." if rest else ""
