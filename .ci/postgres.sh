@@ -43,10 +43,10 @@ install_server() {
 }
 
 # Runs a server binary as the cluster's owner: PostgreSQL refuses to run as root, so root uses the postgres user
-# that the Debian package creates.
+# that the Debian package creates, from / (the caller's folder, say a clone under /root, may be closed to it).
 as_owner() {
     if [ "$(id -u)" -eq 0 ]; then
-        runuser -u postgres -- "$@"
+        (cd / && runuser -u postgres -- "$@")
     else
         "$@"
     fi
