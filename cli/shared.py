@@ -187,7 +187,7 @@ def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool, strict: b
             else:
                 found = [Input(str(p)) for p in discover([name])]
                 if Path(name).is_dir():
-                    scanned.update(i.path for i in found)
+                    scanned.update(i.path for i in found if Path(i.path) != Path(name))
                 inputs.extend(found)
         for item in inputs:
             if item.data is None and not Path(item.path).exists():
