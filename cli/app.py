@@ -13,6 +13,7 @@ from windowfit.fitting.serialize import report_document
 
 from .audit_cmd import audit_command
 from .fit_cmd import check, fit
+from .mcp_cmd import mcp_command
 from .render import print_reports
 from .replay_cmd import replay_command
 from .shared import (
@@ -115,6 +116,7 @@ app.command("replay")(replay_command)
 app.command("audit")(audit_command)
 app.command("fetch")(fetch_command)
 app.command("store")(store_command)
+app.command("mcp")(mcp_command)
 
 
 def main() -> None:
