@@ -53,6 +53,12 @@ COMMANDS = (
         "store_command",
         "List the cleared results a store keeps, with their totals; drop old ones with --older-than.",
     ),
+    LazyCommand(
+        "mcp",
+        "windowfit.cli.mcp_cmd",
+        "mcp_command",
+        "Serve a result store to MCP clients over stdio, so the agent fetches cleared results by handle itself.",
+    ),
 )
 """Every command, in the order ``--help`` lists them, with the summary it shows."""
 
