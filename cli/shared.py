@@ -7,6 +7,7 @@ import os
 import signal
 import stat
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -171,6 +172,12 @@ BROKEN_LINES = (InvalidJson, InvalidUtf8)
 decides, not the scan. A shape the loader does not know (``UnknownShape``) is a foreign file: skipped."""
 
 
+PROGRESS_AFTER_SECONDS = 1.0
+"""A scan still running after this long shows a progress bar (on a terminal; never in a pipe or with JSON)."""
+PROGRESS_BYTES = 50_000_000
+"""Inputs larger than this show the bar from the start (one big file is one step)."""
+
+
 def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool, strict: bool = False) -> Loaded:
     """Load every transcript named, with a progress bar when it takes a while.
 
@@ -220,10 +227,10 @@ def scan_all(
         sizes = [len(i.data) if i.data is not None else Path(i.path).stat().st_size for i in inputs]
         values: list[T] = []
         skipped: list[SkippedFile] = []
-        show = progress and err.is_terminal and (len(inputs) > 3 or sum(sizes) > 50_000_000)
+        show = progress and err.is_terminal
         tasks = [Task(item, fmt, skip_invalid, item.path in scanned, strict, work) for item in inputs]
         results = start_scan(tasks, workers=workers_for(jobs, inputs))  # before the bar's thread starts
-        with Progress(
+        bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -231,14 +238,25 @@ def scan_all(
             console=err,
             transient=True,
             disable=not show,
-        ) as bar:
-            counter = bar.add_task("loading", total=len(inputs))
+        )
+        counter = bar.add_task("loading", total=len(inputs))
+        begin = time.monotonic()
+        started = show and sum(sizes) > PROGRESS_BYTES  # a big file: the bar from the start
+        if started:
+            bar.start()
+        try:
             for task, done in results:
                 if done.skipped is not None:
                     skipped.append(done.skipped)
                     err.print(f"[yellow]skipped:[/] {markup_safe(done.warning)}")
                 values.extend(done.values)
                 bar.update(counter, description=f"loading {markup_safe(Path(task.item.path).name)}", advance=1)
+                if show and not started and time.monotonic() - begin > PROGRESS_AFTER_SECONDS:
+                    bar.start()
+                    started = True
+        finally:
+            if started:
+                bar.stop()
         if skipped:
             err.print(
                 f"[yellow]{len(skipped)} file(s) skipped[/]: not transcripts windowfit reads "

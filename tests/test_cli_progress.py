@@ -1,0 +1,75 @@
+"""The progress bar (issue 15, item 6): on a terminal once a scan runs longer than about a second, never in a
+pipe (CliRunner) and never with JSON output, even on a terminal."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from rich.console import Console
+from typer.testing import Result
+
+from windowfit.cli import shared
+from windowfit.cli.terminal import SafeConsole
+
+Run = Callable[..., Result]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    for sample in sorted((ROOT / "sample_transcripts").glob("*.jsonl")):
+        shutil.copy(sample, tmp_path / sample.name)
+    return tmp_path
+
+
+@pytest.fixture
+def tty(monkeypatch: pytest.MonkeyPatch, run_cli: Run) -> io.StringIO:
+    """stderr as a terminal that records what it is sent, and a bar that starts at once."""
+    monkeypatch.setenv("TERM", "xterm")  # rich draws no live display on a dumb terminal
+    screen = io.StringIO()
+    console: Console = SafeConsole(file=screen, force_terminal=True, width=100, highlight=False, soft_wrap=True)
+    monkeypatch.setattr(shared, "err", console)
+    monkeypatch.setattr(shared, "PROGRESS_AFTER_SECONDS", 0.0)
+    return screen
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("report", "--table"),
+        ("check", "--budget", "5000"),
+        ("report", "--json"),
+        ("check", "--budget", "9", "--format", "json"),
+    ],
+)
+def test_a_pipe_never_shows_the_bar(run_cli: Run, folder: Path, args: tuple[str, ...]) -> None:
+    result = run_cli(args[0], str(folder), *args[1:])
+    assert "loading" not in result.stderr
+    assert "\x1b[" not in result.stderr
+
+
+def test_a_terminal_shows_the_bar_for_a_long_scan(run_cli: Run, folder: Path, tty: io.StringIO) -> None:
+    result = run_cli("report", str(folder), "--table")
+    assert result.exit_code == 0
+    assert "loading" in tty.getvalue()
+
+
+@pytest.mark.parametrize("args", [("report", "--json"), ("check", "--budget", "5000", "--format", "json")])
+def test_json_never_shows_the_bar_even_on_a_terminal(
+    run_cli: Run, folder: Path, tty: io.StringIO, args: tuple[str, ...]
+) -> None:
+    result = run_cli(args[0], str(folder), *args[1:])
+    assert result.exit_code == 0
+    assert "loading" not in tty.getvalue()
+
+
+def test_a_short_scan_on_a_terminal_shows_no_bar(
+    run_cli: Run, folder: Path, tty: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shared, "PROGRESS_AFTER_SECONDS", 3600.0)
+    assert run_cli("report", str(folder), "--table").exit_code == 0
+    assert "loading" not in tty.getvalue()
