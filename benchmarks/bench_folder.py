@@ -22,6 +22,8 @@ from rich.console import Console
 from rich.table import Table
 from sessions import ensure_folder
 
+from windowfit.fitting.rows import file_rows
+
 MB = 1_000_000
 
 
@@ -69,8 +71,12 @@ def main() -> None:
         f"{os.cpu_count()} CPUs, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
     base = best_of(repeat, lambda: bare_loop(files))
+    rows = best_of(repeat, lambda: [file_rows(f, budget=100_000) for f in files])
     table = Table("run", "seconds", "MB/s", "× bare loop", "× --jobs 1", "peak RSS MiB")
     table.add_row("orjson.loads loop", f"{base:.2f}", f"{size / MB / base:.0f}", "1.00", "", "")
+    table.add_row(
+        "fitting.rows.file_rows, in-process", f"{rows:.2f}", f"{size / MB / rows:.0f}", f"{rows / base:.2f}", "", ""
+    )
     commands = {
         "report": ["report", str(folder), "--json"],
         "check": ["check", str(folder), "--budget", "100000", "--format", "json"],
@@ -104,6 +110,12 @@ def main() -> None:
         memory.add_row(name, f"{peaks[name] / 2**20:.0f}", f"{alone / 2**20:.0f}", f"{peaks[name] / alone:.2f}")
     console.print(memory)
     console.print(f"load average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    per_mb = rows / (size / MB)
+    mean = size / len(files) / MB
+    console.print(
+        f"file_rows: {per_mb * 1000:.1f} CPU-ms per MB; a million sessions of this folder's mean size "
+        f"({mean:.2f} MB) ≈ {per_mb * mean * 1_000_000 / 3600:,.1f} CPU hours"
+    )
 
 
 if __name__ == "__main__":

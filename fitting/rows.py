@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from .estimate import make_estimator
-from .fit import DEFAULTS, crossed, plan_fit
+from .fit import DEFAULTS, Limit, Outcome, crossed, plan_fit
 from .formats import Input, detect, get_format, load
-from .size import SizeMode, predict_size
+from .size import PreambleSource, SizeMode, SizeSource, predict_size
 from .transcript import Transcript
 
 ROW_FIELDS = (
@@ -50,16 +50,16 @@ class Row:
     messages: int
     tokens: int
     """The predicted size of the next request, as ``report`` and ``check`` show it."""
-    size_source: str
+    size_source: SizeSource
     preamble_tokens: int
-    preamble_source: str
+    preamble_source: PreambleSource
     estimator: str
     budget: int | None
     window: int | None
-    outcome: str | None
+    outcome: Outcome | None
     """``check``'s outcome at the budget (fits, cleared, ..., too-long); None without a budget."""
     tokens_after: int | None
-    crossed: str | None
+    crossed: Limit | None
     """The limit the fitted request is still over: budget, window, or None."""
     defects: int
     """Defects fit would repair first (orphan calls and results)."""
@@ -84,7 +84,9 @@ def transcript_rows(
     rows = []
     for index, session in enumerate(transcripts):
         predicted = predict_size(session, est, mode=size, preamble=preamble)
-        outcome = tokens_after = limit = None
+        outcome: Outcome | None = None
+        tokens_after: int | None = None
+        limit: Limit | None = None
         defects = 0
         if budget is not None:
             plan = plan_fit(

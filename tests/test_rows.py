@@ -73,6 +73,17 @@ def test_jsonl_on_stdout_is_one_row_per_transcript_in_order(run_cli: Run, folder
     assert all(list(line) == list(ROW_FIELDS) for line in lines)
 
 
+def test_every_row_matches_its_published_schema(folder: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "docs" / "schema" / "rows.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    assert schema["required"] == list(ROW_FIELDS)
+    rows = _single_machine(folder) + [r.as_dict() for r in file_rows(SAMPLES[0])]
+    for row in rows:
+        validator.validate(row)
+    assert not validator.is_valid({**rows[0], "extra": 1})
+
+
 def test_jsonl_is_the_same_over_two_jobs(run_cli: Run, folder: Path) -> None:
     one = run_cli("check", str(folder), "--budget", str(BUDGET), "--format", "jsonl", "--jobs", "1")
     two = run_cli("check", str(folder), "--budget", str(BUDGET), "--format", "jsonl", "--jobs", "2")
