@@ -37,6 +37,26 @@ def bare_loop(files: list[Path]) -> int:
     return n
 
 
+def burn(n: int) -> int:
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+
+
+def machine_parallelism(jobs: int, n: int = 4_000_000) -> float:
+    """How many cores this shared machine gives right now: ``jobs`` pure-Python loops one after another,
+    against the same loops over a pool of ``jobs`` processes (``jobs`` on an idle machine, 1.0 when the other
+    cores are busy). The folder's speed-up can be no better than this."""
+    import multiprocessing
+
+    serial = best_of(3, lambda: [burn(n) for _ in range(jobs)])
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        pool.map(burn, [1] * jobs)
+        parallel = best_of(3, lambda: pool.map(burn, [n] * jobs))
+    return serial / parallel
+
+
 def run(args: list[str]) -> tuple[float, int]:
     """Seconds and peak RSS (bytes) of one ``windowfit`` run, its output thrown away."""
     start = time.perf_counter()
@@ -70,6 +90,10 @@ def main() -> None:
         f"{len(files)} sessions, {size / MB:.0f} MB (largest {largest.stat().st_size / MB:.1f} MB); "
         f"{os.cpu_count()} CPUs, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
+    for jobs in options.jobs:
+        console.print(
+            f"cores available to {jobs} processes now (a CPU loop, serial ÷ pooled): {machine_parallelism(jobs):.2f}"
+        )
     base = best_of(repeat, lambda: bare_loop(files))
     rows = best_of(repeat, lambda: [file_rows(f, budget=100_000) for f in files])
     table = Table("run", "seconds", "MB/s", "× bare loop", "× --jobs 1", "peak RSS MiB")
@@ -110,6 +134,8 @@ def main() -> None:
         memory.add_row(name, f"{peaks[name] / 2**20:.0f}", f"{alone / 2**20:.0f}", f"{peaks[name] / alone:.2f}")
     console.print(memory)
     console.print(f"load average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    for jobs in options.jobs:
+        console.print(f"cores available to {jobs} processes after: {machine_parallelism(jobs):.2f}")
     per_mb = rows / (size / MB)
     mean = size / len(files) / MB
     console.print(

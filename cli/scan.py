@@ -3,6 +3,7 @@ asks for one, with the results, warnings and errors in the order one process giv
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -118,11 +119,20 @@ def scan_one(task: Task[T]) -> Done[T]:
     return Done(values=tuple(task.work(transcripts)))
 
 
-def _scan_in_worker(task: Task[T]) -> Done[T]:
-    try:
-        return scan_one(task)
-    except BaseException:  # typer.Exit from a command's own check included: the parent raises it again
-        return Done(redo=True)
+def _scan_in_worker(tasks: Sequence[Task[T]]) -> list[Done[T]]:
+    done: list[Done[T]] = []
+    for task in tasks:
+        try:
+            done.append(scan_one(task))
+        except BaseException:  # typer.Exit from a command's own check included: the parent raises it again
+            done.append(Done(redo=True))
+            break  # the parent stops at this file
+    return done
+
+
+CHUNKS_PER_WORKER = 8
+"""Files go to the workers in runs, about this many per worker, so a folder of small files is not one round
+trip per file (and a slow file still leaves the others work to do)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,24 +150,33 @@ def start_scan(tasks: Sequence[Task[T]], *, workers: int) -> Iterator[tuple[Task
     results are picklable either way."""
     if workers <= 1:
         return ((task, scan_one(task)) for task in tasks)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context())
+    size = max(1, len(tasks) // (workers * CHUNKS_PER_WORKER))
+    chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
+    context = _context()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    # Forked workers share the parent's objects: frozen, their collector never walks (or copies) them.
+    gc.freeze()
     try:
-        futures = [pool.submit(_scan_in_worker, task) for task in tasks]
+        futures = [pool.submit(_scan_in_worker, chunk) for chunk in chunks]
     except BaseException:
         pool.shutdown(cancel_futures=True)
         raise
-    return _collect(pool, tasks, futures)
+    finally:
+        gc.unfreeze()
+    return _collect(pool, chunks, futures)
 
 
 def _collect(
-    pool: ProcessPoolExecutor, tasks: Sequence[Task[T]], futures: list[Future[Done[T]]]
+    pool: ProcessPoolExecutor, chunks: list[Sequence[Task[T]]], futures: list[Future[list[Done[T]]]]
 ) -> Iterator[tuple[Task[T], Done[T]]]:
     try:
-        for task, future in zip(tasks, futures, strict=True):
-            done = future.result()
-            if done.redo:
-                done = scan_one(task)  # raises as one process would have
-            yield task, done
+        for chunk, future in zip(chunks, futures, strict=True):
+            results = future.result()
+            for i, task in enumerate(chunk):
+                done = results[i] if i < len(results) else Done(redo=True)  # after a file that raised
+                if done.redo:
+                    done = scan_one(task)  # raises as one process would have
+                yield task, done
     finally:
         pool.shutdown(cancel_futures=True)
 
