@@ -11,14 +11,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from .._json import check_depth
+from .._json import Constant, check_depth
 from ..errors import InvalidJson, InvalidUtf8, Location
 from ._sniff import scan_head
 from .base import SNIFF_BYTES, Input
 
 CHUNK_CHARS = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(parse_constant=Constant)
 
 
 @dataclass(frozen=True, slots=True)

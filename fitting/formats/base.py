@@ -46,6 +46,8 @@ class Input:
         first non-blank line is not a complete JSON value on its own."""
         import orjson
 
+        from .._json import loads_or_lenient
+
         with self.open() as f:
             for number, line in enumerate(f):
                 if number == 0 and line.startswith(b"\xef\xbb\xbf"):
@@ -55,7 +57,7 @@ class Input:
                 if line.lstrip().startswith(b"//"):
                     return False
                 try:
-                    value = orjson.loads(line)
+                    value = loads_or_lenient(line)
                 except orjson.JSONDecodeError:
                     # A document spread over lines, or JSON Lines whose first line is broken:
                     # in the second case the next non-blank line is a whole value. A broken
@@ -67,7 +69,7 @@ class Input:
                     for nxt in f:
                         if nxt.strip():
                             try:
-                                return not isinstance(orjson.loads(nxt), dict)
+                                return not isinstance(loads_or_lenient(nxt), dict)
                             except orjson.JSONDecodeError:
                                 return True
                     return True

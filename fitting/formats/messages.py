@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .._json import str_field
+from .._json import encode, str_field, with_input_texts
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Dialect, Message, Skipped, Source, Transcript, Verbatim
 from ..wire import anthropic, openai
@@ -58,7 +58,8 @@ def transcript_from_objects(
             skipped.append(Skipped(source, exc.message))
             continue
         if text is not None:
-            message = Message(message.role, message.content, source, message.extra, Verbatim((text,), message.content))
+            content = with_input_texts(message.content, text)
+            message = Message(message.role, content, source, message.extra, Verbatim((text,), content))
         messages.append(message)
         if dialect:
             dialects.add(dialect)
@@ -93,8 +94,9 @@ def _with_verbatim(transcript: Transcript, text: str, members: list[tuple[str | 
     if leading < 0:
         return transcript
     messages = tuple(
-        Message(m.role, m.content, m.source, m.extra, Verbatim((raw,), m.content))
+        Message(m.role, content, m.source, m.extra, Verbatim((raw,), content))
         for m, raw in zip(transcript.messages, spans[leading:], strict=True)
+        for content in (with_input_texts(m.content, raw),)
     )
     return replace(transcript, messages=messages, system_verbatim=_verbatim_system(spans[:leading], transcript.system))
 
@@ -183,12 +185,12 @@ def write(transcript: Transcript) -> bytes:
             if system is not None:
                 body["system"] = system[0]  # a body's system value, as the file spelled it
             body["messages"] = messages
-        return orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n"
+        return encode(body, indent=True) + b"\n"
     if system is None and transcript.dialect == "openai":
         system = built_system
     elif system is None:
         system = [{"role": "system", "content": body["system"]}] if "system" in body else []
-    return b"".join(orjson.dumps(line) + b"\n" for line in (*system, *messages))
+    return b"".join(encode(line) + b"\n" for line in (*system, *messages))
 
 
 FORMAT = Format(
