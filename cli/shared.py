@@ -13,11 +13,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, BinaryIO, NoReturn
 
-import orjson
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
+from windowfit.fitting._json import encode
 from windowfit.fitting.errors import (
     InputError,
     InvalidJson,
@@ -335,7 +335,8 @@ def _loc(path: str) -> Location:
 
 
 def print_json(document: object) -> None:
-    sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+    # encode: a lone surrogate a transcript held (a \ud800 escape) is written as that escape, not a crash
+    sys.stdout.write(encode(document, indent=True, sort_keys=True).decode() + "\n")
 
 
 class OutputRefused(Exception):

@@ -131,7 +131,7 @@ def loads_or_lenient(data: bytes | str) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-        if not any(hint in raw for hint in _LENIENT_HINTS):
+        if "infinity" not in exc.msg and not any(hint in raw for hint in _LENIENT_HINTS):
             raise
         try:
             return loads_lenient(raw)
@@ -170,11 +170,11 @@ def _fragmented(value: Any) -> Any:
     return [_fragmented(v) for v in value]
 
 
-def encode(value: Any, *, indent: bool = False) -> bytes:
+def encode(value: Any, *, indent: bool = False, sort_keys: bool = False) -> bytes:
     """``value`` as JSON bytes (indented by two spaces if ``indent``): orjson, keeping the spellings of
     ``NaN``-like constants read leniently, and the texts of lone surrogates and integers past 64 bits that
     orjson cannot write."""
-    option = orjson.OPT_INDENT_2 if indent else 0
+    option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
     try:
         return orjson.dumps(value, default=_default, option=option)
     except orjson.JSONEncodeError:
