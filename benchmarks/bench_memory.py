@@ -21,12 +21,13 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from common import ROOT, ensure_generated
+from common import OUT, ROOT, ensure_generated
 
 sys.path.insert(0, str(ROOT / "sample_transcripts"))
 from prose import ascii_heavy_text, markdown_doc, python_module
@@ -172,13 +173,23 @@ def peak_kb(args: list[str]) -> tuple[int, int]:
     return usage.ru_maxrss, proc.returncode
 
 
+def generated(case: str, size: int) -> Path:
+    """The file of ``case``, written by this script in a child of its own: a child's peak resident set starts
+    at its parent's (the kernel keeps the forking process's high-water mark across exec), so the measuring
+    process must stay small."""
+    path = OUT / f"memory_{case}_{size}.jsonl"
+    subprocess.run([sys.executable, __file__, "--generate", case, "--size", str(size)], check=True)
+    return path
+
+
 def measure(size: int, only: list[str]) -> None:
+    paths = {case: generated(case, size) for case in CASES}
     base, _ = peak_kb([BASELINE])
     print(f"baseline (python -c '{BASELINE}'): {base:,} KB\n")
     print("| file | command | peak RSS | x file | (peak - baseline) / file | exit |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for case, (label, write) in CASES.items():
-        path = ensure_generated(f"memory_{case}_{size}.jsonl", VERSION, lambda f, w=write: w(f, size))
+    for case, (label, _) in CASES.items():
+        path = paths[case]
         file_kb = path.stat().st_size / 1024
         with tempfile.TemporaryDirectory() as tmp:
             for name, args in commands(path, Path(tmp) / "fitted.json").items():
@@ -201,16 +212,33 @@ def profile(command: str, case: str, size: int) -> None:
         args = commands(path, Path(tmp) / "fitted.json")[command]
         tracemalloc.start(12)
         sys.argv = ["windowfit", *args]
+        held: list[tracemalloc.Snapshot] = []
+        done = threading.Event()
+
+        def watch() -> None:  # a snapshot whenever the traced memory grew by a tenth: the last is near the peak
+            best = 0
+            while not done.wait(0.05):
+                current = tracemalloc.get_traced_memory()[0]
+                if current > best * 1.1:
+                    best = current
+                    held[:] = [tracemalloc.take_snapshot()]
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
         with contextlib.suppress(SystemExit):
             main()
+        done.set()
+        watcher.join()
         current, peak = tracemalloc.get_traced_memory()
-        snapshot = tracemalloc.take_snapshot()
+        snapshot = held[0] if held else tracemalloc.take_snapshot()
         tracemalloc.stop()
     sys.stdout = sys.__stdout__
     print(f"{command} on {label}: traced peak {peak / 1e6:.1f} MB, still held {current / 1e6:.1f} MB", file=sys.stderr)
-    for stat in snapshot.statistics("traceback")[:8]:
+    total = sum(stat.size for stat in snapshot.statistics("filename"))
+    print(f"held at the last snapshot near the peak: {total / 1e6:.1f} MB", file=sys.stderr)
+    for stat in snapshot.statistics("traceback")[:10]:
         print(f"{stat.size / 1e6:8.1f} MB  {stat.count:9,} blocks", file=sys.stderr)
-        for frame in stat.traceback.format()[-8:]:
+        for frame in stat.traceback.format()[-10:]:
             print("    " + frame, file=sys.stderr)
 
 
@@ -225,9 +253,13 @@ def main() -> None:
         metavar=("COMMAND", "CASE"),
         help=f"one command on one case ({', '.join(CASES)}) under tracemalloc",
     )
+    parser.add_argument("--generate", choices=sorted(CASES), help=argparse.SUPPRESS)
     options = parser.parse_args()
     size = options.size or (10_000_000 if options.quick else 40_000_000)
-    if options.profile:
+    if options.generate:
+        write = CASES[options.generate][1]
+        ensure_generated(f"memory_{options.generate}_{size}.jsonl", VERSION, lambda f: write(f, size))
+    elif options.profile:
         profile(options.profile[0], options.profile[1], size)
     else:
         measure(size, options.only)
