@@ -139,7 +139,7 @@ def replay_command(
     """
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    loaded = load_all([file], fmt=from_, skip_invalid=skip_invalid, strict=strict)
+    loaded = load_all([file], fmt=from_, skip_invalid=skip_invalid, strict=strict, keep_text=False)
     chosen = pick(loaded.transcripts, source=file, index=index, name=name, other="replay replays one session at a time")
     transcript = chosen.live()
     names = [p.value for p in policy] if policy else list(POLICY_NAMES)

@@ -156,24 +156,27 @@ BROKEN_LINES = (InvalidJson, InvalidUtf8)
 decides, not the scan. A shape the loader does not know (``UnknownShape``) is a foreign file: skipped."""
 
 
-def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool, strict: bool = False) -> Loaded:
+def load_all(
+    files: list[str], *, fmt: str | None, skip_invalid: bool, strict: bool = False, keep_text: bool = True
+) -> Loaded:
     """Load every transcript named, with a progress bar when it takes a while.
 
     A file named on the command line that cannot be read is an error. A file found in a folder that is not a
     transcript windowfit reads (unknown shape, empty, binary, another format than ``--from``) is skipped with a
     warning and listed in ``Loaded.skipped``, unless ``strict``; one in a format windowfit reads with broken
-    lines follows ``skip_invalid`` as a named file does."""
+    lines follows ``skip_invalid`` as a named file does. ``keep_text=False`` (commands that never write a
+    transcript) loads the model without each message's JSON text, a copy of the file."""
     try:
         inputs: list[Input] = []
         scanned: set[str] = set()  # found in a directory, not named by the user
         for name in files:
             if name == "-":
-                inputs.append(Input("<stdin>", read_stream(sys.stdin.buffer, "<stdin>")))
+                inputs.append(Input("<stdin>", read_stream(sys.stdin.buffer, "<stdin>"), keep_text))
             elif _is_stream(name):
                 with open(name, "rb") as stream:
-                    inputs.append(Input(name, read_stream(stream, name)))
+                    inputs.append(Input(name, read_stream(stream, name), keep_text))
             else:
-                found = [Input(str(p)) for p in discover([name])]
+                found = [Input(str(p), keep_text=keep_text) for p in discover([name])]
                 if Path(name).is_dir():
                     scanned.update(i.path for i in found)
                 inputs.extend(found)

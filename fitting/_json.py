@@ -28,9 +28,9 @@ refused where it is read, with its location, rather than failing when it is coun
 def depth_error(value: Any, where: Location, text: bytes | str | None = None) -> UnknownShape | None:
     """An error if ``value`` nests arrays and objects deeper than ``MAX_DEPTH``, else None. With the JSON
     ``text`` it was parsed from, a text holding fewer brackets than the limit is passed without a walk."""
-    if isinstance(text, str):
-        text = text.encode()
-    if text is not None and text.count(b"[") + text.count(b"{") <= MAX_DEPTH:
+    if isinstance(text, str) and text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    if isinstance(text, bytes) and text.count(b"[") + text.count(b"{") <= MAX_DEPTH:
         return None
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -242,6 +242,7 @@ def loads(text: JsonText) -> Any:
 # Tool inputs, found again in the text they were read from
 
 _STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+_STRING_RE = re.compile(_STRING)
 _TOKEN = re.compile(_STRING + rb"|[\[\]{}]")
 _SCALAR = re.compile(_STRING + rb"|[^,\]}\s]+")
 _KEYS: dict[str, re.Pattern[bytes]] = {}
@@ -262,6 +263,47 @@ def _value_end(text: bytes, start: int) -> int:
             if depth == 0:
                 return token.end()
     return -1
+
+
+_BLANKS = re.compile(rb"[ \t\r\n]*")
+
+
+def member_spans(text: bytes, start: int = 0) -> list[tuple[str | None, int, int]]:
+    """The members of the array or object opening at or after ``text[start]`` (JSON bytes, read by orjson
+    already): each one's key (None in an array) and where its value's text starts and ends, so a writer can
+    emit a member exactly as the file spelled it, without decoding or parsing the text again. Raises
+    ValueError if the text there is not an array or an object."""
+    i = _BLANKS.match(text, start).end()  # type: ignore[union-attr]  # matches the empty string at worst
+    opening = text[i : i + 1]
+    if opening not in (b"[", b"{"):
+        raise ValueError("not an array or an object")
+    close = b"]" if opening == b"[" else b"}"
+    members: list[tuple[str | None, int, int]] = []
+    i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
+    if text[i : i + 1] == close:
+        return members
+    while True:
+        key: str | None = None
+        if close == b"}":
+            found = _STRING_RE.match(text, i)
+            if found is None:
+                raise ValueError("expected a key")
+            key = loads_or_lenient(found.group())
+            i = _BLANKS.match(text, found.end()).end()  # type: ignore[union-attr]
+            if text[i : i + 1] != b":":
+                raise ValueError("expected ':'")
+            i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
+        end = _value_end(text, i)
+        if end < 0:
+            raise ValueError("a value without its end")
+        members.append((key, i, end))
+        i = _BLANKS.match(text, end).end()  # type: ignore[union-attr]
+        if text[i : i + 1] == b",":
+            i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
+            continue
+        if text[i : i + 1] == close:
+            return members
+        raise ValueError(f"expected ',' or {close!r}")
 
 
 def _escaped(text: bytes, quote: int) -> bool:

@@ -113,8 +113,9 @@ def _request_kind(method: str, url: str) -> str:
 class _Loader:
     """Turns logged values into transcripts, counting what is not a request."""
 
-    def __init__(self, path: str, skip_invalid: bool) -> None:
+    def __init__(self, path: str, skip_invalid: bool, keep_text: bool = True) -> None:
         self.path = path
+        self.keep_text = keep_text
         self.skip_invalid = skip_invalid
         self.transcripts: list[Transcript] = []
         self.kinds: Counter[str] = Counter()
@@ -157,7 +158,7 @@ class _Loader:
                 raise
             self.skipped.append(Skipped(source, exc.message))
             return
-        if text is not None and any(m.tool_calls for m in t.messages):
+        if text is not None and self.keep_text and any(m.tool_calls for m in t.messages):
             inputs = InputTexts(text)
             t = replace(t, messages=tuple(replace(m, content=inputs.blocks(m.content)) for m in t.messages))
         model = body.get("model")
@@ -230,7 +231,12 @@ def _values(source: Input, skip_invalid: bool, skipped: list[Skipped]) -> Iterat
 
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
-    loader = _Loader(source.path, skip_invalid)
+    shape = scan_head(source.head())
+    if shape.opening == "{" and "request" not in shape.keys and is_document(source):
+        # One bare request body alone in a file is the messages format's document: handed over before it
+        # is streamed member by member here (which would hold its text twice over for nothing).
+        return messages.FORMAT.load(source, skip_invalid=skip_invalid)
+    loader = _Loader(source.path, skip_invalid, source.keep_text)
     values = _values(source, skip_invalid, loader.skipped)
     head = [v for v in (next(values, None), next(values, None)) if v is not None]
     if len(head) == 1 and isinstance(head[0][1], dict) and "request" not in head[0][1] and is_document(source):

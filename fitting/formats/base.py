@@ -21,6 +21,10 @@ class Input:
 
     path: str
     data: bytes | None = None
+    keep_text: bool = True
+    """Whether the loader keeps each message's JSON text (and its tool inputs' spelling) for a writer, SPEC
+    section 6, invariant 9. Commands that never write a transcript (report, check, audit, replay) pass False
+    and hold only the parsed model: the text is as large as the file."""
 
     def open(self) -> BinaryIO:
         return io.BytesIO(self.data) if self.data is not None else open(self.path, "rb")

@@ -214,7 +214,7 @@ def _read(source: Input, *, skip_invalid: bool) -> _File:
         kind = _str(obj.get("type")) or "unknown"
         if kind in ("user", "assistant"):
             try:
-                out.nodes.append(_message_node(obj, kind, src, text))
+                out.nodes.append(_message_node(obj, kind, src, text if source.keep_text else None))
             except UnknownShape as exc:
                 if not skip_invalid:
                     raise
@@ -642,7 +642,11 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     transcripts = _load_file(source, skip_invalid=skip_invalid)
     if source.data is not None:
         return tuple(transcripts)
-    extra = [t for f in subagent_files(source.path) for t in _load_file(Input(str(f)), skip_invalid=skip_invalid)]
+    extra = [
+        t
+        for f in subagent_files(source.path)
+        for t in _load_file(Input(str(f), keep_text=source.keep_text), skip_invalid=skip_invalid)
+    ]
     if extra:
         named = [t if t.name else replace(t, name=f"subagent {Path(t.source.path).stem}") for t in extra]
         names = ", ".join(t.name for t in named)

@@ -95,7 +95,7 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
         )
     src = Source(source.path, 1)
     t = bodies.transcript_from_body(body, source=src, fmt=NAME)
-    if t.dialect == "anthropic" and any(m.tool_calls for m in t.messages):
+    if source.keep_text and t.dialect == "anthropic" and any(m.tool_calls for m in t.messages):
         inputs = InputTexts(text)
         t = replace(t, messages=tuple(replace(m, content=inputs.blocks(m.content)) for m in t.messages))
     defects: list[Defect] = []

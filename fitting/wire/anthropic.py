@@ -99,7 +99,8 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
         content = tuple(block_from_json(b, where) for b in raw)
     else:
         raise UnknownShape(where, "message 'content' must be a string or a list of blocks")
-    return Message(role, content, source, extras(obj, _MESSAGE))
+    # The literal, not the parsed string: one shared object instead of one per message (memory, issue 8).
+    return Message("user" if role == "user" else "assistant", content, source, extras(obj, _MESSAGE))
 
 
 def system_from_json(raw: Any, where: Location) -> tuple[Block, ...]:
