@@ -185,7 +185,11 @@ def generated(case: str, size: int) -> Path:
 def measure(size: int, only: list[str]) -> None:
     paths = {case: generated(case, size) for case in CASES}
     base, _ = peak_kb([BASELINE])
-    print(f"baseline (python -c '{BASELINE}'): {base:,} KB\n")
+    print(f"baseline (python -c '{BASELINE}'): {base:,} KB")
+    for name in ("cl100k_base", "o200k_base"):  # audit's fixed cost: a vocabulary, whatever the file
+        loaded, _ = peak_kb([f"{BASELINE}; from windowfit.fitting.tokenizers import load_tokenizer as f; f({name!r})"])
+        print(f"baseline + load_tokenizer({name!r}): {loaded:,} KB")
+    print()
     print("| file | command | peak RSS | x file | (peak - baseline) / file | exit |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for case, (label, _) in CASES.items():
