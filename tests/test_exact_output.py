@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from windowfit.fitting import make_estimator
 from windowfit.fitting.fit import TRUNCATION_NOTE, apply_plan, plan_fit
-from windowfit.fitting.formats import load_path
+from windowfit.fitting.formats import Input, load, load_path
 from windowfit.fitting.request import Fitter, write_transcript
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -471,3 +471,18 @@ def test_the_library_returns_a_harness_input_as_the_dict_it_gave() -> None:
     rebuilt = fitted.body["messages"][5]
     assert rebuilt is not messages[5] and rebuilt["content"][0]["id"] != "c0"
     assert rebuilt["content"][0]["input"] is inputs[2]
+
+
+def test_a_command_that_never_writes_loads_no_message_texts(tmp_path: Path) -> None:
+    # report, check, audit and replay load with keep_text=False: the model alone, without each message's
+    # JSON text (as large as the file); what they count is the same.
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(_messages(['{"n": 1E+2}']))
+    (kept,) = load(Input(str(path)))
+    (lean,) = load(Input(str(path), keep_text=False))
+    assert all(m.verbatim is not None for m in kept.messages)
+    assert kept.messages[1].tool_calls[0].input_text == '{"n": 1E+2}'
+    assert all(m.verbatim is None for m in lean.messages)
+    assert lean.messages[1].tool_calls[0].input_text == ""
+    estimator = make_estimator()
+    assert [estimator.message(m) for m in kept.messages] == [estimator.message(m) for m in lean.messages]
