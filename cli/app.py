@@ -35,6 +35,7 @@ from .shared import (
     print_json,
     size_of,
 )
+from .store_cmd import fetch_command, store_command
 
 app = typer.Typer(
     name="windowfit",
@@ -112,6 +113,8 @@ app.command()(fit)
 app.command()(check)
 app.command("replay")(replay_command)
 app.command("audit")(audit_command)
+app.command("fetch")(fetch_command)
+app.command("store")(store_command)
 
 
 def main() -> None:

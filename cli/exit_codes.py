@@ -13,6 +13,8 @@ class ExitCode(IntEnum):
     """Bad command line (Typer's own usage errors exit 2 too)."""
     BAD_INPUT = 3
     """An input could not be read as a transcript (invalid JSON or UTF-8,
-    unknown shape, empty file, a directory with no transcripts)."""
+    unknown shape, empty file, a directory with no transcripts); a store
+    that is not ours, an unknown handle, a page out of range."""
     OUTPUT = 4
-    """The output could not be written, or would overwrite the input."""
+    """The output could not be written, or would overwrite the input; a
+    store that is locked, read-only or unreachable."""

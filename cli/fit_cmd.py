@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +16,17 @@ import typer
 from windowfit.fitting import Transcript, WindowfitError
 from windowfit.fitting.errors import InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
-from windowfit.fitting.fit import DEFAULTS, OUTCOMES, Limit, Plan, apply_plan, crossed, plan_fit, too_long_message
+from windowfit.fitting.fit import (
+    DEFAULTS,
+    OUTCOMES,
+    Limit,
+    Plan,
+    apply_plan,
+    crossed,
+    keep_cleared,
+    plan_fit,
+    too_long_message,
+)
 from windowfit.fitting.request import (
     missing_parts,
     target_dialect,
@@ -24,6 +37,7 @@ from windowfit.fitting.request import (
 )
 from windowfit.fitting.serialize import check_document, plan_document
 from windowfit.fitting.size import Size
+from windowfit.fitting.store import PAGE_TOKENS, Entry, ResultStore, open_store
 from windowfit.fitting.transcript import Dialect
 from windowfit.fitting.validate import check_request, new_violations
 
@@ -119,6 +133,7 @@ def _plan(
     min_ratio: float,
     add_notice: bool,
     size: Size,
+    page_tokens: int | None = None,
 ) -> Plan:
     try:
         return plan_fit(
@@ -130,6 +145,7 @@ def _plan(
             min_clear_ratio=min_ratio,
             add_notice=add_notice,
             size=size,
+            page_tokens=page_tokens,
         )
     except WindowfitError as exc:
         fail(exc)
@@ -200,10 +216,21 @@ def fit(
     from_: FromFormat = None,
     size: SizeModeOption = SizeChoice.auto,
     preamble: PreambleOption = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            "-s",
+            help="Keep every cleared result in this store (a SQLite file, created if missing, or a postgresql:// "
+            "URL); the stubs name their handles, for windowfit fetch and the windowfit_fetch tool.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Fit a transcript to a budget and show what was cleared or dropped, and why.
 
     Clears old tool results in batches, then keeps whole turns, then whole tool rounds.
+    With --store, each cleared result is kept there and its stub names the handle to fetch it by.
 
     Exit code 1 when even the newest round cannot fit (too-long): nothing is written.
 
@@ -221,7 +248,8 @@ def fit(
             fail(OptionError("--all writes one file per transcript: pass -o DIR (a directory), without --json"))
         parts = (system, tools, model, max_tokens)
         options = (batch_size, protected_fraction, min_clear_ratio, add_notice)
-        _fit_all(transcripts, Path(output), file, est, budget, to, parts, options, (size, preamble))
+        with _stores(store) as kept:
+            _fit_all(transcripts, Path(output), file, est, budget, to, parts, options, (size, preamble), kept)
         return
     chosen = pick(
         transcripts, source=file, index=index, name=name, other="or fit them all, one file each: --all -o DIR"
@@ -230,13 +258,22 @@ def fit(
     if preamble is None and (system is not None or tools is not None):
         preamble = est.preamble(transcript)  # the given parts are what the request sends
     predicted = size_of(chosen, est, size, preamble)
-    plan = _plan(transcript, est, budget, batch_size, protected_fraction, min_clear_ratio, add_notice, predicted)
+    page_tokens = PAGE_TOKENS if store is not None else None
+    plan = _plan(
+        transcript, est, budget, batch_size, protected_fraction, min_clear_ratio, add_notice, predicted, page_tokens
+    )
     fitted = apply_plan(transcript, plan)
     before = check_request(transcript)
     after = check_request(fitted, to.value if to in (Target.anthropic, Target.openai) else fitted.dialect)
     added = new_violations(before, after)
     if added:  # a bug in windowfit, not bad input: crash loudly
         raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))
+
+    stored = 0
+    if store is not None and plan.fits:
+        # Before the request is written: a stub never names a handle the store does not hold.
+        with _stores(store) as kept:
+            stored = len(_keep(transcript, plan, kept))
 
     data: bytes | None = None
     if output is not None and plan.fits:
@@ -290,6 +327,13 @@ def fit(
             )
             for v in kept_as_is[:10]:
                 console.print(f"  [yellow]{markup_safe(str(v))}[/]")
+        if stored:
+            assert store is not None
+            console.print(
+                f"kept {stored:,} cleared result{'s' if stored != 1 else ''} in {markup_safe(_shown(store))} "
+                f"(windowfit fetch HANDLE --store {markup_safe(_shown(store))})",
+                soft_wrap=True,
+            )
         if output and output != "-" and plan.fits:
             console.print(f"wrote {markup_safe(output)}")
     if output == "-" and data is not None:
@@ -309,6 +353,7 @@ def _fit_all(
     parts: tuple[Path | None, Path | None, str | None, int | None],
     options: tuple[int, float, float, bool],
     sizing: tuple[SizeChoice, int | None],
+    store: ResultStore | None = None,
 ) -> None:
     """``fit --all -o DIR``: each transcript fitted and written to ``DIR/<NNN>-<name><ext>`` (its index, then its
     name or file name: stable for the same input); one line each; exit 1 if any is too long (it is not written)."""
@@ -326,7 +371,8 @@ def _fit_all(
         size, preamble = sizing
         if preamble is None and (parts[0] is not None or parts[1] is not None):
             preamble = est.preamble(transcript)  # the given parts are what the request sends
-        plan = _plan(transcript, est, budget, *options, size_of(original, est, size, preamble))
+        page_tokens = PAGE_TOKENS if store is not None else None
+        plan = _plan(transcript, est, budget, *options, size_of(original, est, size, preamble), page_tokens)
         if not plan.fits:
             too_long += 1
             out.print(f"[red]too-long[/] {markup_safe(transcript.label)}: {plan.tokens_after:,} tokens (not written)")
@@ -338,6 +384,8 @@ def _fit_all(
         )
         if added:  # a bug in windowfit, not bad input: crash loudly
             raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))
+        if store is not None:
+            _keep(transcript, plan, store)
         try:
             data = write_transcript(fitted, to=to.value)
         except WindowfitError as exc:
@@ -359,6 +407,33 @@ def _fit_all(
     out.print(f"{len(transcripts) - too_long} written, {too_long} too long")
     if too_long:
         raise typer.Exit(ExitCode.FAILED)
+
+
+@contextmanager
+def _stores(target: str | None) -> Iterator[ResultStore | None]:
+    """The store ``--store`` names, opened (created if missing), or None without one."""
+    if target is None:
+        yield None
+        return
+    try:
+        kept = open_store(target)
+    except WindowfitError as exc:
+        fail(exc)
+    with kept:
+        yield kept
+
+
+def _keep(transcript: Transcript, plan: Plan, store: ResultStore | None) -> tuple[Entry, ...]:
+    assert store is not None
+    try:
+        return keep_cleared(transcript, plan, store, source=transcript.label)
+    except WindowfitError as exc:
+        fail(exc)
+
+
+def _shown(target: str) -> str:
+    """A store as messages name it: a URL without its password."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", target)
 
 
 def _slug(text: str) -> str:

@@ -168,6 +168,15 @@ def render_report(report: Report) -> RenderableType:
                 style="yellow",
             ),
         ]
+        for t in data_tools:
+            parts.append(
+                Text(
+                    f"  {t.tool}: paged at {t.page_tokens:,} tokens (windowfit's offload), its {t.results} results "
+                    f"would have put {t.paged_tokens:,} tokens in the context instead of {t.result_tokens:,} "
+                    f"(the largest: at least {t.largest_pages} pages)",
+                    style="yellow",
+                )
+            )
     verdict_style = "green" if report.fits_budget and report.fits_window else "red"
     parts += [
         Text(),

@@ -49,6 +49,12 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
     return table
 
 
+def render_retrievable(runs: Sequence[Run]) -> Text:
+    """Under the table: per policy, the cleared tokens a store would keep retrievable by handle."""
+    listed = ", ".join(f"{run.policy} {run.retrievable_tokens:,}" for run in runs)
+    return Text(f"Cleared tokens retrievable by handle with a store (fit --store): {listed}", style="dim")
+
+
 def render_chart(run: Run, *, budget: int, window: int | None) -> RenderableType:
     """Sent tokens per step (columns are groups of steps, each showing its
     largest request), the budget (``B``) and window (``W``) lines, and marks

@@ -13,11 +13,14 @@ import typer
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.fit import DEFAULTS, FitOptions
 from windowfit.fitting.replay import KEEP_LAST, POLICIES, POLICY_NAMES, PolicyFactory, Run, policy_named, replay
+from windowfit.fitting.replay.requests import ReplayTarget, is_recorded_request, replay_targets, target_of
 from windowfit.fitting.serialize import replay_document
+from windowfit.fitting.transcript import Transcript
 
 from .exit_codes import ExitCode
-from .render_replay import render_chart, render_table
+from .render_replay import render_chart, render_retrievable, render_table
 from .shared import (
+    LISTED,
     EstimatorName,
     FromFormat,
     Index,
@@ -51,6 +54,56 @@ POLICY_HELP = "; ".join(f"{p.name}: {p.description}" for p in POLICIES) + "."
 
 def factories(names: list[str], options: FitOptions, *, keep: int) -> list[PolicyFactory]:
     return [policy_named(name).factory(options, keep=keep) for name in names]
+
+
+def choose(transcripts: list[Transcript], *, source: str, index: int | None, name: str | None) -> ReplayTarget:
+    """What to replay. Sessions as ``pick`` chooses them; in a request log, the recorded requests grouped into
+    conversations: ``--index``/``--name`` name a request (as ``report`` lists them) and replay its conversation up
+    to it; otherwise the conversation with the most requests, said on stderr, and when none has more than all the
+    others a usage error listing them, largest first."""
+    other = "replay replays one session at a time"
+    if not any(is_recorded_request(t) for t in transcripts):
+        chosen = pick(transcripts, source=source, index=index, name=name, other=other)
+        return ReplayTarget(chosen, (next(i for i, t in enumerate(transcripts) if t is chosen),))
+    if index is not None or name is not None:
+        chosen = pick(transcripts, source=source, index=index, name=name, other=other)
+        target = target_of(transcripts, next(i for i, t in enumerate(transcripts) if t is chosen))
+        if len(target.requests) > 1:
+            err.print(
+                f"[dim]note: {markup_safe(chosen.name or chosen.label)} is the newest of the "
+                f"{len(target.requests)} recorded requests of its conversation replayed here[/]"
+            )
+        return target
+    targets = replay_targets(transcripts)
+    if len(targets) == 1:
+        return targets[0]
+    ordered = sorted(targets, key=lambda t: (-len(t.requests), t.members[-1]))
+    longest = ordered[0]
+    if len(longest.requests) > 1 and len(ordered[1].requests) < len(longest.requests):
+        err.print(
+            f"[dim]note: {markup_safe(source)}: replaying its longest conversation, "
+            f"{markup_safe(longest.transcript.name)}; the {len(targets) - 1} other(s) (side calls, a compaction, "
+            "other sessions) are replayed with --index N (the conversation of request N, up to it)[/]"
+        )
+        return longest
+    for target in ordered[:LISTED]:
+        what = f"{_requests(len(target.requests))}, " if target.recorded else ""
+        err.print(
+            f"  {target.members[-1]:>3}  {markup_safe(target.transcript.name or target.transcript.label)}  "
+            f"({what}{len(target.transcript.messages):,} messages)"
+        )
+    if len(ordered) > LISTED:
+        err.print(f"  ... and {len(ordered) - LISTED:,} more")
+    error = OptionError(
+        f"{source} holds {len(targets)} conversations, none longer than the others: pick one with --index N or "
+        "--name NAME"
+    )
+    error.hint = "each is listed by its newest request; --index N replays the conversation of request N, up to it"
+    fail(error)
+
+
+def _requests(count: int) -> str:
+    return f"{count:,} recorded request" + ("" if count == 1 else "s")
 
 
 def save_plot(runs: tuple[Run, ...], path: Path, *, budget: int, window: int | None, title: str) -> None:
@@ -140,7 +193,8 @@ def replay_command(
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
     loaded = load_all([file], fmt=from_, skip_invalid=skip_invalid, strict=strict, keep_text=False)
-    chosen = pick(loaded.transcripts, source=file, index=index, name=name, other="replay replays one session at a time")
+    target = choose(loaded.transcripts, source=file, index=index, name=name)
+    chosen = target.transcript
     transcript = chosen.live()
     names = [p.value for p in policy] if policy else list(POLICY_NAMES)
     try:
@@ -158,6 +212,7 @@ def replay_command(
         estimator=est,
         window=window,
         preamble=hidden,
+        requests=target.requests,
     )
     if plot is not None:
         try:
@@ -185,10 +240,23 @@ def replay_command(
             )
         )
         return
-    out.print(f"[bold]{markup_safe(transcript.label)}[/]: {len(runs[0].steps) if runs else 0:,} requests replayed")
+    steps = runs[0].steps if runs else ()
+    if target.recorded:
+        what = f"{_requests(len(steps))} replayed, in the order sent"
+    else:
+        what = f"{len(steps):,} requests replayed"
+    out.print(f"[bold]{markup_safe(transcript.label)}[/]: {what}")
+    measured = [s for s in steps if s.measured_tokens is not None]
+    if measured:
+        provider = sum(s.measured_tokens or 0 for s in measured)
+        out.print(
+            f"[dim]measured by the provider for {len(measured):,} of them: {provider:,} tokens unfitted "
+            f"(the estimate of the same requests: {sum(s.raw_tokens for s in measured):,})[/]"
+        )
     if hidden is not None:
         out.print(f"[dim]{markup_safe(size.preamble_text())}[/]")
     out.print(render_table(runs, budget=budget, window=window))
+    out.print(render_retrievable(runs))
     if chart:
         for run in runs:
             out.print()

@@ -25,6 +25,8 @@ from windowfit.fitting.errors import (
     Location,
     NoTranscripts,
     OptionError,
+    StoreError,
+    StoreUnavailable,
 )
 from windowfit.fitting.estimate import ESTIMATORS, Estimator
 from windowfit.fitting.formats import FALLBACK, FORMATS, Format, Input, SkippedFile, detect, discover, get_format, load
@@ -115,7 +117,17 @@ def fail(error: WindowfitError) -> NoReturn:
     err.print(f"[bold red]error:[/] {markup_safe(str(error))}")
     if error.hint:
         err.print(f"[dim]hint: {markup_safe(error.hint)}[/]")
-    raise typer.Exit(ExitCode.BAD_INPUT if isinstance(error, InputError) else ExitCode.USAGE)
+    raise typer.Exit(exit_code_of(error))
+
+
+def exit_code_of(error: WindowfitError) -> ExitCode:
+    """Bad input (3) for what cannot be read, output (4) for a store that cannot
+    be written or reached, usage (2) for the rest."""
+    if isinstance(error, StoreUnavailable):
+        return ExitCode.OUTPUT
+    if isinstance(error, (InputError, StoreError)):
+        return ExitCode.BAD_INPUT
+    return ExitCode.USAGE
 
 
 def check_limits(budget: int | None, window: int | None) -> None:
@@ -178,7 +190,7 @@ def load_all(
             else:
                 found = [Input(str(p), keep_text=keep_text) for p in discover([name])]
                 if Path(name).is_dir():
-                    scanned.update(i.path for i in found)
+                    scanned.update(i.path for i in found if Path(i.path) != Path(name))
                 inputs.extend(found)
         for item in inputs:
             if item.data is None and not Path(item.path).exists():

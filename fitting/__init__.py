@@ -19,13 +19,14 @@ from .estimate import (
     make_estimator,
     parse_rule,
 )
-from .fit import FitOptions, Fitted, Plan, apply_plan, fit, plan_fit
+from .fit import FitOptions, Fitted, Plan, apply_plan, fit, keep_cleared, plan_fit
 from .formats import load, load_path
 from .notice import has_notice, with_notice
 from .replay import POLICIES, Run, Step, replay, standard_policies
 from .report import Report, build_report
 from .request import FittedRequest, Fitter, fit_request
 from .size import Size, predict_size
+from .store import Offloaded, ResultStore, handle_tool_call, offload, open_store
 from .suggest import suggest_rule
 from .tokenizers import load_tokenizer
 from .transcript import (
@@ -66,10 +67,12 @@ __all__ = [
     "Location",
     "Message",
     "MessageEstimate",
+    "Offloaded",
     "OptionError",
     "Other",
     "Plan",
     "Report",
+    "ResultStore",
     "Round",
     "Rule",
     "Run",
@@ -95,11 +98,15 @@ __all__ = [
     "count_chars",
     "fit",
     "fit_request",
+    "handle_tool_call",
     "has_notice",
+    "keep_cleared",
     "load",
     "load_path",
     "load_tokenizer",
     "make_estimator",
+    "offload",
+    "open_store",
     "parse_rule",
     "plan_fit",
     "predict_size",

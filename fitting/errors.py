@@ -84,3 +84,28 @@ class TokenizerUnavailable(TokenizerError):
 
 class Unsuggestable(WindowfitError):
     """No per-class constants can cover the samples (none given, or one needs tokens but has no characters)."""
+
+
+class StoreError(WindowfitError):
+    """A result store cannot do what was asked (the ``fitting.store`` package)."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class UnknownHandle(StoreError):
+    """No entry in the store has this handle (never stored, or dropped since)."""
+
+
+class PageOutOfRange(StoreError):
+    """The entry exists but has no page with this number (pages count from 1)."""
+
+
+class NotAStore(StoreError):
+    """The file or database named is not a windowfit result store (or is a newer one than this version reads)."""
+
+
+class StoreUnavailable(StoreError):
+    """The store exists but cannot be used now: locked, read-only, unreachable, or its backend is not installed."""

@@ -6,20 +6,27 @@ Two kinds of rule: the field report's ``ScriptRule`` (ASCII, CJK, other) and
 digits, whitespace, punctuation; one class per script) for the ``safe``
 estimator. Their constants live in ``rules.json`` beside this module.
 
-Counting is done by C code: ``str.isascii`` for pure ASCII, the UTF-8 lead
-bytes (``bytes.translate``) for the rest, and one compiled character class for
-CJK only when 3- or 4-byte characters are present. A ``ClassRule`` deletes
-ASCII classes byte by byte (``bytes.translate``) and sorts the rest by the
-UTF-16 high byte of each character (its 256-code-point block), falling back to
-a compiled character class only inside a block that two classes share.
-Estimates use integer weights: exact, or fixed-point rounded up (never below
-the exact value) when the exact denominator would be a big integer.
+Counting is done by C code. When the optional extension ``_classcount``
+(``fitting/_classcount.c``) is built, one pass over the str's own storage
+looks every code point up in a class table built once per rule; that serves
+both kinds of rule. Without it (no compiler at install time, or
+``WINDOWFIT_PURE=1`` in the environment) the pure-Python counters below give
+the same counts with C-level str and bytes passes: ``str.isascii`` for pure
+ASCII, the UTF-8 lead bytes (``bytes.translate``) for the rest, and one
+compiled character class for CJK only when 3- or 4-byte characters are
+present. The pure ``_ClassCounter`` deletes ASCII classes byte by byte
+(``bytes.translate``) and sorts the rest by the UTF-16 high byte of each
+character (its 256-code-point block), falling back to a compiled character
+class only inside a block that two classes share. Estimates use integer
+weights: exact, or fixed-point rounded up (never below the exact value) when
+the exact denominator would be a big integer.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -27,8 +34,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from importlib.resources import files
 from itertools import pairwise
-from operator import mul
-from typing import Any, Literal, TypeAlias
+from operator import add, mul
+from typing import Any, Literal, Protocol, TypeAlias
 
 from .errors import OptionError
 from .transcript import (
@@ -113,7 +120,7 @@ class CharCounts:
         if a and b:
             if len(a) != len(b):
                 raise ValueError("cannot add counts made for rules with different classes")
-            classes = tuple(x + y for x, y in zip(a, b, strict=True))
+            classes = tuple(map(add, a, b))
         else:
             classes = a or b
         return CharCounts(self.ascii + other.ascii, self.cjk + other.cjk, self.other + other.other, classes)
@@ -128,6 +135,16 @@ ZERO = CharCounts()
 
 def count_chars(text: str) -> CharCounts:
     """Count ASCII, CJK and other characters of ``text``."""
+    if text.isascii():
+        return CharCounts(len(text), 0, 0)
+    if _SEED_COUNTER is not None:
+        ascii_, cjk, other = _SEED_COUNTER.count_groups(text)
+        return CharCounts(ascii_, cjk, other)
+    return _count_chars_pure(text)
+
+
+def _count_chars_pure(text: str) -> CharCounts:
+    """``count_chars`` without the compiled counter."""
     n = len(text)
     if text.isascii():
         return CharCounts(n, 0, 0)
@@ -331,10 +348,72 @@ class _Split:
     others: tuple[tuple[int, re.Pattern[str]], ...]
 
 
-class _ClassCounter:
-    """Counts characters per class with C-level passes (see the module docstring)."""
+SURROGATES = (0xD800, 0xDFFF)
+"""Lone surrogates (from broken JSON escapes) are characters of the fallback class: no class may name them."""
 
-    __slots__ = ("ascii_chain", "astral", "block_codes", "codes", "fallback", "n", "splits", "whole_run")
+MAX_CLASSES = 127
+"""The most classes a ``ClassRule`` may have (the counters keep a class index in 7 bits)."""
+
+
+def _check_classes(classes: tuple[CharClass, ...]) -> tuple[int, list[tuple[int, tuple[int, int]]]]:
+    """The fallback class's index and every named range with its class; ``ValueError`` for classes
+    that do not partition the code points as a ``ClassRule`` needs."""
+    if len(classes) > MAX_CLASSES:
+        raise ValueError(f"at most {MAX_CLASSES} classes, not {len(classes)}")
+    fallbacks = [i for i, c in enumerate(classes) if not c.ranges]
+    if len(fallbacks) != 1:
+        raise ValueError("exactly one class must have no ranges (it takes every code point no other class names)")
+    explicit = [(i, r) for i, c in enumerate(classes) for r in c.ranges]
+    for _, (a, b) in explicit:
+        if not 0 <= a <= b <= MAX_CODE_POINT:
+            raise ValueError(f"not a code point range: {a:04X}-{b:04X}")
+        if _overlaps((a, b), [SURROGATES]):
+            raise ValueError(f"{a:04X}-{b:04X}: surrogates (D800-DFFF) are the fallback class's alone")
+    spans = sorted(r for _, r in explicit)
+    for (_, b1), (a2, _) in pairwise(spans):
+        if a2 <= b1:
+            raise ValueError(f"classes overlap at U+{a2:04X}")
+    if not _covered(ASCII_RANGE, spans) or not all(_covered(r, spans) for r in CJK_RANGES):
+        raise ValueError("the classes must name every ASCII and every CJK code point")
+    for c in classes:
+        for r in c.ranges:
+            if _overlaps(r, [ASCII_RANGE]) and not r[1] <= ASCII_RANGE[1]:
+                raise ValueError(f"class {c.name!r}: a range may not cross from ASCII into U+0080 and above")
+            if _overlaps(r, CJK_RANGES) and not _covered(r, CJK_RANGES):
+                raise ValueError(f"class {c.name!r}: a range may not mix CJK and other code points")
+        if len({_group_of(r) for r in c.ranges}) > 1:
+            raise ValueError(f"class {c.name!r} mixes ASCII, CJK and other code points")
+    return fallbacks[0], explicit
+
+
+class _Counter(Protocol):
+    """What a ``ClassRule`` counts with: the compiled ``_classcount.Counter`` or the pure ``_ClassCounter``."""
+
+    def count(self, text: str, /) -> tuple[int, int, int, tuple[int, ...]]:
+        """``(ascii, cjk, other, per_class)``: the seed's three classes and the rule's own."""
+        ...
+
+    def count_groups(self, text: str, /) -> tuple[int, int, int]:
+        """``(ascii, cjk, other)`` alone."""
+        ...
+
+
+class _ClassCounter:
+    """Counts characters per class with C-level str and bytes passes (see the module docstring):
+    the counter when the compiled one is not there."""
+
+    __slots__ = (
+        "ascii_chain",
+        "astral",
+        "block_codes",
+        "cjk",
+        "codes",
+        "fallback",
+        "n",
+        "other",
+        "splits",
+        "whole_run",
+    )
 
     SPLIT_BASE = 0x80
     """Block codes from here on name a ``_Split``; below, a class index."""
@@ -343,30 +422,9 @@ class _ClassCounter:
 
     def __init__(self, classes: tuple[CharClass, ...]) -> None:
         self.n = len(classes)
-        if self.n >= self.SPLIT_BASE:
-            raise ValueError(f"at most {self.SPLIT_BASE - 1} classes, not {self.n}")
-        fallbacks = [i for i, c in enumerate(classes) if not c.ranges]
-        if len(fallbacks) != 1:
-            raise ValueError("exactly one class must have no ranges (it takes every code point no other class names)")
-        self.fallback = fallbacks[0]
-        explicit = [(i, r) for i, c in enumerate(classes) for r in c.ranges]
-        for _, (a, b) in explicit:
-            if not 0 <= a <= b <= MAX_CODE_POINT:
-                raise ValueError(f"not a code point range: {a:04X}-{b:04X}")
-        spans = sorted(r for _, r in explicit)
-        for (_, b1), (a2, _) in pairwise(spans):
-            if a2 <= b1:
-                raise ValueError(f"classes overlap at U+{a2:04X}")
-        if not _covered(ASCII_RANGE, spans) or not all(_covered(r, spans) for r in CJK_RANGES):
-            raise ValueError("the classes must name every ASCII and every CJK code point")
-        for c in classes:
-            for r in c.ranges:
-                if _overlaps(r, [ASCII_RANGE]) and not r[1] <= ASCII_RANGE[1]:
-                    raise ValueError(f"class {c.name!r}: a range may not cross from ASCII into U+0080 and above")
-                if _overlaps(r, CJK_RANGES) and not _covered(r, CJK_RANGES):
-                    raise ValueError(f"class {c.name!r}: a range may not mix CJK and other code points")
-            if len({_group_of(r) for r in c.ranges}) > 1:
-                raise ValueError(f"class {c.name!r} mixes ASCII, CJK and other code points")
+        self.fallback, explicit = _check_classes(classes)
+        self.cjk = tuple(i for i, c in enumerate(classes) if c.group == "cjk")
+        self.other = tuple(i for i, c in enumerate(classes) if c.group == "other")
 
         # ASCII: one delete-set per class, most frequent classes first (each pass shrinks the bytes).
         ascii_of = bytearray(128)
@@ -417,7 +475,20 @@ class _ClassCounter:
                 astral.append((i, _run_pattern(rs)))
         self.astral = tuple(astral)
 
-    def count(self, text: str) -> list[int]:
+    def count(self, text: str, /) -> tuple[int, int, int, tuple[int, ...]]:
+        """``(ascii, cjk, other, per_class)`` of ``text``."""
+        per_class = tuple(self._per_class(text))
+        if text.isascii():
+            return len(text), 0, 0, per_class
+        cjk = sum([per_class[i] for i in self.cjk])
+        other = sum([per_class[i] for i in self.other])
+        return len(text) - cjk - other, cjk, other, per_class
+
+    def count_groups(self, text: str, /) -> tuple[int, int, int]:
+        """``(ascii, cjk, other)`` of ``text``."""
+        return self.count(text)[:3]
+
+    def _per_class(self, text: str) -> list[int]:
         """Characters of ``text`` per class."""
         out = [0] * self.n
         if text.isascii():
@@ -495,6 +566,63 @@ def _group_of(r: tuple[int, int]) -> Group:
     return "cjk" if _covered(r, CJK_RANGES) else "other"
 
 
+PURE_ENV = "WINDOWFIT_PURE"
+"""Set to anything but ``0`` or empty, the estimators count with the pure-Python counters even when the
+compiled one is installed (the tests run both)."""
+
+try:
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        raise ImportError(f"{PURE_ENV} is set")
+    from ._classcount import Counter as _CompiledCounter
+    from ._classcount import dot as _compiled_dot
+
+    COMPILED = True
+except ImportError:
+    COMPILED = False
+"""Whether counting is done by the compiled extension ``_classcount`` (see the module docstring)."""
+
+_GROUP_CODES: dict[Group, int] = {"ascii": 0, "cjk": 1, "other": 2}
+
+
+def compiled_counter(classes: tuple[CharClass, ...]) -> _Counter:
+    """The compiled counter for ``classes`` (``ImportError`` when it is not built or ``WINDOWFIT_PURE``
+    is set); the same counts as ``pure_counter``."""
+    if not COMPILED:
+        raise ImportError("windowfit.fitting._classcount is not built (or WINDOWFIT_PURE is set)")
+    fallback, explicit = _check_classes(classes)
+    ranges = [(a, b, i) for i, (a, b) in explicit]
+    groups = bytes(_GROUP_CODES[c.group] for c in classes)
+    counter: _Counter = _CompiledCounter(len(classes), fallback, ranges, groups)
+    return counter
+
+
+def pure_counter(classes: tuple[CharClass, ...]) -> _Counter:
+    """The pure-Python counter for ``classes``."""
+    return _ClassCounter(classes)
+
+
+def _make_counter(classes: tuple[CharClass, ...]) -> _Counter:
+    return compiled_counter(classes) if COMPILED else pure_counter(classes)
+
+
+def _dot_pure(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    if len(a) != len(b):
+        raise ValueError("dot() needs two tuples of one length")
+    return sum(map(mul, a, b))
+
+
+_dot = _compiled_dot if COMPILED else _dot_pure
+"""``sum(a_i * b_i)``, exactly."""
+
+_SEED_CLASSES = (
+    CharClass("ascii", (ASCII_RANGE,), Fraction(4)),
+    CharClass("cjk", CJK_RANGES, Fraction(1)),
+    CharClass("other", (), Fraction(2)),
+)
+_SEED_COUNTER: _Counter | None = compiled_counter(_SEED_CLASSES) if COMPILED else None
+"""``count_chars``'s counter when the compiled one is there (the seed's classes as a ``ClassRule``'s)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ClassRule:
     """A rule with finer classes than the seed's: each class a set of code
@@ -509,12 +637,7 @@ class ClassRule:
     image_tokens_unknown: int = IMAGE_TOKENS_UNKNOWN
     _weights: tuple[int, ...] = field(init=False, repr=False, compare=False, hash=False, default=())
     _denominator: int = field(init=False, repr=False, compare=False, hash=False, default=1)
-    _cjk: tuple[int, ...] = field(init=False, repr=False, compare=False, hash=False, default=())
-    """Indices of the classes in the seed's CJK class (the rest of the non-ASCII ones are "other")."""
-    _other: tuple[int, ...] = field(init=False, repr=False, compare=False, hash=False, default=())
-    _ascii_prefix: int = field(init=False, repr=False, compare=False, hash=False, default=0)
-    """How many leading classes hold all of ASCII (0 when the ASCII classes do not come first)."""
-    _counter: _ClassCounter | None = field(init=False, repr=False, compare=False, hash=False, default=None)
+    _counter: _Counter | None = field(init=False, repr=False, compare=False, hash=False, default=None)
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.classes]
@@ -526,11 +649,7 @@ class ClassRule:
         *weights, denominator = _integer_weights(*(c.chars_per_token for c in self.classes))
         object.__setattr__(self, "_weights", tuple(weights))
         object.__setattr__(self, "_denominator", denominator)
-        object.__setattr__(self, "_cjk", tuple(i for i, c in enumerate(self.classes) if c.group == "cjk"))
-        object.__setattr__(self, "_other", tuple(i for i, c in enumerate(self.classes) if c.group == "other"))
-        ascii_ = [i for i, c in enumerate(self.classes) if c.group == "ascii"]
-        object.__setattr__(self, "_ascii_prefix", len(ascii_) if ascii_ == list(range(len(ascii_))) else 0)
-        object.__setattr__(self, "_counter", _ClassCounter(self.classes))
+        object.__setattr__(self, "_counter", _make_counter(self.classes))
 
     def scaled_overhead(self, factor: float) -> ClassRule:
         """The same rule with every structural overhead multiplied by ``factor``."""
@@ -544,27 +663,20 @@ class ClassRule:
     def count(self, text: str) -> CharCounts:
         """The characters of ``text`` per class of this rule, and per seed class."""
         assert self._counter is not None
-        per_class = self._counter.count(text)
-        if text.isascii():
-            return CharCounts(len(text), 0, 0, tuple(per_class))
-        cjk = sum([per_class[i] for i in self._cjk])
-        other = sum([per_class[i] for i in self._other])
-        return CharCounts(len(text) - cjk - other, cjk, other, tuple(per_class))
+        ascii_, cjk, other, per_class = self._counter.count(text)
+        return CharCounts(ascii_, cjk, other, per_class)
 
     def text_tokens(self, counts: CharCounts) -> int:
         """``ceil(sum(chars_i / chars_per_token_i))`` in integers: exact, or never below the exact
         value when the rule's weights are fixed-point (``FIXED_POINT_BITS``)."""
-        classes = counts.classes
-        if len(classes) != len(self._weights):
+        try:
+            return -(-_dot(counts.classes, self._weights) // self._denominator)
+        except ValueError:  # not one count per class
             if counts.total == 0:
                 return 0
-            raise ValueError(f"rule {self.name!r} needs counts made by its own count() ({len(self.classes)} classes)")
-        if self._ascii_prefix and counts.ascii == counts.total:  # ASCII only: the other classes are 0
-            k = self._ascii_prefix
-            weighted: int = sum(map(mul, classes[:k], self._weights[:k]))
-        else:
-            weighted = sum(map(mul, classes, self._weights))
-        return -(-weighted // self._denominator)
+            raise ValueError(
+                f"rule {self.name!r} needs counts made by its own count() ({len(self.classes)} classes)"
+            ) from None
 
     def class_tokens(self, counts: CharCounts) -> tuple[float, ...]:
         """Unrounded tokens per class, for breakdowns."""
@@ -609,6 +721,9 @@ class Estimator:
 
     rule: Rule = SEED
     _memo: dict[Message, MessageEstimate] = field(default_factory=dict, repr=False)
+    handles: dict[tuple[Block, str, str, int], tuple[str, int]] = field(default_factory=dict, repr=False)
+    """Fitting with a store: each result's handle and page count (``fit.result_refs``),
+    remembered like the estimates, so refitting a growing conversation hashes each result once."""
 
     def block_parts(self, block: Block) -> tuple[CharCounts, int]:
         """Characters and fixed tokens of one block, overheads included."""

@@ -18,6 +18,8 @@ from .estimate import Estimator, make_estimator
 from .notice import with_notice
 from .repair import Repair, repair
 from .size import FLOOR_RULE, Size, SizeSource, ceiling_tokens, floor_tokens
+from .store.base import PAGE_TOKENS, Entry, ResultStore
+from .store.content import block_handle, block_pages, stored_block
 from .transcript import (
     Message,
     Round,
@@ -55,21 +57,32 @@ TOO_LONG_MESSAGE = (
 NOTE_SOURCE = Source("<windowfit>")
 
 
-def stub_text(tool: str, call_id: str, tokens: int) -> str:
-    """What replaces a cleared result: what was removed, why, and how to get it back."""
+def retrieval_text(handle: str, pages: int) -> str:
+    """How a stub made with a store says to get the result back: by handle,
+    page by page, with the fetch tool or the ``windowfit fetch`` command."""
+    which = "page 1" if pages == 1 else f"pages 1 to {pages:,}"
     return (
-        f"[windowfit: tool result cleared] The result of {tool or 'a tool'} (call {call_id}, "
-        f"about {tokens:,} tokens) was removed to keep this conversation within the model's context. "
-        "Run the tool again if you need it."
+        f"It is kept as {handle} ({pages:,} page{'s' if pages != 1 else ''}): read it back with the windowfit_fetch "
+        f"tool (this handle, {which}) if you have it, or with `windowfit fetch` and this handle."
     )
 
 
-def observation_stub_text(tool: str, obs_id: str, tokens: int) -> str:
+def stub_text(tool: str, call_id: str, tokens: int, handle: str = "", pages: int = 0) -> str:
+    """What replaces a cleared result: what was removed, why, and how to get it
+    back: by ``handle`` when a store keeps it, else by running the tool again."""
+    how = retrieval_text(handle, pages) if handle else "Run the tool again if you need it."
+    return (
+        f"[windowfit: tool result cleared] The result of {tool or 'a tool'} (call {call_id}, "
+        f"about {tokens:,} tokens) was removed to keep this conversation within the model's context. " + how
+    )
+
+
+def observation_stub_text(tool: str, obs_id: str, tokens: int, handle: str = "", pages: int = 0) -> str:
     """What replaces a cleared text observation (tool output a format sends as plain text)."""
+    how = retrieval_text(handle, pages) if handle else "Run it again if you need it."
     return (
         f"[windowfit: tool output cleared] The output of {tool or 'a command'} ({obs_id}, "
-        f"about {tokens:,} tokens) was removed to keep this conversation within the model's context. "
-        "Run it again if you need it."
+        f"about {tokens:,} tokens) was removed to keep this conversation within the model's context. " + how
     )
 
 
@@ -88,6 +101,10 @@ class FitOptions:
     """A result is clearable only if its estimate is at least this many times its stub's."""
     add_notice: bool = False
     """Add the safety-net notice (SPEC section 4) to the system prompt first."""
+    page_tokens: int | None = None
+    """With a store: its page size, and the stubs name the handle each cleared
+    result is kept under and its page count. ``None``: no store, the stubs say
+    to run the tool again."""
 
     def __post_init__(self) -> None:
         if self.budget < 1:
@@ -98,6 +115,8 @@ class FitOptions:
             raise OptionError(f"the protected fraction must be between 0 and 1, not {self.protected_fraction}")
         if self.min_clear_ratio < 0:
             raise OptionError(f"the minimum clear ratio must not be negative, not {self.min_clear_ratio}")
+        if self.page_tokens is not None and self.page_tokens < 1:
+            raise OptionError(f"a page must hold at least 1 token, not {self.page_tokens}")
 
 
 DEFAULTS = FitOptions(budget=1)
@@ -116,6 +135,10 @@ class ResultRef:
     tool: str
     tokens: int
     stub_tokens: int
+    handle: str = ""
+    """With a store: the handle the result is kept under once cleared (from its content)."""
+    pages: int = 0
+    """With a store: how many pages it is kept in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,8 +292,9 @@ def _stub(result: ToolResult | Text, ref: ResultRef) -> ToolResult | Text:
     # Constructors, not dataclasses.replace: this runs once per cleared result.
     if isinstance(result, Text):
         # A text observation: the stub takes the text's place in the same message.
-        return Text(observation_stub_text(ref.tool, ref.call_id, ref.tokens), result.extra, result.observation_of)
-    stub = Text(stub_text(ref.tool, ref.call_id, ref.tokens))
+        text = observation_stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
+        return Text(text, result.extra, result.observation_of)
+    stub = Text(stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages))
     return ToolResult(result.call_id, (stub,), result.is_error, result.name, result.extra)
 
 
@@ -305,11 +329,14 @@ def _note_message() -> Message:
     return Message("user", (Text(TRUNCATION_NOTE),), NOTE_SOURCE)
 
 
-def result_refs(messages: Sequence[Message], estimator: Estimator) -> tuple[ResultRef, ...]:
+def result_refs(
+    messages: Sequence[Message], estimator: Estimator, page_tokens: int | None = None
+) -> tuple[ResultRef, ...]:
     """Every tool result, oldest first, with its estimate and its stub's. A text
     observation (``Text.observation_of``) counts as a result too, under the
     synthetic id ``observation_id`` gives it: it has no call to pair with. The
-    first message is never one (SPEC invariant 3 keeps it unchanged)."""
+    first message is never one (SPEC invariant 3 keeps it unchanged). With
+    ``page_tokens`` (a store), each has the handle and page count its stub names."""
     names = tool_names(messages)
     refs = []
     for mi, message in enumerate(messages):
@@ -321,8 +348,18 @@ def result_refs(messages: Sequence[Message], estimator: Estimator) -> tuple[Resu
             else:
                 continue
             tokens = estimator.message(message).block_tokens[bi]
-            stub = estimator.block(_stub(block, ResultRef(mi, bi, call_id, tool, tokens, 0)))
-            refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub))
+            handle, pages = "", 0
+            if page_tokens is not None:
+                key = (block, tool, call_id, page_tokens)
+                found = estimator.handles.get(key)
+                if found is None:
+                    found = estimator.handles[key] = (
+                        block_handle(block, tool, call_id),
+                        block_pages(block, page_tokens),
+                    )
+                handle, pages = found
+            stub = estimator.block(_stub(block, ResultRef(mi, bi, call_id, tool, tokens, 0, handle, pages)))
+            refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub, handle, pages))
     return tuple(refs)
 
 
@@ -356,6 +393,7 @@ def plan_fit(
     add_notice: bool = DEFAULTS.add_notice,
     estimator: Estimator | None = None,
     size: Size | None = None,
+    page_tokens: int | None = DEFAULTS.page_tokens,
 ) -> Plan:
     """Decide how to fit ``transcript`` into ``budget`` tokens.
 
@@ -364,13 +402,17 @@ def plan_fit(
     when it is anchored on measured usage the fit starts from it. Without it,
     the request is the pure estimate of what the file records.
 
+    ``page_tokens`` plans for a store: the stubs name each cleared result's
+    handle and page count, both derived from its content, so the plan stays
+    pure (``keep_cleared`` or ``fit(store=...)`` puts the results in a store).
+
     This algorithm has a twin: replay's ``WindowfitPolicy``
     (``fitting/replay/windowfit.py``) computes the same requests incrementally,
     one per step of a growing session. Change both together;
     ``tests/test_replay.py::test_incremental_windowfit_equals_plan_fit_on_every_request``
     keeps them equal (for the estimate: replay does not anchor).
     """
-    options = FitOptions(budget, batch_size, protected_fraction, min_clear_ratio, add_notice)
+    options = FitOptions(budget, batch_size, protected_fraction, min_clear_ratio, add_notice, page_tokens)
     est = estimator or make_estimator()
     noticed = with_notice(transcript) if add_notice else transcript
     notice_added = noticed is not transcript
@@ -386,7 +428,7 @@ def plan_fit(
     if size is not None and size.anchored:
         # The notice and repairs change the request after it was measured: add their estimate.
         before = size.tokens + before - est.request(transcript) - preamble + est.preamble(source)
-    results = result_refs(messages, est)
+    results = result_refs(messages, est, page_tokens)
 
     first_protected = _protected_tail(results, budget * protected_fraction)
     older = results[:first_protected]
@@ -424,7 +466,7 @@ def plan_fit(
             for ref in batch:
                 result = working[ref.message_index].content[ref.block_index]
                 assert isinstance(result, ToolResult)
-                stub = stub_text(ref.tool, ref.call_id, ref.tokens)
+                stub = stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
                 cut = floor_tokens(result.content, floor) - ceiling_tokens(stub)
                 sizer.saved[ref.message_index] += cut
                 saved += cut
@@ -735,6 +777,31 @@ class Fitted:
     transcript: Transcript
 
 
+def keep_cleared(transcript: Transcript, plan: Plan, store: ResultStore, *, source: str = "") -> tuple[Entry, ...]:
+    """Put every result ``plan`` clears into ``store``, under the handles its
+    stubs name (``plan_fit`` with ``page_tokens``), in one transaction; their
+    entries, oldest first. ``source`` names the transcript (default its path)."""
+    page_tokens = plan.options.page_tokens
+    if page_tokens is None or not plan.cleared:
+        return ()
+    messages = repaired(transcript, plan).messages
+    items = []
+    for ref in plan.cleared:
+        block = messages[ref.message_index].content[ref.block_index]
+        assert isinstance(block, (ToolResult, Text))
+        item = stored_block(
+            block,
+            tool=ref.tool,
+            call_id=ref.call_id,
+            tokens=ref.tokens,
+            source=source or transcript.source.path,
+            page_tokens=page_tokens,
+        )
+        assert item.handle == ref.handle and len(item.pages) == ref.pages, "the plan's handle is the content's"
+        items.append(item)
+    return store.put_many(items)
+
+
 def fit(
     transcript: Transcript,
     *,
@@ -744,8 +811,12 @@ def fit(
     protected_fraction: float = DEFAULTS.protected_fraction,
     min_clear_ratio: float = DEFAULTS.min_clear_ratio,
     add_notice: bool = DEFAULTS.add_notice,
+    store: ResultStore | None = None,
+    page_tokens: int | None = DEFAULTS.page_tokens,
 ) -> Fitted:
-    """``plan_fit`` then ``apply_plan``."""
+    """``plan_fit`` then ``apply_plan``. With ``store``, every cleared result is
+    put in it first, in pages of ``page_tokens`` (default ``PAGE_TOKENS``), and
+    the stubs name their handles."""
     plan = plan_fit(
         transcript,
         budget=budget,
@@ -754,7 +825,10 @@ def fit(
         protected_fraction=protected_fraction,
         min_clear_ratio=min_clear_ratio,
         add_notice=add_notice,
+        page_tokens=(page_tokens or PAGE_TOKENS) if store is not None else None,
     )
+    if store is not None:
+        keep_cleared(transcript, plan, store)
     return Fitted(plan, apply_plan(transcript, plan))
 
 

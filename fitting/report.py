@@ -11,6 +11,7 @@ from itertools import pairwise
 from .estimate import CharCounts, Estimator
 from .repair import repair_defects
 from .size import Size, SizeMode, predict_size
+from .store.base import PAGE_TOKENS
 from .transcript import (
     Defect,
     Dialect,
@@ -56,6 +57,13 @@ class ToolRow:
     result_tokens: int
     max_result_tokens: int
     grows_like_data: bool
+    page_tokens: int | None = None
+    """For a data tool: the page size that would have bounded it (``offload``'s default)."""
+    paged_tokens: int | None = None
+    """For a data tool: what its results would have put in the context, paged
+    (each at most one page), instead of ``result_tokens``."""
+    largest_pages: int | None = None
+    """For a data tool: how many pages its largest result would have taken, at the least."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +158,24 @@ def _grows(sizes: list[int]) -> bool:
     )
 
 
+def _tool_row(name: str, calls: int, sizes: list[int]) -> ToolRow:
+    """A tool's sizes; a data tool also gets what paging its output (``offload``) would have bounded it to."""
+    if not _grows(sizes):
+        return ToolRow(name, calls, len(sizes), sum(sizes), max(sizes), False)
+    page = PAGE_TOKENS
+    return ToolRow(
+        name,
+        calls,
+        len(sizes),
+        sum(sizes),
+        max(sizes),
+        True,
+        page,
+        sum(min(size, page) for size in sizes),
+        -(-max(sizes) // page),
+    )
+
+
 def build_report(
     transcript: Transcript,
     estimator: Estimator,
@@ -220,7 +246,7 @@ def build_report(
             calls_per_tool[call.name] += 1
             n_calls += 1
     tools = tuple(
-        ToolRow(name, calls_per_tool.get(name, 0), len(sizes), sum(sizes), max(sizes), _grows(sizes))
+        _tool_row(name, calls_per_tool.get(name, 0), sizes)
         for name, sizes in sorted(per_tool.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
     )
     largest = tuple(sorted(results, key=lambda r: (-r.tokens, r.message_index))[:top])

@@ -12,8 +12,9 @@ import orjson
 from ._json import dumps, encode, loads
 from .errors import Location, OptionError, UnknownShape, UnsendableRequest
 from .estimate import Estimator, make_estimator
-from .fit import DEFAULTS, FitOptions, Plan, apply_plan, plan_fit
+from .fit import DEFAULTS, FitOptions, Plan, apply_plan, keep_cleared, plan_fit
 from .formats import format_of
+from .store.base import PAGE_TOKENS, ResultStore
 from .transcript import Dialect, Text, ToolDef, Transcript
 from .validate import unsendable
 from .wire import anthropic
@@ -152,9 +153,13 @@ class Fitter:
     protected_fraction: float = DEFAULTS.protected_fraction
     min_clear_ratio: float = DEFAULTS.min_clear_ratio
     add_notice: bool = DEFAULTS.add_notice
+    store: ResultStore | None = None
+    """Keep every cleared result here; the stubs then name their handles."""
+    page_tokens: int | None = DEFAULTS.page_tokens
+    """The store's page size (``PAGE_TOKENS`` when a store is given and this is None)."""
 
     @classmethod
-    def of(cls, options: FitOptions, estimator: Estimator | None = None) -> Fitter:
+    def of(cls, options: FitOptions, estimator: Estimator | None = None, store: ResultStore | None = None) -> Fitter:
         """A fitter with every tunable taken from ``options``."""
         return cls(
             options.budget,
@@ -163,13 +168,29 @@ class Fitter:
             options.protected_fraction,
             options.min_clear_ratio,
             options.add_notice,
+            store,
+            options.page_tokens,
         )
 
     @property
     def options(self) -> FitOptions:
-        return FitOptions(self.budget, self.batch_size, self.protected_fraction, self.min_clear_ratio, self.add_notice)
+        return FitOptions(
+            self.budget,
+            self.batch_size,
+            self.protected_fraction,
+            self.min_clear_ratio,
+            self.add_notice,
+            self._page_tokens,
+        )
+
+    @property
+    def _page_tokens(self) -> int | None:
+        if self.store is None:
+            return self.page_tokens
+        return self.page_tokens or PAGE_TOKENS
 
     def plan(self, transcript: Transcript) -> Plan:
+        """The plan, pure: with a store, the stubs name handles, but nothing is put yet."""
         return plan_fit(
             transcript,
             budget=self.budget,
@@ -178,6 +199,7 @@ class Fitter:
             protected_fraction=self.protected_fraction,
             min_clear_ratio=self.min_clear_ratio,
             add_notice=self.add_notice,
+            page_tokens=self._page_tokens,
         )
 
     def fit(self, body: Mapping[str, Any], *, dialect: Dialect | None = None) -> FittedRequest:
@@ -194,6 +216,8 @@ class Fitter:
             return FittedRequest(body if isinstance(body, dict) else dict(body), plan)
         fitted = apply_plan(transcript, plan)
         refuse_unsendable(fitted)
+        if self.store is not None:
+            keep_cleared(transcript, plan, self.store)
         return FittedRequest(body_keeping(body, transcript, fitted), plan)
 
 
@@ -228,7 +252,19 @@ def fit_request(
     protected_fraction: float = DEFAULTS.protected_fraction,
     min_clear_ratio: float = DEFAULTS.min_clear_ratio,
     add_notice: bool = DEFAULTS.add_notice,
+    store: ResultStore | None = None,
+    page_tokens: int | None = DEFAULTS.page_tokens,
 ) -> FittedRequest:
-    """Fit one request body (see ``Fitter`` to reuse estimates across calls)."""
-    fitter = Fitter(budget, estimator or make_estimator(), batch_size, protected_fraction, min_clear_ratio, add_notice)
+    """Fit one request body (see ``Fitter`` to reuse estimates across calls).
+    With ``store``, every cleared result is kept in it and the stubs name their handles."""
+    fitter = Fitter(
+        budget,
+        estimator or make_estimator(),
+        batch_size,
+        protected_fraction,
+        min_clear_ratio,
+        add_notice,
+        store,
+        page_tokens,
+    )
     return fitter.fit(body, dialect=dialect)

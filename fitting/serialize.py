@@ -33,6 +33,7 @@ from .repair import Repair, RepairKind
 from .replay import Run
 from .report import Report, UsageRow
 from .size import PreambleSource, Size, SizeSource
+from .store.base import Entry, Page
 from .suggest import Suggestion, decimal_text, estimate_over, rule_spec, tightest
 from .tokenizers import Tokenizer
 from .transcript import Dialect, Role, Transcript
@@ -93,6 +94,9 @@ class ToolJson(TypedDict):
     result_tokens: int
     max_result_tokens: int
     grows_like_data: bool
+    page_tokens: int | None
+    paged_tokens: int | None
+    largest_pages: int | None
 
 
 class SessionJson(TypedDict):
@@ -235,6 +239,9 @@ def report_to_dict(report: Report) -> TranscriptReportJson:
                 "result_tokens": t.result_tokens,
                 "max_result_tokens": t.max_result_tokens,
                 "grows_like_data": t.grows_like_data,
+                "page_tokens": t.page_tokens,
+                "paged_tokens": t.paged_tokens,
+                "largest_pages": t.largest_pages,
             }
             for t in report.tools
         ],
@@ -287,6 +294,7 @@ class FitOptionsJson(TypedDict):
     protected_fraction: float
     min_clear_ratio: float
     add_notice: bool
+    page_tokens: int | None
 
 
 class PlanMessageJson(TypedDict):
@@ -305,6 +313,8 @@ class PlanResultJson(TypedDict):
     tokens: int
     stub_tokens: int
     status: ResultStatus
+    handle: str | None
+    pages: int | None
 
 
 class BatchJson(TypedDict):
@@ -491,6 +501,7 @@ def plan_document(
             "protected_fraction": plan.options.protected_fraction,
             "min_clear_ratio": plan.options.min_clear_ratio,
             "add_notice": plan.options.add_notice,
+            "page_tokens": plan.options.page_tokens,
         },
         "window": window,
         "outcome": plan.outcome,
@@ -517,6 +528,8 @@ def plan_document(
                 "tokens": r.tokens,
                 "stub_tokens": r.stub_tokens,
                 "status": status(r),
+                "handle": r.handle if r.handle and r.call_id in cleared else None,
+                "pages": r.pages if r.handle and r.call_id in cleared else None,
             }
             for r in plan.results
         ],
@@ -651,6 +664,8 @@ class ReplayRunJson(TypedDict):
     uncached_tokens: int
     prefix_breaks: int
     outcomes: dict[str, float]
+    retrievable_tokens: int
+    retrievable_results: int
     steps: list[ReplayStepJson]
 
 
@@ -692,6 +707,8 @@ def replay_document(
                 "uncached_tokens": run.uncached_tokens,
                 "prefix_breaks": run.prefix_breaks,
                 "outcomes": {name: round(share, 4) for name, share in run.outcome_shares()},
+                "retrievable_tokens": run.retrievable_tokens,
+                "retrievable_results": run.retrievable_results,
                 "steps": [
                     {
                         "index": s.index,
@@ -1003,4 +1020,77 @@ def audit_document(
         "transcripts": [audit_to_dict(a) for a in audits],
         "suggestion": None if suggestion is None else suggestion_to_dict(suggestion, base),
         "skipped_files": _skipped(skipped),
+    }
+
+
+class FetchDocument(TypedDict):
+    schema: SchemaVersion
+    handle: str
+    page: int
+    pages: int
+    text: str
+    tool: str
+    call_id: str
+    tokens: int
+
+
+def page_document(page: Page) -> FetchDocument:
+    """``windowfit fetch --json``: one page of a stored result."""
+    return {
+        "schema": SCHEMA,
+        "handle": page.handle,
+        "page": page.page,
+        "pages": page.pages,
+        "text": page.text,
+        "tool": page.tool,
+        "call_id": page.call_id,
+        "tokens": page.tokens,
+    }
+
+
+class StoreEntryJson(TypedDict):
+    handle: str
+    tool: str
+    call_id: str
+    tokens: int
+    pages: int
+    chars: int
+    source: str
+    created: float
+
+
+class StoreDocument(TypedDict):
+    schema: SchemaVersion
+    store: str
+    entries: list[StoreEntryJson]
+    count: int
+    tokens: int
+    pages: int
+    chars: int
+    dropped: int | None
+
+
+def store_document(target: str, entries: Sequence[Entry], *, dropped: int | None = None) -> StoreDocument:
+    """``windowfit store --json``: every entry (after ``--older-than`` dropped some), and their totals."""
+    return {
+        "schema": SCHEMA,
+        "store": target,
+        "entries": [
+            {
+                "handle": e.handle,
+                "tool": e.tool,
+                "call_id": e.call_id,
+                "tokens": e.tokens,
+                "pages": e.pages,
+                "chars": e.chars,
+                "source": e.source,
+                "created": e.created,
+            }
+            for e in entries
+        ],
+        "count": len(entries),
+        "tokens": sum(e.tokens for e in entries),
+        "pages": sum(e.pages for e in entries),
+        "chars": sum(e.chars for e in entries),
+        "dropped": dropped,
     }

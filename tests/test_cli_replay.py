@@ -111,3 +111,78 @@ def test_an_unknown_policy_is_a_usage_error(run_cli: Run, in_data: Path) -> None
     result = run_cli("replay", "six_reads.jsonl", "--budget", "3000", "--policy", "keep-last-3")
     assert result.exit_code == 2
     assert "keep-last-3" in result.stderr
+
+
+# --------------------------------------------------------------------------
+# Request logs: the recorded requests themselves (issue 12)
+
+LOG = Path(__file__).parent / "data" / "anthropic_log" / "interleaved.jsonl"
+# interleaved.jsonl (see tests/test_replay_requests.py): one conversation on lines 1, 3 and 4
+# (usage 3+40+0, 3+110+40, 3+115+150), a title call on line 2, a quota probe on line 5.
+
+
+def test_a_request_log_replays_its_longest_conversation_and_says_so(
+    run_cli: Run, golden: Golden, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(LOG.parent)
+    result = run_cli("replay", LOG.name, "--budget", "10000", "--overhead", "0", "--no-chart")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith(
+        "note: interleaved.jsonl: replaying its longest conversation, conversation of 3 recorded requests, lines 1-4"
+    )
+    golden("replay_request_log.txt", result.stdout)
+
+
+def test_request_log_json_steps_are_the_recorded_requests(run_cli: Run) -> None:
+    result = run_cli("replay", str(LOG), "--budget", "10000", "--json", "-p", "windowfit")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["name"] == "conversation of 3 recorded requests, lines 1-4"
+    steps = doc["runs"][0]["steps"]
+    assert [(s["messages"], s["line"], s["measured_tokens"]) for s in steps] == [(1, 1, 43), (3, 3, 153), (5, 4, 268)]
+
+
+def test_index_names_a_request_and_replays_its_conversation_up_to_it(run_cli: Run) -> None:
+    result = run_cli("replay", str(LOG), "--budget", "10000", "--json", "-p", "windowfit", "--index", "2")
+    assert result.exit_code == 0, result.stderr
+    assert [s["line"] for s in json.loads(result.stdout)["runs"][0]["steps"]] == [1, 3]
+    assert "is the newest of the 2 recorded requests" in result.stderr
+    name = "request 2 (line 2, claude-3-5-haiku-20241022)"
+    side = run_cli("replay", str(LOG), "--budget", "10000", "--json", "--name", name)
+    assert side.exit_code == 0, side.stderr
+    assert [s["line"] for s in json.loads(side.stdout)["runs"][0]["steps"]] == [2]
+
+
+def test_a_log_of_equally_long_conversations_is_a_usage_error_listing_them(run_cli: Run, tmp_path: Path) -> None:
+    # Lines 1 and 3 of the fixture (the conversation's first two requests) and the title call
+    # twice more, extended: two conversations of 2 requests each, and the quota probe.
+    rows = [json.loads(line) for line in LOG.read_text().splitlines()]
+    title = json.loads(json.dumps(rows[1]))
+    title["request"]["body"]["messages"] += [
+        {"role": "assistant", "content": "A title"},
+        {"role": "user", "content": "Shorter, please."},
+    ]
+    log = tmp_path / "two.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in (rows[0], rows[1], rows[2], title, rows[4])))
+    result = run_cli("replay", str(log), "--budget", "10000")
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[:3] == [
+        "    2  conversation of 2 recorded requests, lines 1-3  (2 recorded requests, 3 messages)",
+        "    3  conversation of 2 recorded requests, lines 2-4  (2 recorded requests, 3 messages)",
+        "    4  request 5 (line 5, claude-3-5-haiku-20241022)  (1 recorded request, 1 messages)",
+    ]
+    assert lines[3].startswith(f"error: {log} holds 3 conversations, none longer than the others")
+    assert result.stdout == ""
+
+
+def test_replays_the_real_claude_trace_log(run_cli: Run) -> None:
+    log = require_shared("corpus", "transcripts", "anthropic_messages", "zkcpku_claude-trace-dev__test-traffic.jsonl")
+    result = run_cli("replay", str(log), "--budget", "20000", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    # The Claude Code main loop: 13 sonnet requests on lines 6 to 33 (then its compaction at 35).
+    assert doc["name"] == "conversation of 13 recorded requests, lines 6-33"
+    for run in doc["runs"]:
+        assert run["requests"] == 13
+        assert all(s["measured_tokens"] is not None for s in run["steps"])

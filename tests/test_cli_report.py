@@ -383,3 +383,10 @@ def test_preamble_is_given_for_files_without_usage(run_cli: Run, at_root: None) 
     assert report["tokens"] == BILINGUAL_TOKENS + 25600
     result = run_cli("report", BILINGUAL, "--preamble", "-1")
     assert result.exit_code == 2
+
+
+def test_report_text_says_what_paging_would_have_bounded_a_data_tool(run_cli: Run) -> None:
+    result = run_cli("report", str(ROOT / "sample_transcripts" / "data_tool_search.jsonl"))
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    assert "search_mentions: paged at 2,000 tokens (windowfit's offload), its 8 results would have put" in text

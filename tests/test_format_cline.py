@@ -17,6 +17,7 @@ from windowfit.fitting.errors import UnknownShape
 from windowfit.fitting.fit import fit
 from windowfit.fitting.formats import load_path
 from windowfit.fitting.formats.cline import sniff, tool_of_header
+from windowfit.fitting.request import write_transcript
 from windowfit.fitting.transcript import Text, ToolResult
 from windowfit.fitting.validate import check_request
 
@@ -116,3 +117,31 @@ def test_a_broken_message_is_located_or_skipped(tmp_path: Path) -> None:
     assert info.value.location.line == 2
     t = load_one(path, skip_invalid=True)
     assert len(t.messages) == 1 and len(t.skipped) == 1
+
+
+# --------------------------------------------------------------------------
+# Newer Cline versions: metrics and provider keys stored on messages and blocks
+# (the shape of a real exported task, gmfstu/Online-Card-Architecture, see docs/formats.md)
+
+METRICS = CLINE / "metrics_api_conversation_history.json"
+
+
+def test_reply_metrics_are_the_measured_size_of_their_requests() -> None:
+    t = load_one(METRICS)
+    # the fixture's two replies: prompt 10 + cached 9,500, prompt 12 + cached 9,700
+    assert [(u.before, u.input_tokens, u.cache_read_tokens, u.output_tokens) for u in t.usage] == [
+        (1, 10, 9500, 95),
+        (3, 12, 9700, 40),
+    ]
+    assert [u.total for u in t.usage] == [9510, 9712]
+
+
+def test_keys_the_api_does_not_accept_are_left_out_of_the_request() -> None:
+    t = load_one(METRICS)
+    body = orjson.loads(write_transcript(fit(t, budget=100_000).transcript))
+    for message in body["messages"]:
+        assert set(message) == {"role", "content"}
+        for block in message["content"] if isinstance(message["content"], list) else ():
+            assert not {"reasoning_details", "call_id", "summary"} & set(block), block
+    assert any("modelInfo" in n and "text.call_id" in n for n in t.notes)
+    assert check_request(t) == ()

@@ -10,6 +10,7 @@ from conftest import DATA, require_shared
 
 from windowfit.fitting.errors import OptionError, UnknownFormat
 from windowfit.fitting.formats import FALLBACK, FORMATS, SPECIFIC, Input, detect, format_of, load_path
+from windowfit.fitting.formats.registry import directory_format
 from windowfit.fitting.request import write_transcript
 from windowfit.fitting.wire.bodies import transcript_from_body
 
@@ -29,6 +30,7 @@ FORMAT_OF_FOLDER = {
     "inspect_ai": "inspect_ai",
     "http_capture": "http_capture",
     "atif": "atif",
+    "opencode": "opencode",  # a folder format: its folders are checked, not its files
 }
 """The format of a file, by the folder it sits in (tests/data and the corpus);
 files anywhere else (tests/data/fit, replay, report) are plain messages."""
@@ -38,9 +40,22 @@ FOREIGN = "scan"
 """tests/data/scan: a folder scan's fixture, whose other files are not transcripts on purpose."""
 
 
+def in_claimed_folder(path: Path, root: Path) -> bool:
+    """Inside a folder a format reads as one input (opencode storage): not a transcript file of its own."""
+    return any(directory_format(parent) is not None for parent in path.parents if parent.is_relative_to(root))
+
+
 def transcript_files(root: Path) -> list[Path]:
-    found = (p for p in root.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+    found = (p for p in root.rglob("*") if p.is_file() and p.suffix in SUFFIXES and not in_claimed_folder(p, root))
     return sorted(p for p in found if FOREIGN not in p.relative_to(root).parts[:-1] or p.name == "session.jsonl")
+
+
+def claimed_folders(root: Path) -> list[Path]:
+    """The folders a format reads as one input, outermost only."""
+    found = [p for p in root.rglob("*") if p.is_dir() and directory_format(p) is not None]
+    return sorted(
+        p for p in found if not any(directory_format(q) for q in p.parents if q.is_relative_to(root) and q != p)
+    )
 
 
 def expected_format(path: Path, root: Path) -> str | None:
@@ -54,12 +69,17 @@ def claims(path: Path) -> list[str]:
 
 
 def check_detection(root: Path) -> set[str | None]:
-    """Checks every transcript file under ``root``; the formats they are in."""
+    """Checks every transcript file and every folder a format claims under ``root``; the formats they are in."""
     seen = set()
     for path in transcript_files(root):
         expected = expected_format(path, root)
         assert claims(path) == ([expected] if expected else []), path
         assert detect(Input(str(path))).name == (expected or FALLBACK.name), path
+        seen.add(expected)
+    for folder in claimed_folders(root):
+        expected = expected_format(folder / "x", root)
+        claimed = [f.name for f in SPECIFIC if f.directory is not None and f.directory(folder)]
+        assert expected is not None and claimed == [expected], folder
         seen.add(expected)
     return seen
 

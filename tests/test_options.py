@@ -22,7 +22,14 @@ TUNABLES = {f.name: f.default for f in dataclasses.fields(FitOptions) if f.name 
 
 def test_fit_options_hold_the_spec_defaults() -> None:
     # SPEC §3: batches of 4, a quarter of the budget protected, clearable at 2x the stub; the notice is opt-in.
-    assert TUNABLES == {"batch_size": 4, "protected_fraction": 0.25, "min_clear_ratio": 2.0, "add_notice": False}
+    # No store unless one is given (issue 13): page_tokens is None, and the stubs say to run the tool again.
+    assert TUNABLES == {
+        "batch_size": 4,
+        "protected_fraction": 0.25,
+        "min_clear_ratio": 2.0,
+        "add_notice": False,
+        "page_tokens": None,
+    }
 
 
 @pytest.mark.parametrize("function", [plan_fit, fit, fit_request, Fitter, WindowfitPolicy])

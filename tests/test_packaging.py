@@ -11,6 +11,7 @@ import pytest
 
 import windowfit
 from windowfit.cli.app import app
+from windowfit.fitting import estimate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,6 +43,12 @@ def test_wheel_installs_only_the_windowfit_package(wheel: Path) -> None:
     # data the core reads at run time, and the typing markers
     for data in ("windowfit/fitting/rules.json", "windowfit/fitting/py.typed", "windowfit/py.typed"):
         assert data in names
+    # the compiled counter, where this machine could build it, lands inside the package with its stub
+    assert "windowfit/fitting/_classcount.pyi" in names
+    compiled = [n for n in names if n.rsplit("/", 1)[-1].startswith("_classcount.") and n.endswith((".so", ".pyd"))]
+    assert all(n.startswith("windowfit/fitting/_classcount.") for n in compiled)
+    if estimate.COMPILED:
+        assert len(compiled) == 1, names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "windowfit = windowfit.cli.app:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

@@ -187,6 +187,8 @@ def test_hand_checked_replay_windowfit_batch_of_four() -> None:
     assert [s.prefix_break for s in run.steps] == [False, False, False, True, True, True]
     assert (run.sent_tokens, run.cached_tokens, run.uncached_tokens) == (6450, 1253, 5197)
     assert run.rejections == 0
+    # Issue 13: c0..c3 were cleared, 1,000 tokens each, all of it retrievable with a store.
+    assert (run.retrievable_results, run.retrievable_tokens) == (4, 4000)
 
 
 def test_hand_checked_replay_batch_of_one_and_legacy_and_keep_last() -> None:
@@ -207,6 +209,9 @@ def test_hand_checked_replay_batch_of_one_and_legacy_and_keep_last() -> None:
     assert [s.cleared for s in keep.steps][3:] == [0, 1, 2]
     assert [s.sent_tokens for s in keep.steps][3:] == [3007, 4009 - 954, 5011 - 2 * 954]
     assert [s.outcome for s in keep.steps][3:] == ["over-budget"] * 3
+    # Retrievable with a store: what each cleared, each result once (legacy clears nothing, it drops).
+    retrievable = [(r.retrievable_results, r.retrievable_tokens) for r in (one, legacy, keep)]
+    assert retrievable == [(3, 3000), (0, 0), (2, 2000)]
 
 
 def test_standard_policies_are_the_four_of_the_table() -> None:

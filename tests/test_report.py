@@ -287,3 +287,12 @@ def test_defects_line_kinds_and_notes_are_reported() -> None:
     assert doc["line_kinds"] == {"progress": 3}
     assert doc["notes"] == ["followed the chain ending at line 9"]
     assert doc["name"] == "subagent a1"
+
+
+def test_a_data_tool_is_told_what_page_size_would_have_bounded_it() -> None:
+    # SPEC section 5 / issue 13: each result cut to one page of 2,000 tokens (offload's default).
+    r = build_report(tool_history({"search": [500, 1500, 3000, 9000], "status": [5, 5, 5, 5]}), TEXT_ONLY)
+    search = next(t for t in r.tools if t.tool == "search")
+    assert (search.page_tokens, search.paged_tokens, search.largest_pages) == (2000, 500 + 1500 + 2000 + 2000, 5)
+    status = next(t for t in r.tools if t.tool == "status")
+    assert (status.page_tokens, status.paged_tokens, status.largest_pages) == (None, None, None)

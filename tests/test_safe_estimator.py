@@ -7,7 +7,9 @@ arithmetic), its counter agrees with a naive one, custom rule strings, and
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
+import sys
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -101,6 +103,35 @@ def test_held_out_and_fit_documents_never_share_a_unit() -> None:
     assert not fit_units & held_units
     assert {row["split"] for row in ROWS} == {"fit", "validation"}
     assert len(HELD_OUT) >= len(ROWS) // 5
+
+
+def test_every_kind_split_by_package_holds_one_out() -> None:
+    # Arabic prose once had its three packages all in the fit set, so nothing validated it
+    packages: dict[str, set[str]] = {}
+    held: dict[str, set[str]] = {}
+    for row in ROWS:
+        if row["unit"] != row["id"]:  # split by package
+            packages.setdefault(row["kind"], set()).add(row["unit"])
+            if row["split"] == "validation":
+                held.setdefault(row["kind"], set()).add(row["unit"])
+    assert "prose:ar" in packages
+    assert {kind for kind in packages if len(packages[kind]) >= 3} <= set(held)
+    assert all(held[kind] < packages[kind] for kind in held if len(packages[kind]) >= 2)  # and keeps one to fit
+
+
+def test_the_committed_split_is_what_the_calibration_computes() -> None:
+    root = Path(__file__).parents[1]
+    spec = importlib.util.spec_from_file_location("calibrate", root / "benchmarks" / "calibrate" / "calibrate.py")
+    assert spec is not None and spec.loader is not None
+    calibrate = importlib.util.module_from_spec(spec)
+    sys.modules["calibrate"] = calibrate  # dataclasses look their module up while the class is made
+    try:
+        spec.loader.exec_module(calibrate)
+    finally:
+        del sys.modules["calibrate"]
+    # a document split alone is its own unit; a package's documents name the package
+    meta = [(row["id"], row["kind"], row["unit"]) for row in ROWS]
+    assert calibrate.assign_splits(meta) == [(row["split"], row["unit"]) for row in ROWS]
 
 
 def test_every_row_is_consistent_numbers() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import tempfile
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from windowfit.fitting import serialize
 ROOT = Path(__file__).parents[1]
 SCHEMAS = ROOT / "docs" / "schema"
 DOCS = ROOT / "docs" / "json.md"
-COMMANDS = ("report", "fit", "check", "replay", "audit")
+COMMANDS = ("report", "fit", "check", "replay", "audit", "fetch", "store")
 
 FIT = "tests/data/fit"
 RESULTS_NOT_FIRST = (
@@ -75,6 +76,16 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
         ("fit", "tests/data/claude_code/defects.jsonl", "--budget", "1000", "--add-notice", "--skip-invalid", "--json"),
     ),
     "fit-violation-kept": ("fit", 0, ("fit", "-", "--budget", "100", "--json")),
+    # With a store: handles in the plan; then fetch one back, list the store, drop from it ({store}: a fresh file,
+    # {handle}: the first handle fit-store's plan names).
+    "fit-store": (
+        "fit",
+        0,
+        ("fit", f"{FIT}/cleared.jsonl", "--budget", "2000", "--overhead", "0", "--store", "{store}", "--json"),
+    ),
+    "fetch": ("fetch", 0, ("fetch", "{handle}", "--store", "{store}", "--json")),
+    "store": ("store", 0, ("store", "{store}", "--json")),
+    "store-dropped": ("store", 0, ("store", "{store}", "--older-than", "0s", "--json")),
     "check": (
         "check",
         ExitCode.FAILED,
@@ -146,10 +157,14 @@ def documents() -> Iterator[dict[str, Any]]:
 
     runner = CliRunner()
     found: dict[str, Any] = {}
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
         mp.chdir(ROOT)
         for name, (_, exit_code, args) in VARIANTS.items():
             stdin = RESULTS_NOT_FIRST if "-" in args else None
+            places = {"{store}": str(Path(tmp) / "store.db")}
+            if "fit-store" in found:
+                places["{handle}"] = next(r["handle"] for r in found["fit-store"]["results"] if r["handle"])
+            args = tuple(places.get(a, a) for a in args)
             result = runner.invoke(app, list(args), input=stdin, catch_exceptions=False)
             assert result.exit_code == exit_code, (name, result.stderr)
             found[name] = orjson.loads(result.stdout)

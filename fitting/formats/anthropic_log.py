@@ -252,4 +252,5 @@ FORMAT = Format(
     description="Anthropic request logs: request bodies one per line, or HTTP captures wrapping them (claude-trace)",
     sniff=sniff,
     load=load,
+    records_requests=True,
 )

@@ -100,6 +100,13 @@ class Sniffer(Protocol):
     def __call__(self, head: bytes, /) -> bool: ...
 
 
+class DirectorySniffer(Protocol):
+    """Whether a folder is one input of this format, by its layout (a format stored as a folder of files, as
+    opencode's storage is). Must not raise; ordinary folders are never claimed."""
+
+    def __call__(self, path: Path, /) -> bool: ...
+
+
 class Loader(Protocol):
     """Every transcript in one input (most files hold one). Raises the located
     ``InputError`` subclasses of ``errors``; with ``skip_invalid`` it records
@@ -129,9 +136,16 @@ class Format:
     """``--to same``: None for logs (a session, a rollout, a capture), which are not requests."""
     variants: tuple[str, ...] = ()
     """Other ``Transcript.format`` values its loader gives (``messages``: ``request``, a request body)."""
+    directory: DirectorySniffer | None = None
+    """For formats stored as a folder: recognises such a folder, which is then one input (never scanned file by
+    file); ``load`` gets the folder's path."""
     scan_names: tuple[str, ...] = ()
     """Name patterns (``fnmatch``) a folder scan picks up for this format beyond the JSON suffixes every scan
     takes (aider's ``*.chat.history.md``)."""
+    records_requests: bool = False
+    """True for request logs (claude-trace, proxy captures, aider's LLM history): each transcript the loader gives
+    is one request as it was sent, so ``replay`` replays the recorded requests of a conversation, not one per
+    assistant reply."""
     records_system: bool = True
     """False for logs of harnesses that send a system prompt and tool definitions but do not record them
     (Claude Code, Codex): there, no system prompt in the file does not mean none was sent."""

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..transcript import Block, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript
+from ..transcript import Block, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript, Usage
 from ..wire import anthropic
 from ._document import iter_members
 from ._sniff import scan_head
@@ -31,8 +31,14 @@ RESULT_HEADER = re.compile(r"\A\[(?P<tool>[A-Za-z_][\w-]*)(?: for '(?s:.*?)')?\]
 _SNIFF_MARK = re.compile(rb"\"\[[A-Za-z_][\w-]*(?: for '[^\"]*)?\] (?:Error )?Result:|<environment_details>")
 """What a sniffer can see of it in the first bytes: a result header opening a JSON
 string, or the ``<environment_details>`` block every user message of theirs carries."""
-BOOKKEEPING_KEYS = frozenset({"ts", "isSummary", "conversationHistoryIndex", "conversationHistoryDeletedRange"})
-"""Keys these harnesses add to a stored message and never send to the model."""
+BOOKKEEPING_KEYS = frozenset(
+    {"ts", "isSummary", "conversationHistoryIndex", "conversationHistoryDeletedRange", "modelInfo", "metrics"}
+)
+"""Keys these harnesses add to a stored message and never send to the model (newer Cline versions store the
+model and ``metrics.tokens`` of each reply on it)."""
+BLOCK_BOOKKEEPING_KEYS = frozenset({"reasoning_details", "call_id", "summary"})
+"""Keys newer Cline versions add to stored text, thinking and tool_use blocks (for other providers' shapes); the
+Messages API accepts none of them, so they are not part of the request."""
 
 
 # --------------------------------------------------------------------------
@@ -121,10 +127,35 @@ def _mark_observations(message: Message) -> Message:
     return replace(message, content=tuple(content))
 
 
+def _without_bookkeeping(block: Any, dropped: Counter[str]) -> Any:
+    """A stored content block without the keys Cline adds to it for other providers."""
+    if not isinstance(block, dict) or block.get("type") not in ("text", "thinking", "tool_use"):
+        return block
+    found = BLOCK_BOOKKEEPING_KEYS.intersection(block)
+    dropped.update(f"{block['type']}.{k}" for k in found)
+    return {k: v for k, v in block.items() if k not in found} if found else block
+
+
+def _metrics_usage(metrics: Any, before: int, where: Source) -> Usage | None:
+    """A reply's ``metrics.tokens`` (``prompt``, ``completion``, ``cached``: cache writes plus reads, as Cline's
+    ``metricsManager`` sums them) as the measured size of the request that produced it."""
+    tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
+    if not isinstance(tokens, dict):
+        return None
+
+    def count(key: str) -> int:
+        value = tokens.get(key)
+        return int(value) if isinstance(value, (int, float)) and value >= 0 else 0
+
+    usage = Usage(before, count("prompt"), 0, count("cached"), where, count("completion"))
+    return usage if usage.total else None
+
+
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     messages: list[Message] = []
     skipped: list[Skipped] = []
     dropped: Counter[str] = Counter()
+    measured: list[Usage] = []
     with source.open() as stream:
         for member in iter_members(stream, source.path):
             where = Source(source.path, member.line)
@@ -140,7 +171,13 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
                     raise UnknownShape(Location(source.path, member.line), "a message must be an object")
                 found = BOOKKEEPING_KEYS.intersection(obj)
                 dropped.update(found)
-                messages.append(anthropic.message_from_json({k: v for k, v in obj.items() if k not in found}, where))
+                kept = {k: v for k, v in obj.items() if k not in found}
+                if isinstance(kept.get("content"), list):
+                    kept["content"] = [_without_bookkeeping(b, dropped) for b in kept["content"]]
+                usage = _metrics_usage(obj.get("metrics"), len(messages), where)
+                if usage is not None and obj.get("role") == "assistant":
+                    measured.append(usage)
+                messages.append(anthropic.message_from_json(kept, where))
             except UnknownShape as exc:
                 if not skip_invalid:
                     raise
@@ -170,6 +207,11 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
         notes.append(f"{observations} '[tool] Result:' texts after XML tool calls read as clearable tool output")
     if dropped:
         notes.append(f"bookkeeping keys ({', '.join(sorted(dropped))}) are never sent to the model: left out")
+    if measured:
+        notes.append(
+            "each reply's metrics.tokens is the measured size of its request: prompt read without the cache, "
+            "cached (cache writes and reads together) counted as read from the cache"
+        )
     return (
         Transcript(
             (),
@@ -179,6 +221,7 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
             NAME,
             "anthropic",
             tuple(skipped),
+            usage=tuple(measured),
             notes=tuple(notes),
         ),
     )

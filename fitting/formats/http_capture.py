@@ -114,4 +114,5 @@ FORMAT = Format(
     description="HTTP captures of one request/response pair ({method, path, headers, body, response})",
     sniff=sniff,
     load=load,
+    records_requests=True,
 )

@@ -4,6 +4,7 @@ and finding the transcript files in folders."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatch
 from pathlib import Path
@@ -12,6 +13,7 @@ from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
 from . import (
     aider,
+    aider_llm,
     anthropic_log,
     atif,
     claude_code,
@@ -23,6 +25,7 @@ from . import (
     inspect_ai,
     messages,
     openai_chat,
+    opencode,
     openhands,
     responses,
 )
@@ -37,11 +40,13 @@ SPECIFIC: tuple[Format, ...] = (
     cline.FORMAT,
     openhands.FORMAT,
     aider.FORMAT,
+    aider_llm.FORMAT,
     inspect_ai.FORMAT,
     http_capture.FORMAT,
     atif.FORMAT,
     gemini_cli.FORMAT,
     copilot_cli.FORMAT,
+    opencode.FORMAT,
 )
 """Formats recognised by marks of their own, tried in this order. Their
 sniffers never overlap, so the order decides nothing but speed and a stable
@@ -106,11 +111,27 @@ def refuse_binary(source: Input, head: bytes) -> None:
         raise UnknownFormat(Location(source.path), f"{what}, not a transcript", hint=hint)
 
 
+def directory_format(path: Path) -> Format | None:
+    """The format that reads this folder as one input (opencode storage), by its layout; None for an ordinary
+    folder, which is scanned for files."""
+    return next((f for f in SPECIFIC if f.directory is not None and f.directory(path)), None)
+
+
+def _folder(source: Input) -> bool:
+    return source.data is None and Path(source.path).is_dir()
+
+
 def detect(source: Input) -> Format:
     """The specific format whose sniffer accepts the input's first bytes, else
     the fallback if it does. A binary input no format claims (an archive,
     compressed, an image) is refused with what it is; a format may read a
-    binary container of its own (an Inspect ``.eval`` is a zip)."""
+    binary container of its own (an Inspect ``.eval`` is a zip). A folder is
+    the format's that recognises its layout, if any."""
+    if _folder(source):
+        found = directory_format(Path(source.path))
+        if found is None:
+            raise UnknownFormat(Location(source.path), "is a directory that no format reads as one input")
+        return found
     head = source.head()
     if not head.strip():
         raise EmptyTranscript(Location(source.path), "the file is empty")
@@ -148,6 +169,15 @@ def load(source: Input, *, fmt: str | None = None, skip_invalid: bool = False) -
     if not fmt:
         return detect(source).load(source, skip_invalid=skip_invalid)
     chosen = get_format(fmt)
+    if _folder(source):
+        if chosen.directory is None or not chosen.directory(Path(source.path)):
+            found = directory_format(Path(source.path))
+            raise UnknownFormat(
+                Location(source.path),
+                f"is a directory, not a {chosen.name} input" + (f" (it is {found.name} storage)" if found else ""),
+                hint=f"leave out --from {chosen.name}" if found else "name the files in it",
+            )
+        return chosen.load(source, skip_invalid=skip_invalid)
     head = source.head()
     refuse_binary(source, head)
     if chosen is not FALLBACK and head.strip() and not chosen.sniff(head):
@@ -184,14 +214,31 @@ def _scanned(name: str) -> bool:
     return Path(name).suffix in SUFFIXES or any(fnmatch(name, pattern) for f in SPECIFIC for pattern in f.scan_names)
 
 
+def _walk(root: Path) -> Iterator[Path]:
+    """Transcript files under ``root``, and the folders a format reads as one input (not descended into)."""
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        kept = []
+        for name in dirs:
+            if directory_format(here / name) is not None:
+                yield here / name
+            else:
+                kept.append(name)
+        dirs[:] = kept
+        yield from (here / name for name in files if _scanned(name) and (here / name).is_file())
+
+
 def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Files named, and transcript files found recursively in directories (sorted).
     A Claude Code ``<session>/subagents/`` file is left out when its session file
-    is found too: loading the session loads it."""
+    is found too: loading the session loads it. A folder a format reads as one
+    input (opencode storage, by its layout) is yielded itself, named or found."""
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and _scanned(p.name))
+        if path.is_dir() and directory_format(path) is not None:
+            yield path
+        elif path.is_dir():
+            found = sorted(_walk(path))
             if not found:
                 raise NoTranscripts(Location(str(path)), "no transcript files (*.jsonl, *.json) in this directory")
             listed = set(found)

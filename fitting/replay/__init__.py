@@ -8,6 +8,7 @@ sizes, a protected-tail pointer, the candidate list), so a session of N steps
 costs about one estimate of the session, not N.
 
 ``session`` holds what every policy reads, ``run`` the replay itself,
+``requests`` the conversations of a request log (each recorded request a step),
 ``policies`` the one list of policies, and each policy has its own module:
 ``windowfit``, ``legacy``, ``keep_last``.
 """
@@ -15,6 +16,7 @@ costs about one estimate of the session, not N.
 from .keep_last import KEEP_LAST, KeepLastPolicy
 from .legacy import LegacyPolicy
 from .policies import POLICIES, POLICY_NAMES, Builder, NamedPolicy, policy_named, standard_policies
+from .requests import Recorded, ReplayTarget, is_recorded_request, replay_targets, target_of
 from .run import Run, Step, replay
 from .session import NOTE, Fenwick, Policy, PolicyFactory, Sent, Session
 from .windowfit import WindowfitPolicy
@@ -31,12 +33,17 @@ __all__ = [
     "NamedPolicy",
     "Policy",
     "PolicyFactory",
+    "Recorded",
+    "ReplayTarget",
     "Run",
     "Sent",
     "Session",
     "Step",
     "WindowfitPolicy",
+    "is_recorded_request",
     "policy_named",
     "replay",
+    "replay_targets",
     "standard_policies",
+    "target_of",
 ]

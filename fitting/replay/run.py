@@ -5,11 +5,12 @@ between consecutive requests."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..estimate import Estimator
 from ..repair import repair
 from ..transcript import Transcript
+from .requests import Recorded
 from .session import NOTE, Fenwick, Policy, PolicyFactory, Sent, Session
 
 
@@ -42,6 +43,12 @@ class Run:
 
     policy: str
     steps: tuple[Step, ...]
+    retrievable_tokens: int = 0
+    """Tokens of the results this policy cleared over the session (each counted
+    once): what ``fit --store`` would keep retrievable by handle. What stages 2
+    and 3 drop is not counted: dropped messages are not stored."""
+    retrievable_results: int = 0
+    """How many results that is."""
 
     @property
     def requests(self) -> int:
@@ -154,31 +161,48 @@ def replay(
     estimator: Estimator,
     window: int | None = None,
     preamble: int | None = None,
+    requests: Sequence[Recorded] = (),
 ) -> tuple[Run, ...]:
     """Every request of ``transcript`` fitted by each policy, in order. Orphans
     are repaired first, as ``fit`` does, so each request is one a harness could send.
     ``preamble`` replaces the estimate of the system prompt and tools (an inferred
-    or given one, for a file that does not record them); it counts in every request."""
+    or given one, for a file that does not record them); it counts in every request.
+    ``requests`` are the requests a log recorded (``requests.replay_targets``): then
+    each of them is a step, in order, rather than one per assistant reply."""
     original = transcript
     transcript, _ = repair(transcript)
     session = Session.of(transcript, estimator)
     if preamble is not None:
         session.preamble = preamble
     measured = _measured_at(original, transcript)
+    lines: dict[int, int | None] = {}
+    if requests:
+        by_size = {u.before: u.total for u in original.usage}
+        measured, session.steps = {}, []
+        for r in requests:
+            held = _held_after_repair(original, transcript, r.held)
+            if session.steps and held <= session.steps[-1]:
+                continue  # policies take growing requests; a repair can merge two (never in a valid log)
+            session.steps.append(held)
+            lines[held] = r.line
+            if r.held in by_size:
+                measured[held] = by_size[r.held]
     raw = Fenwick(session.tokens)
     runs = []
     for factory in policies:
         policy = factory(session, budget)
         steps: list[Step] = []
         previous: Sent | None = None
+        ever_cleared: set[int] = set()
         for index, n in enumerate(session.steps):
             sent = policy.request(n)
+            ever_cleared.update(sent.newly_cleared)
             shared, broke = _shared_prefix(session, policy, previous, sent) if previous else (0, False)
             steps.append(
                 Step(
                     index,
                     n,
-                    transcript.messages[n].source.line,
+                    lines[n] if requests else transcript.messages[n].source.line,
                     session.preamble + raw.prefix(n),
                     sent.tokens,
                     sent.outcome,
@@ -190,8 +214,18 @@ def replay(
                 )
             )
             previous = sent
-        runs.append(Run(policy.name, tuple(steps)))
+        retrievable = sum(session.results[r].tokens for r in ever_cleared)
+        runs.append(Run(policy.name, tuple(steps), retrievable, len(ever_cleared)))
     return tuple(runs)
+
+
+def _held_after_repair(original: Transcript, repaired: Transcript, held: int) -> int:
+    """How many of the repaired messages a request of ``original.messages[:held]`` holds once
+    repaired as ``fit`` repairs it."""
+    if repaired.messages is original.messages:
+        return held
+    alone, _ = repair(replace(original, messages=original.messages[:held]))
+    return min(len(alone.messages), len(repaired.messages))
 
 
 def _measured_at(original: Transcript, repaired: Transcript) -> dict[int, int]:
