@@ -99,7 +99,7 @@ def report(
     """
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict)
+    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict, keep_text=False)
     reports = [
         build_report(t, est, budget=budget, window=window, top=top, size=size_of(t, est, size, preamble))
         for t in loaded.transcripts

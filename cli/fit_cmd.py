@@ -539,7 +539,7 @@ def check(
         fail(OptionError("check needs --budget"))
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict)
+    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict, keep_text=False)
     threshold = OUTCOMES.index(fail_on.value)
     rows = []
     for session in loaded.transcripts:

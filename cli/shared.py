@@ -13,11 +13,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, BinaryIO, NoReturn
 
-import orjson
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
+from windowfit.fitting._json import encode
 from windowfit.fitting.errors import (
     InputError,
     InvalidJson,
@@ -168,24 +168,27 @@ BROKEN_LINES = (InvalidJson, InvalidUtf8)
 decides, not the scan. A shape the loader does not know (``UnknownShape``) is a foreign file: skipped."""
 
 
-def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool, strict: bool = False) -> Loaded:
+def load_all(
+    files: list[str], *, fmt: str | None, skip_invalid: bool, strict: bool = False, keep_text: bool = True
+) -> Loaded:
     """Load every transcript named, with a progress bar when it takes a while.
 
     A file named on the command line that cannot be read is an error. A file found in a folder that is not a
     transcript windowfit reads (unknown shape, empty, binary, another format than ``--from``) is skipped with a
     warning and listed in ``Loaded.skipped``, unless ``strict``; one in a format windowfit reads with broken
-    lines follows ``skip_invalid`` as a named file does."""
+    lines follows ``skip_invalid`` as a named file does. ``keep_text=False`` (commands that never write a
+    transcript) loads the model without each message's JSON text, a copy of the file."""
     try:
         inputs: list[Input] = []
         scanned: set[str] = set()  # found in a directory, not named by the user
         for name in files:
             if name == "-":
-                inputs.append(Input("<stdin>", read_stream(sys.stdin.buffer, "<stdin>")))
+                inputs.append(Input("<stdin>", read_stream(sys.stdin.buffer, "<stdin>"), keep_text))
             elif _is_stream(name):
                 with open(name, "rb") as stream:
-                    inputs.append(Input(name, read_stream(stream, name)))
+                    inputs.append(Input(name, read_stream(stream, name), keep_text))
             else:
-                found = [Input(str(p)) for p in discover([name])]
+                found = [Input(str(p), keep_text=keep_text) for p in discover([name])]
                 if Path(name).is_dir():
                     scanned.update(i.path for i in found if Path(i.path) != Path(name))
                 inputs.extend(found)
@@ -347,7 +350,8 @@ def _loc(path: str) -> Location:
 
 
 def print_json(document: object) -> None:
-    sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+    # encode: a lone surrogate a transcript held (a \ud800 escape) is written as that escape, not a crash
+    sys.stdout.write(encode(document, indent=True, sort_keys=True).decode() + "\n")
 
 
 class OutputRefused(Exception):
