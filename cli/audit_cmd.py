@@ -86,7 +86,7 @@ def audit_command(
         fail(OptionError("--provider-only compares with no tokenizer; leave out --tokenizer"))
     est = estimator_from(estimator, 1.0)
     tokenizers = [] if provider_only else load_tokenizers(tokenizer or [DEFAULT_TOKENIZER])
-    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict)
+    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict, keep_text=False)
     audits = [audit_transcript(t, est, tokenizers, top=top) for t in loaded.transcripts]
 
     suggestion: Suggestion | None = None

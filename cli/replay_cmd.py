@@ -192,7 +192,7 @@ def replay_command(
     """
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    loaded = load_all([file], fmt=from_, skip_invalid=skip_invalid, strict=strict)
+    loaded = load_all([file], fmt=from_, skip_invalid=skip_invalid, strict=strict, keep_text=False)
     target = choose(loaded.transcripts, source=file, index=index, name=name)
     chosen = target.transcript
     transcript = chosen.live()

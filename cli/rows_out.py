@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 import typer
 
 from windowfit.fitting import Transcript
+from windowfit.fitting._json import encode
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.rows import ROW_FIELDS, Row, transcript_rows
 
@@ -66,7 +66,7 @@ def write_rows(rows: list[Row], *, kind: str, output: str | None, inputs: list[s
             fail(OptionError("--format parquet writes a binary file: pass -o FILE"))
         data = _parquet(rows)
     else:
-        data = b"".join(orjson.dumps(r.as_dict()) + b"\n" for r in rows)
+        data = b"".join(encode(r.as_dict()) + b"\n" for r in rows)  # a lone surrogate in a name: its escape
         if output is None or output == "-":
             sys.stdout.buffer.write(data)
             sys.stdout.flush()

@@ -14,11 +14,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, BinaryIO, NoReturn, TypeVar
 
-import orjson
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
+from windowfit.fitting._json import encode
 from windowfit.fitting.errors import (
     InputError,
     InvalidJson,
@@ -178,14 +178,17 @@ PROGRESS_BYTES = 50_000_000
 """Inputs larger than this show the bar from the start (one big file is one step)."""
 
 
-def load_all(files: list[str], *, fmt: str | None, skip_invalid: bool, strict: bool = False) -> Loaded:
+def load_all(
+    files: list[str], *, fmt: str | None, skip_invalid: bool, strict: bool = False, keep_text: bool = True
+) -> Loaded:
     """Load every transcript named, with a progress bar when it takes a while.
 
     A file named on the command line that cannot be read is an error. A file found in a folder that is not a
     transcript windowfit reads (unknown shape, empty, binary, another format than ``--from``) is skipped with a
     warning and listed in ``Loaded.skipped``, unless ``strict``; one in a format windowfit reads with broken
-    lines follows ``skip_invalid`` as a named file does."""
-    scanned = scan_all(files, _keep, fmt=fmt, skip_invalid=skip_invalid, strict=strict, jobs=1)
+    lines follows ``skip_invalid`` as a named file does. ``keep_text=False`` (commands that never write a
+    transcript) loads the model without each message's JSON text, a copy of the file."""
+    scanned = scan_all(files, _keep, fmt=fmt, skip_invalid=skip_invalid, strict=strict, jobs=1, keep_text=keep_text)
     return Loaded(scanned.values, scanned.skipped)
 
 
@@ -202,22 +205,24 @@ def scan_all(
     strict: bool = False,
     jobs: int | None = 1,
     progress: bool = True,
+    keep_text: bool = False,
 ) -> Scanned[T]:
     """What ``work`` keeps of every transcript named, file by file: each is loaded, summarised and dropped
     before the next (memory follows the largest file, not the folder), over ``jobs`` processes (``None``: one
     per CPU for a large folder), with a progress bar on a terminal when it takes a while (unless not
-    ``progress``). Skips and errors as ``load_all`` says, in the same order whatever ``jobs`` is."""
+    ``progress``). Skips and errors as ``load_all`` says, in the same order whatever ``jobs`` is. The work
+    sees no message's JSON text unless ``keep_text`` (only a writer needs it)."""
     try:
         inputs: list[Input] = []
         scanned: set[str] = set()  # found in a directory, not named by the user
         for name in files:
             if name == "-":
-                inputs.append(Input("<stdin>", read_stream(sys.stdin.buffer, "<stdin>")))
+                inputs.append(Input("<stdin>", read_stream(sys.stdin.buffer, "<stdin>"), keep_text))
             elif _is_stream(name):
                 with open(name, "rb") as stream:
-                    inputs.append(Input(name, read_stream(stream, name)))
+                    inputs.append(Input(name, read_stream(stream, name), keep_text))
             else:
-                found = [Input(str(p)) for p in discover([name])]
+                found = [Input(str(p), keep_text=keep_text) for p in discover([name])]
                 if Path(name).is_dir():
                     scanned.update(i.path for i in found if Path(i.path) != Path(name))
                 inputs.extend(found)
@@ -379,7 +384,8 @@ def _loc(path: str) -> Location:
 
 
 def print_json(document: object) -> None:
-    sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+    # encode: a lone surrogate a transcript held (a \ud800 escape) is written as that escape, not a crash
+    sys.stdout.write(encode(document, indent=True, sort_keys=True).decode() + "\n")
 
 
 class OutputRefused(Exception):

@@ -25,6 +25,7 @@ _UNSAFE = re.compile(
     "\x80-\x9f"  # C1 controls (a lone 0x9b is a CSI on some terminals)
     "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi marks, embeddings, overrides and isolates
     "\u2028\u2029"  # line and paragraph separators
+    "\ud800-\udfff"  # lone surrogates (read from a \\ud800 escape): no terminal encoding can write them
     "]"
 )
 

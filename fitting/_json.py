@@ -1,15 +1,21 @@
 """Private JSON plumbing shared by the wire shapes and the file formats: compact
-JSON text, the keys a shape does not model (kept to be written back), and
-blocks kept verbatim with their base64 payloads left uncounted."""
+JSON text, the keys a shape does not model (kept to be written back), blocks
+kept verbatim with their base64 payloads left uncounted, JSON that orjson
+refuses only for ``NaN``/``Infinity`` or lone surrogates, and tool inputs found
+again in the text they were read from, to be written back as they came."""
 
 from __future__ import annotations
 
+import json
+import math
+import re
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import orjson
 
 from .errors import Location, UnknownShape
-from .transcript import JsonText, Other
+from .transcript import Block, JsonText, Other, ToolCall
 
 T = TypeVar("T")
 
@@ -22,9 +28,9 @@ refused where it is read, with its location, rather than failing when it is coun
 def depth_error(value: Any, where: Location, text: bytes | str | None = None) -> UnknownShape | None:
     """An error if ``value`` nests arrays and objects deeper than ``MAX_DEPTH``, else None. With the JSON
     ``text`` it was parsed from, a text holding fewer brackets than the limit is passed without a walk."""
-    if isinstance(text, str):
-        text = text.encode()
-    if text is not None and text.count(b"[") + text.count(b"{") <= MAX_DEPTH:
+    if isinstance(text, str) and text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    if isinstance(text, bytes) and text.count(b"[") + text.count(b"{") <= MAX_DEPTH:
         return None
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -85,9 +91,99 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+class Constant(float):
+    """``NaN``, ``Infinity``, ``-Infinity`` or a number too large for a double, as read by the lenient
+    parser: a float that keeps its spelling, written back as that spelling (orjson would write ``null``)."""
+
+    spelling: str
+
+    def __new__(cls, spelling: str) -> Constant:
+        value = super().__new__(cls, spelling.replace("Infinity", "inf"))
+        value.spelling = spelling
+        return value
+
+
+def _number(spelling: str) -> float:
+    value = float(spelling)
+    return value if math.isfinite(value) else Constant(spelling)
+
+
+_LENIENT = json.JSONDecoder(parse_constant=Constant, parse_float=_number)
+_LENIENT_HINTS = (b"NaN", b"Infinity", b"\\ud", b"\\uD")
+"""What a text orjson refuses must hold for the lenient parser to be worth a try."""
+
+
+def loads_lenient(data: bytes | str) -> Any:
+    """``data`` parsed by the standard library, which also takes ``NaN``, ``Infinity``, numbers past a
+    double's range and lone surrogates (a ``\\ud800`` escape), the values orjson refuses. Raises
+    ValueError (or RecursionError) for anything else that is not JSON."""
+    text = data.decode() if isinstance(data, bytes) else data
+    value, end = _LENIENT.raw_decode(text, len(text) - len(text.lstrip(" \t\r\n")))
+    if text[end:].strip(" \t\r\n"):
+        raise ValueError("extra data")
+    return value
+
+
+def loads_or_lenient(data: bytes | str) -> Any:
+    """``data`` parsed by orjson or, where orjson refuses it, by ``loads_lenient``; raises orjson's error
+    when neither reads it (its message and position are the ones to report)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        if "infinity" not in exc.msg and not any(hint in raw for hint in _LENIENT_HINTS):
+            raise
+        try:
+            return loads_lenient(raw)
+        except (ValueError, RecursionError):
+            raise exc from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _string_text(text: str) -> str:
+    """A string's JSON text, lone surrogates written as the ``\\uXXXX`` escapes they were read from."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Constant):
+        return orjson.Fragment(value.spelling)
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _fragmented(value: Any) -> Any:
+    """``value`` with what orjson cannot write (strings holding lone surrogates, integers past 64 bits)
+    replaced by their JSON text as fragments; an object with such a key becomes one fragment."""
+    if isinstance(value, str):
+        return orjson.Fragment(_string_text(value)) if _SURROGATE.search(value) else value
+    if isinstance(value, bool) or not isinstance(value, (int, dict, list, tuple)):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else orjson.Fragment(str(value))
+    if isinstance(value, dict):
+        if any(_SURROGATE.search(k) for k in value if isinstance(k, str)):
+            items = (f"{_string_text(str(k))}:{encode(v).decode()}" for k, v in value.items())
+            return orjson.Fragment("{" + ",".join(items) + "}")
+        return {k: _fragmented(v) for k, v in value.items()}
+    return [_fragmented(v) for v in value]
+
+
+def encode(value: Any, *, indent: bool = False, sort_keys: bool = False) -> bytes:
+    """``value`` as JSON bytes (indented by two spaces if ``indent``): orjson, keeping the spellings of
+    ``NaN``-like constants read leniently, and the texts of lone surrogates and integers past 64 bits that
+    orjson cannot write."""
+    option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
+    try:
+        return orjson.dumps(value, default=_default, option=option)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_fragmented(value), default=_default, option=option)
+
+
 def dumps(value: Any) -> JsonText:
     """Compact JSON text, keys in input order (what is sent)."""
-    return orjson.dumps(value).decode()
+    return encode(value).decode()
 
 
 def extras(obj: dict[str, Any], known: frozenset[str]) -> JsonText:
@@ -99,7 +195,7 @@ def extras(obj: dict[str, Any], known: frozenset[str]) -> JsonText:
 def merge_extra(obj: dict[str, Any], extra: JsonText) -> dict[str, Any]:
     """``obj`` with the keys of ``extra`` added back (modelled keys win)."""
     if extra:
-        for key, value in orjson.loads(extra).items():
+        for key, value in loads_or_lenient(extra).items():
             obj.setdefault(key, value)
     return obj
 
@@ -139,4 +235,153 @@ def other_block(kind: str, obj: Any) -> Other:
 
 
 def loads(text: JsonText) -> Any:
-    return orjson.loads(text)
+    return loads_or_lenient(text)
+
+
+# --------------------------------------------------------------------------
+# Tool inputs, found again in the text they were read from
+
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+_STRING_RE = re.compile(_STRING)
+_TOKEN = re.compile(_STRING + rb"|[\[\]{}]")
+_SCALAR = re.compile(_STRING + rb"|[^,\]}\s]+")
+_KEYS: dict[str, re.Pattern[bytes]] = {}
+
+
+def _value_end(text: bytes, start: int) -> int:
+    """The end of the JSON value that starts at ``text[start]``, or -1."""
+    if text[start : start + 1] not in (b"{", b"["):
+        found = _SCALAR.match(text, start)
+        return found.end() if found else -1
+    depth = 0
+    for token in _TOKEN.finditer(text, start):
+        mark = token.group()
+        if mark in (b"{", b"["):
+            depth += 1
+        elif mark in (b"}", b"]"):
+            depth -= 1
+            if depth == 0:
+                return token.end()
+    return -1
+
+
+_BLANKS = re.compile(rb"[ \t\r\n]*")
+
+
+def member_spans(text: bytes, start: int = 0) -> list[tuple[str | None, int, int]]:
+    """The members of the array or object opening at or after ``text[start]`` (JSON bytes, read by orjson
+    already): each one's key (None in an array) and where its value's text starts and ends, so a writer can
+    emit a member exactly as the file spelled it, without decoding or parsing the text again. Raises
+    ValueError if the text there is not an array or an object."""
+    i = _BLANKS.match(text, start).end()  # type: ignore[union-attr]  # matches the empty string at worst
+    opening = text[i : i + 1]
+    if opening not in (b"[", b"{"):
+        raise ValueError("not an array or an object")
+    close = b"]" if opening == b"[" else b"}"
+    members: list[tuple[str | None, int, int]] = []
+    i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
+    if text[i : i + 1] == close:
+        return members
+    while True:
+        key: str | None = None
+        if close == b"}":
+            found = _STRING_RE.match(text, i)
+            if found is None:
+                raise ValueError("expected a key")
+            key = loads_or_lenient(found.group())
+            i = _BLANKS.match(text, found.end()).end()  # type: ignore[union-attr]
+            if text[i : i + 1] != b":":
+                raise ValueError("expected ':'")
+            i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
+        end = _value_end(text, i)
+        if end < 0:
+            raise ValueError("a value without its end")
+        members.append((key, i, end))
+        i = _BLANKS.match(text, end).end()  # type: ignore[union-attr]
+        if text[i : i + 1] == b",":
+            i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
+            continue
+        if text[i : i + 1] == close:
+            return members
+        raise ValueError(f"expected ',' or {close!r}")
+
+
+def _escaped(text: bytes, quote: int) -> bool:
+    """Whether the quote at ``text[quote]`` is escaped (inside a string)."""
+    n = 0
+    while quote - n > 0 and text[quote - n - 1] == 0x5C:
+        n += 1
+    return n % 2 == 1
+
+
+def _compact(span: bytes) -> JsonText | None:
+    try:
+        return dumps(loads_or_lenient(span))
+    except (orjson.JSONDecodeError, ValueError, RecursionError):
+        return None
+
+
+class InputTexts:
+    """The values of one key (``input``) in a JSON text, in order, matched to tool calls read from that
+    text: each call gets the first value after the previous match whose compact JSON is its
+    ``input_json``, so the call is written back with the file's own spelling of its input."""
+
+    def __init__(self, text: bytes | str, key: str = "input") -> None:
+        self.text = text.encode() if isinstance(text, str) else text
+        pattern = _KEYS.get(key)
+        if pattern is None:
+            pattern = _KEYS[key] = re.compile(b'"' + re.escape(key.encode()) + rb'"[ \t\r\n]*:[ \t\r\n]*')
+        self.pattern = pattern
+        self.pos = 0
+
+    def find(self, compact: JsonText) -> JsonText | None:
+        """The text of the next value that reads as ``compact``: "" when it is spelled exactly so, None
+        when none is found."""
+        wanted = compact.encode()
+        for key in self.pattern.finditer(self.text, self.pos):
+            if _escaped(self.text, key.start()):
+                continue
+            start = key.end()
+            end = _value_end(self.text, start)
+            if end < 0:
+                continue
+            span = self.text[start:end]
+            if span == wanted or _compact(span) == compact:
+                self.pos = end
+                return "" if span == wanted else span.decode()
+        return None
+
+    def blocks(self, content: tuple[Block, ...]) -> tuple[Block, ...]:
+        """``content`` with each tool call carrying its input's text where the file spelled it otherwise
+        than compact JSON; the very tuple if nothing changed."""
+        if not any(isinstance(b, ToolCall) for b in content):
+            return content
+        out: list[Block] = []
+        changed = False
+        for block in content:
+            if isinstance(block, ToolCall) and not block.input_text and block.given is None:
+                text = self.find(block.input_json)
+                if text:
+                    block, changed = replace(block, input_text=text), True
+            out.append(block)
+        return tuple(out) if changed else content
+
+
+def with_input_texts(content: tuple[Block, ...], text: bytes | str | None, key: str = "input") -> tuple[Block, ...]:
+    """``content`` (read from the JSON ``text``) with its tool calls' inputs as ``text`` spells them."""
+    if text is None or not any(isinstance(b, ToolCall) for b in content):
+        return content
+    return InputTexts(text, key).blocks(content)
+
+
+def input_text_of(raw: Any) -> tuple[JsonText, JsonText, str]:
+    """A call's input given as a JSON string (OpenAI ``arguments``): its compact JSON (what is counted),
+    the string itself where it spells the JSON otherwise (written back), and the string when it is not
+    JSON at all (kept as sent: the input is that string then)."""
+    if not isinstance(raw, str):
+        return dumps(raw if raw is not None else {}), "", ""
+    try:
+        compact = dumps(loads_or_lenient(raw))
+    except (orjson.JSONDecodeError, ValueError, RecursionError):
+        return dumps(raw), "", raw
+    return compact, (raw if raw != compact else ""), ""

@@ -15,7 +15,7 @@ tool definitions (name, description, schema) count as two more "messages".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .content import (
@@ -245,59 +245,24 @@ class TranscriptAudit:
 # Building the audit
 
 
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    """A block's texts and everything about them that no tokenizer changes."""
-
-    message: int  # position in the list of message units
-    block_index: int
-    kind: str
-    line: int | None
-    texts: tuple[str, ...]
-    counts: CharCounts
-    estimate: int
+_Texts = Iterable[tuple[int, str, tuple[str, ...]]]
+"""A message's blocks: index in the message, kind, and the texts the estimator counts."""
 
 
-def _units(
-    transcript: Transcript, estimator: Estimator
-) -> tuple[list[tuple[int | None, str, int | None]], list[_Unit], list[CharCounts]]:
-    """The messages (system prompt and tool definitions first) and their text blocks."""
-    rule = estimator.rule
-    heads: list[tuple[int | None, str, int | None]] = []
-    units: list[_Unit] = []
-    totals: list[CharCounts] = []
-
-    def add(index: int | None, role: str, line: int | None, blocks: Iterable[tuple[int, str, tuple[str, ...]]]) -> None:
-        position = len(heads)
-        heads.append((index, role, line))
-        total = ZERO
-        for block_index, kind, texts in blocks:
-            counts = ZERO
-            for text in texts:
-                counts = counts + rule.count(text)
-            if not counts.total:
-                continue
-            total = total + counts
-            units.append(_Unit(position, block_index, kind, line, texts, counts, rule.text_tokens(counts)))
-        totals.append(total)
-
+def _messages(transcript: Transcript) -> Iterator[tuple[int | None, str, int | None, _Texts]]:
+    """Each message's index, role, line and blocks, the system prompt and the tool definitions first."""
     if transcript.system:
-        add(None, "system", None, ((i, block_kind(b), block_texts(b)) for i, b in enumerate(transcript.system)))
+        yield None, "system", None, ((i, block_kind(b), block_texts(b)) for i, b in enumerate(transcript.system))
     if transcript.tools:
-        add(
-            None,
-            "tool definitions",
-            None,
-            ((i, "tool_definition", (t.name, t.description, t.schema_json)) for i, t in enumerate(transcript.tools)),
+        definitions = (
+            (i, "tool_definition", (t.name, t.description, t.schema_json)) for i, t in enumerate(transcript.tools)
         )
+        yield None, "tool definitions", None, definitions
     for mi, message in enumerate(transcript.messages):
-        add(
-            mi,
-            message.role,
-            message.source.line,
-            ((bi, block_kind(b), block_texts(b)) for bi, b in enumerate(message.content) if not isinstance(b, Image)),
+        blocks = (
+            (bi, block_kind(b), block_texts(b)) for bi, b in enumerate(message.content) if not isinstance(b, Image)
         )
-    return heads, units, totals
+        yield mi, message.role, message.source.line, blocks
 
 
 def _ratio_rows(
@@ -319,11 +284,6 @@ def _ratio_rows(
     return tuple(rows)
 
 
-def _content_of(unit: _Unit) -> ContentKind:
-    """A block's kind of content is that of its longest text."""
-    return classify_content(max(unit.texts, key=len))
-
-
 def audit_tokenizer(
     transcript: Transcript, estimator: Estimator, tokenizer: Tokenizer, *, top: int = TOP
 ) -> TokenizerAudit:
@@ -334,43 +294,48 @@ def audit_tokenizer(
 def _audit_tokenizers(
     transcript: Transcript, estimator: Estimator, tokenizers: Sequence[Tokenizer], *, top: int
 ) -> tuple[TokenizerAudit, ...]:
-    heads, units, totals = _units(transcript, estimator)
+    # One message at a time, every tokenizer on its texts in one batch: what is held grows with the audit's
+    # rows, not with the tokenizations or the texts of the whole transcript (memory, issue 8).
     rule = estimator.rule
-    flat = [text for unit in units for text in unit.texts]
-    scripts = [dominant_class(u.counts) for u in units]
-    contents = [_content_of(u) for u in units]
-    audits = []
-    for tokenizer in tokenizers:
-        counted = count_texts(tokenizer, flat)
-        blocks: list[BlockAudit] = []
-        reals = [0] * len(heads)
-        at = 0
-        for unit, script, content in zip(units, scripts, contents, strict=True):
-            real = sum(counted[at : at + len(unit.texts)])
-            at += len(unit.texts)
-            reals[unit.message] += real
-            index = heads[unit.message][0]
-            blocks.append(
-                BlockAudit(
-                    index, unit.block_index, unit.kind, unit.line, unit.counts, script, content, unit.estimate, real
+    blocks: list[list[BlockAudit]] = [[] for _ in tokenizers]
+    messages: list[list[MessageAudit]] = [[] for _ in tokenizers]
+    for index, role, line, items in _messages(transcript):
+        total = ZERO
+        units: list[tuple[int, str, tuple[str, ...], CharCounts]] = []
+        for block_index, kind, texts in items:
+            counts = ZERO
+            for text in texts:
+                counts = counts + rule.count(text)
+            if counts.total:
+                total = total + counts
+                units.append((block_index, kind, texts, counts))
+        described = [(dominant_class(c), classify_content(max(texts, key=len))) for _, _, texts, c in units]
+        flat = [text for _, _, texts, _ in units for text in texts]
+        for k, tokenizer in enumerate(tokenizers):
+            counted = count_texts(tokenizer, flat) if flat else []
+            at = real_total = 0
+            for (block_index, kind, texts, counts), (script, content) in zip(units, described, strict=True):
+                real = sum(counted[at : at + len(texts)])
+                at += len(texts)
+                real_total += real
+                blocks[k].append(
+                    BlockAudit(index, block_index, kind, line, counts, script, content, rule.text_tokens(counts), real)
                 )
-            )
-        messages = tuple(
-            MessageAudit(index, role, line, counts, rule.text_tokens(counts), real)
-            for (index, role, line), counts, real in zip(heads, totals, reals, strict=True)
-        )
+            messages[k].append(MessageAudit(index, role, line, total, rule.text_tokens(total), real_total))
+    audits = []
+    for tokenizer, tokenizer_blocks, tokenizer_messages in zip(tokenizers, blocks, messages, strict=True):
         # Stable sorts: equal shortfalls stay in transcript order.
-        under_blocks = sorted((b for b in blocks if b.shortfall > 0), key=lambda b: -b.shortfall)
-        under_messages = sorted((m for m in messages if m.shortfall > 0), key=lambda m: -m.shortfall)
+        under_blocks = sorted((b for b in tokenizer_blocks if b.shortfall > 0), key=lambda b: -b.shortfall)
+        under_messages = sorted((m for m in tokenizer_messages if m.shortfall > 0), key=lambda m: -m.shortfall)
         source = getattr(tokenizer, "source", "")  # a LoadedTokenizer says where its vocabulary comes from
         audits.append(
             TokenizerAudit(
                 tokenizer=tokenizer.name,
                 source=source if isinstance(source, str) else "",
-                messages=messages,
-                blocks=tuple(blocks),
-                by_script=_ratio_rows(blocks, SCRIPT_CLASSES, lambda b: b.script),
-                by_content=_ratio_rows(blocks, CONTENT_KINDS, lambda b: b.content),
+                messages=tuple(tokenizer_messages),
+                blocks=tuple(tokenizer_blocks),
+                by_script=_ratio_rows(tokenizer_blocks, SCRIPT_CLASSES, lambda b: b.script),
+                by_content=_ratio_rows(tokenizer_blocks, CONTENT_KINDS, lambda b: b.content),
                 worst_blocks=tuple(under_blocks[:top]),
                 worst_messages=tuple(under_messages[:top]),
             )

@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeAlias
 
 import orjson
 
-from ._json import dumps, loads
+from ._json import dumps, encode, loads
 from .errors import Location, OptionError, UnknownShape, UnsendableRequest
 from .estimate import Estimator, make_estimator
 from .fit import DEFAULTS, FitOptions, Plan, apply_plan, keep_cleared, plan_fit
@@ -46,7 +46,7 @@ def write_transcript(transcript: Transcript, *, to: Target = "auto") -> bytes:
     if to == "auto":
         to = "same" if fmt is not None and fmt.writes_back else transcript.dialect
     if to != "same":
-        return orjson.dumps(body_from_transcript(transcript, to=to), option=orjson.OPT_INDENT_2) + b"\n"
+        return encode(body_from_transcript(transcript, to=to), indent=True) + b"\n"
     if fmt is None or fmt.write is None:
         error = OptionError(f"{transcript.format} files are logs, not requests: '--to same' cannot write one")
         error.hint = f"leave --to out to write an {transcript.dialect} request body, or pass --to anthropic|openai"
@@ -208,6 +208,9 @@ class Fitter:
         needed repairs (an interrupted call, an orphan result) comes back
         repaired, even when it fits (issue 8)."""
         transcript = transcript_from_body(body, dialect=dialect)
+        if transcript.dialect == "anthropic":
+            given = anthropic.keep_given_inputs(transcript.messages, body["messages"])
+            transcript = replace(transcript, messages=given)
         plan = self.plan(transcript)
         if plan.outcome == "fits" and not plan.notice_added and not plan.repairs:
             return FittedRequest(body if isinstance(body, dict) else dict(body), plan)

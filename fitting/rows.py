@@ -143,7 +143,7 @@ def file_rows(
 ) -> tuple[Row, ...]:
     """The rows of the transcripts in one file (or in ``data``, named ``path``): pure, picklable, and the same
     wherever it runs. Raises the loaders' errors for a file it cannot read."""
-    item = Input(str(path), data)
+    item = Input(str(path), data, keep_text=False)  # rows never write a transcript
     if fmt is None:
         detect(item)  # refuses binary and foreign files with the same words as the command line
     else:

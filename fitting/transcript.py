@@ -59,7 +59,15 @@ class ToolCall:
     extra: JsonText = ""
     arguments: str = ""
     """The input exactly as the format sent it, when that is a string (OpenAI
-    ``arguments``) that differs from ``input_json``; written back verbatim."""
+    ``arguments``) that is not JSON; written back verbatim."""
+    input_text: JsonText = ""
+    """The input's JSON text exactly as the file spelled it, when that differs from
+    ``input_json`` (spacing, number spellings such as ``1E+2``, integers past 64 bits,
+    repeated keys, ``NaN``): every writer emits it as it came (SPEC section 6,
+    invariant 9), while the estimator counts ``input_json``. Empty otherwise."""
+    given: object = field(default=None, compare=False, repr=False)
+    """The input as the very object a harness gave ``Fitter.fit`` (a dict), returned
+    as that object; None for inputs read from a file."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ compared byte for byte with the input's."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from windowfit.fitting import make_estimator
 from windowfit.fitting.fit import TRUNCATION_NOTE, apply_plan, plan_fit
-from windowfit.fitting.formats import load_path
+from windowfit.fitting.formats import Input, load, load_path
 from windowfit.fitting.request import Fitter, write_transcript
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -282,3 +283,206 @@ def test_corpus_messages_that_fit_are_written_as_they_came(tmp_path: Path) -> No
         checked += 1
         assert written == data
     assert checked
+
+
+# --------------------------------------------------------------------------
+# Tool inputs: their JSON text exactly as the file spelled it, in every writer and every format
+
+INPUT_NUMBERS = (*ODD_NUMBERS, "123456789012345678901234567890", "-98765432109876543210", "1.0e-7", "1E400")
+"""Past 64 bits, orjson reads a float; 1E400 is past a double (orjson refuses it, as it refuses NaN)."""
+CONSTANTS = ("NaN", "Infinity", "-Infinity")
+ODD_STRINGS = ('"\\ud800"', '"a\\udfffb"', '"caf\\u00e9"', '"\\u001b[2J"', '"plain"')
+
+
+@st.composite
+def odd_input(draw: st.DrawFn, *, constants: bool = False) -> str:
+    """A tool input's JSON text: odd number spellings, repeated keys, spacing, nesting up to 40
+    levels and, with ``constants``, NaN/Infinity and lone surrogates (which orjson refuses)."""
+    numbers = (*INPUT_NUMBERS[:-1], *CONSTANTS, INPUT_NUMBERS[-1]) if constants else INPUT_NUMBERS[:-1]
+    strings = ODD_STRINGS if constants else ODD_STRINGS[2:]
+    leaf = st.one_of(st.sampled_from(numbers), st.sampled_from(strings), st.sampled_from(("true", "null", "[]")))
+    colon, comma = draw(st.sampled_from(((":", ","), (": ", ", "), (" :\t", " ,\t "))))
+    members = [f'"k{k}"{colon}{draw(leaf)}' for k in range(draw(st.integers(1, 4)))]
+    if draw(st.booleans()):
+        members.append(f'"k0"{colon}{draw(leaf)}')  # a repeated key: the last one counts when parsed
+    text = "{" + comma.join(members) + "}"
+    for _ in range(draw(st.integers(0, 40))):
+        text = draw(st.sampled_from(('{{"in"{c}{t}}}', "[{t}]", '{{"input"{c}{t},"x"{c}1}}'))).format(t=text, c=colon)
+    return text
+
+
+def _claude_code(inputs: list[str]) -> bytes:
+    lines, parent = ['{"type":"user","uuid":"u0","parentUuid":null,"message":{"role":"user","content":"go"}}'], "u0"
+    for k, text in enumerate(inputs):
+        call = f'{{"type":"tool_use","id":"t{k}","name":"Read","input":{text}}}'
+        lines.append(
+            f'{{"type":"assistant","uuid":"a{k}","parentUuid":"{parent}","isSidechain":false,'
+            f'"message":{{"id":"m{k}","role":"assistant","content":[{{"type":"text","text":"x"}},{call}]}}}}'
+        )
+        result = f'{{"type":"tool_result","tool_use_id":"t{k}","content":"ok"}}'
+        lines.append(
+            f'{{"type":"user","uuid":"r{k}","parentUuid":"a{k}","message":{{"role":"user","content":[{result}]}}}}'
+        )
+        parent = f"r{k}"
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _codex(inputs: list[str]) -> bytes:
+    lines = [
+        '{"timestamp":"t","type":"session_meta","payload":{"id":"s","cwd":"/","originator":"codex_cli_rs",'
+        '"cli_version":"0.58.0","instructions":null}}',
+        '{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user",'
+        '"content":[{"type":"input_text","text":"go"}]}}',
+    ]
+    for k, text in enumerate(inputs):
+        call = {"type": "function_call", "name": "shell", "arguments": text, "call_id": f"c{k}"}
+        output = {"type": "function_call_output", "call_id": f"c{k}", "output": "ok"}
+        lines += [json.dumps({"timestamp": "t", "type": "response_item", "payload": p}) for p in (call, output)]
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _anthropic_messages(inputs: list[str]) -> list[str]:
+    out = ['{"role":"user","content":"go"}']
+    for k, text in enumerate(inputs):
+        out.append(f'{{"role":"assistant","content":[{{"type":"tool_use","id":"t{k}","name":"Read","input":{text}}}]}}')
+        out.append(f'{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{k}","content":"ok"}}]}}')
+    return out
+
+
+def _anthropic_log(inputs: list[str]) -> bytes:
+    body = '{"model":"claude-x","max_tokens":10,"messages":[' + ",".join(_anthropic_messages(inputs)) + "]}"
+    capture = '{"request":{"method":"POST","url":"https://api.anthropic.com/v1/messages","body":' + body + "}}"
+    return (body + "\n" + capture + "\n").encode()
+
+
+def _messages(inputs: list[str]) -> bytes:
+    return "".join(line + "\n" for line in _anthropic_messages(inputs)).encode()
+
+
+LOG_FORMATS = {"claude_code": _claude_code, "codex": _codex, "anthropic_log": _anthropic_log, "messages": _messages}
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[^\s"]+')
+
+
+def _tokens(text: str) -> str:
+    """``text`` without the blanks between its tokens: an input compact in the file is indented with the
+    body it is written in, where every token (number spellings, repeated keys) stays as it came."""
+    return "".join(_TOKENS.findall(text))
+
+
+def _written_inputs(data: bytes, to: str) -> list[str]:
+    """The tool inputs' texts in a written body: the OpenAI ``arguments`` strings, or the text after
+    each ``"input": `` key of an Anthropic body, found with the standard library's decoder."""
+    if to == "openai":
+        body = json.loads(data)
+        return [c["function"]["arguments"] for m in body["messages"] for c in m.get("tool_calls") or ()]
+    text, out, key = data.decode(), [], '"type": "tool_use"'
+    pos = text.find(key)
+    while pos >= 0:
+        start = text.index('"input": ', pos) + len('"input": ')
+        _, end = DECODER.raw_decode(text, start)
+        out.append(text[start:end])
+        pos = text.find(key, end)
+    return out
+
+
+@PROPERTY
+@given(
+    st.sampled_from(sorted(LOG_FORMATS)),
+    st.lists(odd_input(), min_size=1, max_size=4),
+    st.sampled_from(("anthropic", "openai")),
+)
+def test_tool_inputs_are_written_as_the_file_spelled_them(
+    tmp_path_factory: pytest.TempPathFactory, fmt: str, inputs: list[str], to: str
+) -> None:
+    path = tmp_path_factory.mktemp("inputs") / "in.jsonl"
+    path.write_bytes(LOG_FORMATS[fmt](inputs))
+    for transcript in load_path(path, fmt=fmt):
+        written = write_transcript(transcript, to=to)  # type: ignore[arg-type]
+        found = _written_inputs(written, to)
+        assert found == inputs or (to == "anthropic" and [_tokens(t) for t in found] == [_tokens(t) for t in inputs])
+
+
+@PROPERTY
+@given(st.lists(odd_input(constants=True), min_size=1, max_size=4), st.sampled_from(("same", "anthropic", "openai")))
+def test_nan_infinity_and_lone_surrogates_in_inputs_are_kept(
+    tmp_path_factory: pytest.TempPathFactory, inputs: list[str], to: str
+) -> None:
+    data = _messages(inputs)
+    path = tmp_path_factory.mktemp("constants") / "in.jsonl"
+    path.write_bytes(data)
+    (transcript,) = load_path(path)
+    written = write_transcript(transcript, to=to)  # type: ignore[arg-type]
+    if to == "same":
+        assert written == data
+    else:
+        found = _written_inputs(written, to)
+        assert found == inputs or (to == "anthropic" and [_tokens(t) for t in found] == [_tokens(t) for t in inputs])
+
+
+def test_a_rebuilt_message_keeps_its_tool_input_spelled_as_it_came(tmp_path: Path) -> None:
+    # The second call reuses the id "a": the repair renames it, so its message is rebuilt, but its input
+    # is written as the file spelled it, not re-serialised.
+    text = '{"n": 1E+2, "big": 123456789012345678901234567890, "d": 1, "d": 2, "z": -0.0, "e": 1.0e-7}'
+    lines = ['{"role":"user","content":"go"}']
+    for given_input in ("{}", text):
+        lines.append(
+            '{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"R","input":' + given_input + "}]}"
+        )
+        lines.append('{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"}]}')
+    lines.append('{"role":"assistant","content":"done"}')
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (transcript,) = load_path(path)
+    plan = plan_fit(transcript, budget=10**6, estimator=make_estimator())
+    assert [r.kind for r in plan.repairs] == ["renamed-call-id"]
+    out = write_transcript(apply_plan(transcript, plan), to="same").decode().splitlines()
+    assert out[3] != lines[3] and f'"input":{text}' in out[3]
+
+
+def test_spacing_in_a_tool_input_does_not_change_the_estimate(tmp_path: Path) -> None:
+    estimates = []
+    for k, text in enumerate(('{"path":"a.md","n":[1,2]}', '{ "path" : "a.md",\t"n" : [ 1 , 2 ] }')):
+        path = tmp_path / f"in{k}.jsonl"
+        path.write_text("\n".join(_anthropic_messages([text])) + "\n")
+        (transcript,) = load_path(path)
+        estimates.append(plan_fit(transcript, budget=10**6, estimator=make_estimator()).tokens_before)
+    assert estimates[0] == estimates[1]
+
+
+def test_the_library_returns_a_harness_input_as_the_dict_it_gave() -> None:
+    # The third call reuses the id "c0": the repair renames it, so its message is rebuilt from the model,
+    # yet its input is the harness's own dict (an integer past 64 bits and a NaN included), not a copy.
+    inputs = [{"path": "a.md"}, {"path": "b.md"}, {"n": 2**70, "x": float("nan")}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for k, given_input in enumerate(inputs):
+        call_id = f"c{k % 2}"
+        messages.append(
+            {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": "R", "input": given_input}]}
+        )
+        messages.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "w " * 4000}]}
+        )
+    messages.append({"role": "assistant", "content": "done"})
+    fitted = Fitter(budget=4_000).fit({"model": "m", "max_tokens": 5, "messages": messages})
+    assert [r.kind for r in fitted.plan.repairs] == ["renamed-call-id"]
+    assert fitted.plan.batches, "the budget should have cleared something"
+    rebuilt = fitted.body["messages"][5]
+    assert rebuilt is not messages[5] and rebuilt["content"][0]["id"] != "c0"
+    assert rebuilt["content"][0]["input"] is inputs[2]
+
+
+def test_a_command_that_never_writes_loads_no_message_texts(tmp_path: Path) -> None:
+    # report, check, audit and replay load with keep_text=False: the model alone, without each message's
+    # JSON text (as large as the file); what they count is the same.
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(_messages(['{"n": 1E+2}']))
+    (kept,) = load(Input(str(path)))
+    (lean,) = load(Input(str(path), keep_text=False))
+    assert all(m.verbatim is not None for m in kept.messages)
+    assert kept.messages[1].tool_calls[0].input_text == '{"n": 1E+2}'
+    assert all(m.verbatim is None for m in lean.messages)
+    assert lean.messages[1].tool_calls[0].input_text == ""
+    estimator = make_estimator()
+    assert [estimator.message(m) for m in kept.messages] == [estimator.message(m) for m in lean.messages]

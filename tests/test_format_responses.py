@@ -133,7 +133,7 @@ def test_item_reader_groups_model_items() -> None:
     messages = reader.finish()
     assert [m.role for m in messages] == ["user", "assistant", "tool", "tool"]
     calls = messages[1].tool_calls
-    assert [(c.id, c.input_json, c.arguments) for c in calls] == [("a", "{}", ""), ("b", "{}", "{ }")]
+    assert [(c.id, c.input_json, c.input_text) for c in calls] == [("a", "{}", ""), ("b", "{}", "{ }")]
     assert messages[3].tool_results[0].content == ()
 
 

@@ -127,8 +127,8 @@ def test_loads_openai_jsonl_with_leading_system_line(tmp_path: Path) -> None:
             "assistant",
             (
                 # arguments arrive as a JSON string; the model keeps compact JSON (what the estimator counts)
-                # and, where the sent string differs from it, that string to write back verbatim
-                ToolCall("call_1", "read_file", '{"path":"a.md"}', arguments='{"path": "a.md"}'),
+                # and, where the sent string spells it otherwise, that string to write back verbatim
+                ToolCall("call_1", "read_file", '{"path":"a.md"}', input_text='{"path": "a.md"}'),
                 ToolCall("call_2", "read_file", '{"path":"b.md"}'),
             ),
         ),

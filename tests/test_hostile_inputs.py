@@ -55,6 +55,29 @@ def _zip() -> bytes:
     return buffer.getvalue()
 
 
+_CALL = b'{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "x", "input": %s}]}\n'
+_RESULT = b'{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": %s}]}\n'
+CONSTANTS: dict[str, bytes] = {
+    "infinity in input": _CALL % b'{"n": Infinity, "m": -Infinity}' + _RESULT % b'"ok"',
+    "number past a double in input": _CALL % b'{"n": 1E400}' + _RESULT % b'"ok"',
+    "lone surrogate in input": _CALL % b'{"s": "\\udc00x", "\\ud800": 1}' + _RESULT % b'"ok"',
+    "lone surrogate in a result": _CALL % b"{}" + _RESULT % b'"r \\ud800 r"',
+    "lone surrogate in a tool name": b'{"role": "assistant", "content": [{"type": "tool_use", "id": "\\ud800", '
+    b'"name": "\\udfff", "input": {}}]}\n' + _RESULT.replace(b'"a"', b'"\\ud800"') % (b'"' + b"r " * 500 + b'"'),
+    "nan as an extra key": b'{"role": "user", "content": "hi", "x_score": NaN}\n',
+    "nan in openai arguments": b'{"role": "assistant", "content": null, "tool_calls": [{"id": "a", '
+    b'"type": "function", "function": {"name": "x", "arguments": "{\\"n\\": NaN}"}}]}\n'
+    b'{"role": "tool", "tool_call_id": "a", "content": "ok"}\n',
+    "nan in a body": b'{"model": "m", "temperature": NaN, "messages": [{"role": "user", "content": "\\ud800"}]}',
+    "nan in a claude code line": b'{"type": "user", "uuid": "u", "parentUuid": null, "message": {"role": "user", '
+    b'"content": "hi"}}\n{"type": "assistant", "uuid": "a", "parentUuid": "u", "message": {"id": "m", '
+    b'"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {"n": NaN}}], '
+    b'"usage": {"input_tokens": NaN}}}\n',
+    "nan outside a string still broken": b'{"role": "user", "content": "hi", "x": NaN\n',
+}
+"""NaN, Infinity, numbers past a double and lone surrogates: orjson refuses them, the standard library reads
+them, and windowfit keeps them as they came (issue 8, item 3)."""
+
 GENERIC: dict[str, bytes] = {
     "empty": b"",
     "blank lines": b"\n\n  \n",
@@ -130,6 +153,7 @@ GENERIC: dict[str, bytes] = {
     "nan in input": b'{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "x", '
     b'"input": {"n": NaN}}]}\n',
     "lone surrogate": b'{"role": "user", "content": "\\ud800"}\n',
+    **CONSTANTS,
     "duplicate keys": b'{"role": "user", "role": "assistant", "content": "hi"}\n',
     "deep content": _deep_text(DEEP),
     "deep tool input": (
@@ -308,3 +332,31 @@ def test_nesting_deeper_than_the_limit_is_located(run_cli: Run, tmp_path: Path) 
     result = run_cli("report", str(path))
     assert result.exit_code == 3, result.stderr
     assert f"{path}:1: " in result.stderr and "nested more than 200 levels" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "infinity in input",
+        "number past a double in input",
+        "lone surrogate in input",
+        "lone surrogate in a result",
+        "nan as an extra key",
+        "nan in openai arguments",
+    ],
+)
+def test_fit_writes_nan_infinity_and_lone_surrogates_as_they_came(run_cli: Run, tmp_path: Path, kind: str) -> None:
+    path = _write(tmp_path, kind, CONSTANTS[kind])
+    out = tmp_path / "out.jsonl"
+    result = run_cli("fit", str(path), "--budget", "100000", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert out.read_bytes() == CONSTANTS[kind]
+
+
+def test_a_lone_surrogate_is_shown_as_its_escape(run_cli: Run, tmp_path: Path) -> None:
+    path = _write(tmp_path, "surrogate", CONSTANTS["lone surrogate in a tool name"])
+    result = run_cli("report", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert "\\udfff" in result.stdout
+    document = run_cli("report", str(path), "--json")
+    assert document.exit_code == 0 and "\\udfff" in document.stdout

@@ -11,14 +11,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from .._json import check_depth
+from .._json import Constant, check_depth
 from ..errors import InvalidJson, InvalidUtf8, Location
 from ._sniff import scan_head
 from .base import SNIFF_BYTES, Input
 
 CHUNK_CHARS = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(parse_constant=Constant)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,35 +182,3 @@ def is_document(source: Input) -> bool:
     if shape.multiline or (shape.complete and len(head) < SNIFF_BYTES):
         return True
     return source.is_document()
-
-
-def member_spans(text: str, start: int = 0) -> list[tuple[str | None, int, int]]:
-    """The members of the array or object opening at or after ``text[start]``: each
-    one's key (None in an array) and where its value's text starts and ends, so
-    a writer can emit a member exactly as the file spelled it. Raises ValueError
-    if the text there is not an array or an object."""
-    i = _WS.match(text, start).end()  # type: ignore[union-attr]  # matches the empty string at worst
-    if text[i : i + 1] not in ("[", "{"):
-        raise ValueError("not an array or an object")
-    close = "]" if text[i] == "[" else "}"
-    members: list[tuple[str | None, int, int]] = []
-    i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-    if text[i : i + 1] == close:
-        return members
-    while True:
-        key: str | None = None
-        if close == "}":
-            key, i = _DECODER.raw_decode(text, i)
-            i = _WS.match(text, i).end()  # type: ignore[union-attr]
-            if text[i : i + 1] != ":":
-                raise ValueError("expected ':'")
-            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-        _, end = _DECODER.raw_decode(text, i)
-        members.append((key, i, end))
-        i = _WS.match(text, end).end()  # type: ignore[union-attr]
-        if text[i : i + 1] == ",":
-            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            continue
-        if text[i : i + 1] == close:
-            return members
-        raise ValueError(f"expected ',' or {close!r}")

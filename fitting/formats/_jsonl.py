@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from .._json import check_depth, depth_error
+from .._json import check_depth, depth_error, loads_or_lenient
 from ..errors import InvalidJson, InvalidUtf8, Location
 from ..transcript import Skipped, Source
 
@@ -33,7 +33,7 @@ def _utf8_error(data: bytes, path: str, first_line: int = 1) -> InvalidUtf8 | No
 def loads_document(data: bytes, path: str) -> Any:
     """Parse a whole file as one JSON value, or raise a located error."""
     try:
-        return check_depth(orjson.loads(data[len(BOM) :] if data.startswith(BOM) else data), Location(path), data)
+        return check_depth(loads_or_lenient(data[len(BOM) :] if data.startswith(BOM) else data), Location(path), data)
     except orjson.JSONDecodeError as exc:
         bad = _utf8_error(data, path)
         if bad is not None:
@@ -71,7 +71,7 @@ class LineReader:
                 self.skipped.append(Skipped(Source(self.path, lineno), "comment line"))
                 continue
             try:
-                value = orjson.loads(line)
+                value = loads_or_lenient(line)
             except orjson.JSONDecodeError as exc:
                 bad = _utf8_error(raw, self.path, lineno)
                 error: InvalidJson | InvalidUtf8 = bad or InvalidJson(

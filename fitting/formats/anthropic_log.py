@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .._json import str_field
+from .._json import InputTexts, loads_or_lenient, str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Defect, Skipped, Source, Transcript, Usage
 from ..validate import check_messages
@@ -113,30 +113,32 @@ def _request_kind(method: str, url: str) -> str:
 class _Loader:
     """Turns logged values into transcripts, counting what is not a request."""
 
-    def __init__(self, path: str, skip_invalid: bool) -> None:
+    def __init__(self, path: str, skip_invalid: bool, keep_text: bool = True) -> None:
         self.path = path
+        self.keep_text = keep_text
         self.skip_invalid = skip_invalid
         self.transcripts: list[Transcript] = []
         self.kinds: Counter[str] = Counter()
         self.skipped: list[Skipped] = []
 
-    def add(self, line: int, value: Any) -> None:
+    def add(self, line: int, value: Any, text: bytes | str | None = None) -> None:
+        """One logged value; ``text``, the JSON it was read from, gives tool inputs their spelling."""
         source = Source(self.path, line)
         if isinstance(value, dict) and isinstance(value.get("request"), dict):
-            self._capture(source, value["request"], value.get("response"))
+            self._capture(source, value["request"], value.get("response"), text)
         elif isinstance(value, dict) and "messages" in value:
-            self._request(source, value, None)
+            self._request(source, value, None, text)
         elif isinstance(value, dict):
             kind = str_field(value, "type")
             self.kinds[kind if isinstance(kind, str) else "object without messages"] += 1
         else:
             self.kinds[type(value).__name__ if value is not None else "null"] += 1
 
-    def _capture(self, source: Source, request: CapturedRequest, response: Any) -> None:
+    def _capture(self, source: Source, request: CapturedRequest, response: Any, text: bytes | str | None) -> None:
         body = request.get("body")
         if isinstance(body, str):  # some captures keep the body as the JSON text sent
             with contextlib.suppress(orjson.JSONDecodeError):
-                body = orjson.loads(body)
+                body, text = loads_or_lenient(body), body
         url = str(request.get("url") or "")
         path = urlsplit(url).path
         is_messages = not url or path.rstrip("/").endswith("/messages")
@@ -144,9 +146,11 @@ class _Loader:
             label = _request_kind(str(request.get("method") or ""), url)
             self.kinds[f"{label} (no messages)" if is_messages else label] += 1
             return
-        self._request(source, body, response if isinstance(response, dict) else None)
+        self._request(source, body, response if isinstance(response, dict) else None, text)
 
-    def _request(self, source: Source, body: dict[str, Any], response: dict[str, Any] | None) -> None:
+    def _request(
+        self, source: Source, body: dict[str, Any], response: dict[str, Any] | None, text: bytes | str | None
+    ) -> None:
         try:
             t = anthropic.request_from_json(body, source, NAME)
         except UnknownShape as exc:
@@ -154,6 +158,9 @@ class _Loader:
                 raise
             self.skipped.append(Skipped(source, exc.message))
             return
+        if text is not None and self.keep_text and any(m.tool_calls for m in t.messages):
+            inputs = InputTexts(text)
+            t = replace(t, messages=tuple(replace(m, content=inputs.blocks(m.content)) for m in t.messages))
         model = body.get("model")
         n = len(self.transcripts) + 1
         name = f"request {n} (line {source.line}{f', {model}' if isinstance(model, str) else ''})"
@@ -202,12 +209,12 @@ class _Loader:
         return tuple(self.transcripts)
 
 
-def _values(source: Input, skip_invalid: bool, skipped: list[Skipped]) -> Iterator[tuple[int, Any]]:
-    """The logged values with their lines: JSON Lines, or a document holding
-    one capture or an array of them."""
+def _values(source: Input, skip_invalid: bool, skipped: list[Skipped]) -> Iterator[tuple[int, Any, bytes | str | None]]:
+    """The logged values with their lines and JSON texts: JSON Lines, or a
+    document holding one capture or an array of them."""
     if not is_document(source):
         reader = LineReader(source.path, skip_invalid)
-        yield from reader.values(source.lines())
+        yield from reader.entries(source.lines())
         skipped.extend(reader.skipped)
         return
     with source.open() as stream:
@@ -216,22 +223,27 @@ def _values(source: Input, skip_invalid: bool, skipped: list[Skipped]) -> Iterat
         if first is None:
             return
         if first.key is not None:  # one object: a capture
-            yield first.line, {first.key: first.value, **{m.key: m.value for m in members if m.key is not None}}
+            yield first.line, {first.key: first.value, **{m.key: m.value for m in members if m.key is not None}}, None
             return
-        yield first.line, first.value
+        yield first.line, first.value, first.text
         for member in members:
-            yield member.line, member.value
+            yield member.line, member.value, member.text
 
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
-    loader = _Loader(source.path, skip_invalid)
+    shape = scan_head(source.head())
+    if shape.opening == "{" and "request" not in shape.keys and is_document(source):
+        # One bare request body alone in a file is the messages format's document: handed over before it
+        # is streamed member by member here (which would hold its text twice over for nothing).
+        return messages.FORMAT.load(source, skip_invalid=skip_invalid)
+    loader = _Loader(source.path, skip_invalid, source.keep_text)
     values = _values(source, skip_invalid, loader.skipped)
     head = [v for v in (next(values, None), next(values, None)) if v is not None]
     if len(head) == 1 and isinstance(head[0][1], dict) and "request" not in head[0][1] and is_document(source):
         # One bare request body alone in a file is the messages format's document.
         return messages.FORMAT.load(source, skip_invalid=skip_invalid)
-    for line, value in chain(head, values):
-        loader.add(line, value)
+    for line, value, text in chain(head, values):
+        loader.add(line, value, text)
     return loader.result()
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .._json import check_depth, dumps
+from .._json import check_depth, dumps, loads_or_lenient
 from ..errors import EmptyTranscript, InvalidJson, Location, UnknownShape
 from ..transcript import Message, Source, Transcript, Usage
 from ..wire import openai
@@ -90,7 +90,7 @@ def _step_messages(step: dict[str, Any], where: Location) -> list[dict[str, Any]
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     try:
         data = source.read_all()
-        doc = check_depth(orjson.loads(data), Location(source.path), data)
+        doc = check_depth(loads_or_lenient(data), Location(source.path), data)
     except orjson.JSONDecodeError as exc:
         raise InvalidJson(Location(source.path), f"invalid JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):

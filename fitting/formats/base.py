@@ -21,6 +21,10 @@ class Input:
 
     path: str
     data: bytes | None = None
+    keep_text: bool = True
+    """Whether the loader keeps each message's JSON text (and its tool inputs' spelling) for a writer, SPEC
+    section 6, invariant 9. Commands that never write a transcript (report, check, audit, replay) pass False
+    and hold only the parsed model: the text is as large as the file."""
 
     def open(self) -> BinaryIO:
         return io.BytesIO(self.data) if self.data is not None else open(self.path, "rb")
@@ -46,6 +50,8 @@ class Input:
         first non-blank line is not a complete JSON value on its own."""
         import orjson
 
+        from .._json import loads_or_lenient
+
         with self.open() as f:
             for number, line in enumerate(f):
                 if number == 0 and line.startswith(b"\xef\xbb\xbf"):
@@ -55,7 +61,7 @@ class Input:
                 if line.lstrip().startswith(b"//"):
                     return False
                 try:
-                    value = orjson.loads(line)
+                    value = loads_or_lenient(line)
                 except orjson.JSONDecodeError:
                     # A document spread over lines, or JSON Lines whose first line is broken:
                     # in the second case the next non-blank line is a whole value. A broken
@@ -67,7 +73,7 @@ class Input:
                     for nxt in f:
                         if nxt.strip():
                             try:
-                                return not isinstance(orjson.loads(nxt), dict)
+                                return not isinstance(loads_or_lenient(nxt), dict)
                             except orjson.JSONDecodeError:
                                 return True
                     return True

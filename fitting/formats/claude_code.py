@@ -14,7 +14,7 @@ from typing import Any, Literal, TypedDict, cast
 
 import orjson
 
-from .._json import dumps, str_field
+from .._json import dumps, loads_or_lenient, str_field, with_input_texts
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript, Usage
 from ..validate import check_messages
@@ -101,7 +101,7 @@ def _shape_error(source: Source, message: str) -> UnknownShape:
     )
 
 
-def _message_node(obj: Envelope, kind: str, source: Source) -> _Node:
+def _message_node(obj: Envelope, kind: str, source: Source, text: bytes | None = None) -> _Node:
     message = obj.get("message")
     if not isinstance(message, dict):
         raise _shape_error(source, f"a {kind} line without a 'message' object")
@@ -111,7 +111,7 @@ def _message_node(obj: Envelope, kind: str, source: Source) -> _Node:
     if isinstance(raw, str):
         blocks = (Text(raw),) if raw else ()
     elif isinstance(raw, list):
-        blocks = tuple(anthropic.block_from_json(b, where) for b in raw)
+        blocks = with_input_texts(tuple(anthropic.block_from_json(b, where) for b in raw), text)
     else:
         raise _shape_error(source, "message 'content' must be a string or a list of blocks")
     usage = message.get("usage")
@@ -200,7 +200,7 @@ def _read(source: Input, *, skip_invalid: bool) -> _File:
         seen_skipped = len(reader.skipped)
         unread.clear()
 
-    for line, value in reader.values(tap(source.lines())):
+    for line, value, text in reader.entries(tap(source.lines())):
         recover()
         src = Source(source.path, line)
         if not isinstance(value, dict):
@@ -214,7 +214,7 @@ def _read(source: Input, *, skip_invalid: bool) -> _File:
         kind = _str(obj.get("type")) or "unknown"
         if kind in ("user", "assistant"):
             try:
-                out.nodes.append(_message_node(obj, kind, src))
+                out.nodes.append(_message_node(obj, kind, src, text if source.keep_text else None))
             except UnknownShape as exc:
                 if not skip_invalid:
                     raise
@@ -642,7 +642,11 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     transcripts = _load_file(source, skip_invalid=skip_invalid)
     if source.data is not None:
         return tuple(transcripts)
-    extra = [t for f in subagent_files(source.path) for t in _load_file(Input(str(f)), skip_invalid=skip_invalid)]
+    extra = [
+        t
+        for f in subagent_files(source.path)
+        for t in _load_file(Input(str(f), keep_text=source.keep_text), skip_invalid=skip_invalid)
+    ]
     if extra:
         named = [t if t.name else replace(t, name=f"subagent {Path(t.source.path).stem}") for t in extra]
         names = ", ".join(t.name for t in named)
@@ -678,7 +682,7 @@ def sniff(head: bytes) -> bool:
         if not line or line.startswith(b"//"):
             continue
         try:
-            return _looks_like_line(orjson.loads(line))
+            return _looks_like_line(loads_or_lenient(line))
         except orjson.JSONDecodeError:
             continue  # a broken line: look at the next one
     # A first line longer than the head: judge by how it starts.

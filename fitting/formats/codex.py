@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from .._json import dumps, str_field
+from .._json import dumps, loads_or_lenient, str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolDef, Transcript, Usage
 from ..wire.responses import ItemReader, defects_of, item_type
@@ -325,7 +325,7 @@ def _lines(head: bytes) -> Iterator[bytes]:
 def sniff(head: bytes) -> bool:
     first = next(_lines(head), b"")
     try:
-        obj = orjson.loads(first)
+        obj = loads_or_lenient(first)
     except orjson.JSONDecodeError:  # a first line longer than the head (long instructions)
         return bool(_ENVELOPE.match(first) or _LEGACY.match(first))
     if not isinstance(obj, dict):

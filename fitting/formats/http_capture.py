@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from .._json import check_depth
+from .._json import InputTexts, check_depth, loads_or_lenient
 from ..errors import InvalidJson, Location, UnknownShape
 from ..transcript import Defect, Source, Transcript, Usage
 from ..wire import bodies
@@ -71,7 +71,7 @@ def usage_of(response: Any, before: int, source: Source) -> Usage | None:
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     try:
         data = source.read_all()
-        capture = check_depth(orjson.loads(data), Location(source.path), data)
+        capture = check_depth(loads_or_lenient(data), Location(source.path), data)
     except orjson.JSONDecodeError as exc:
         raise InvalidJson(Location(source.path), f"invalid JSON: {exc}") from None
     where = Location(source.path, 1)
@@ -80,9 +80,10 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
             where, "an HTTP capture is an object with 'method', 'path', 'headers', 'body' and 'response'"
         )
     body = capture["body"]
+    text: bytes | str = data
     if isinstance(body, str):  # the body as the JSON text sent
         try:
-            body = orjson.loads(body)
+            body, text = loads_or_lenient(body), body
         except orjson.JSONDecodeError:
             raise UnknownShape(where, "the captured request's body is not JSON") from None
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -94,6 +95,9 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
         )
     src = Source(source.path, 1)
     t = bodies.transcript_from_body(body, source=src, fmt=NAME)
+    if source.keep_text and t.dialect == "anthropic" and any(m.tool_calls for m in t.messages):
+        inputs = InputTexts(text)
+        t = replace(t, messages=tuple(replace(m, content=inputs.blocks(m.content)) for m in t.messages))
     defects: list[Defect] = []
     response = capture.get("response")
     if isinstance(response, dict):

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from .._json import check_depth, dumps, list_field
+from .._json import check_depth, dumps, list_field, loads_or_lenient
 from ..errors import EmptyTranscript, InvalidJson, Location, UnknownShape
 from ..transcript import Message, Source, ToolDef, Transcript, Usage
 from ..wire import openai
@@ -194,7 +194,7 @@ def sample_transcript(sample: Any, source: Source) -> Transcript:
 
 def _json(data: bytes, path: str) -> Any:
     try:
-        value = orjson.loads(data)
+        value = loads_or_lenient(data)
     except orjson.JSONDecodeError as exc:
         raise InvalidJson(Location(path), f"invalid JSON: {exc}") from None
     return check_depth(value, Location(path), data)

@@ -10,12 +10,11 @@ from typing import Any
 
 import orjson
 
-from .._json import str_field
+from .._json import encode, member_spans, str_field, with_input_texts
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Dialect, Message, Skipped, Source, Transcript, Verbatim
 from ..wire import anthropic, openai
 from ..wire.bodies import body_from_transcript, messages_keeping, transcript_from_body
-from ._document import member_spans
 from ._jsonl import BOM, LineReader, loads_document
 from .base import Format, Input
 
@@ -45,6 +44,7 @@ def transcript_from_objects(
     skip_invalid: bool,
     skipped: list[Skipped],
     fmt: str = NAME,
+    keep_text: bool = True,
 ) -> Transcript:
     messages: list[Message] = []
     dialects: set[Dialect] = set()
@@ -57,8 +57,9 @@ def transcript_from_objects(
                 raise
             skipped.append(Skipped(source, exc.message))
             continue
-        if text is not None:
-            message = Message(message.role, message.content, source, message.extra, Verbatim((text,), message.content))
+        if text is not None and keep_text:
+            content = with_input_texts(message.content, text)
+            message = Message(message.role, content, source, message.extra, Verbatim((text,), content))
         messages.append(message)
         if dialect:
             dialects.add(dialect)
@@ -85,37 +86,41 @@ def _verbatim_system(texts: Iterable[bytes | None], system: tuple[Any, ...]) -> 
     return Verbatim(kept, system) if kept else None
 
 
-def _with_verbatim(transcript: Transcript, text: str, members: list[tuple[str | None, int, int]]) -> Transcript:
+def _with_verbatim(transcript: Transcript, text: bytes, members: list[tuple[str | None, int, int]]) -> Transcript:
     """``transcript`` (read from a document) with each message's JSON text, and
     the system prompt's, as the document spells them (invariant 9)."""
-    spans = [text[a:b].encode() for _, a, b in members]
-    leading = len(spans) - len(transcript.messages)  # OpenAI system messages, now the system prompt
+    leading = len(members) - len(transcript.messages)  # OpenAI system messages, now the system prompt
     if leading < 0:
         return transcript
+    spans = [text[a:b] for _, a, b in members]
     messages = tuple(
-        Message(m.role, m.content, m.source, m.extra, Verbatim((raw,), m.content))
+        Message(m.role, content, m.source, m.extra, Verbatim((raw,), content))
         for m, raw in zip(transcript.messages, spans[leading:], strict=True)
+        for content in (with_input_texts(m.content, raw),)
     )
     return replace(transcript, messages=messages, system_verbatim=_verbatim_system(spans[:leading], transcript.system))
 
 
-def _spans(data: bytes, value: Any) -> tuple[str, list[tuple[str | None, int, int]], bytes | None]:
+def _spans(data: bytes, is_array: bool) -> tuple[bytes, list[tuple[str | None, int, int]], bytes | None]:
     """The document's text, the spans of its messages, and the system value's JSON text (a body's)."""
-    text = data[len(BOM) :].decode() if data.startswith(BOM) else data.decode()
+    text = data[len(BOM) :] if data.startswith(BOM) else data
     top = member_spans(text)
-    if isinstance(value, list):
+    if is_array:
         return text, top, None
     found = {key: (a, b) for key, a, b in top}  # a repeated key: the last one counts, as in the parsed value
-    system = text[slice(*found["system"])].encode() if "system" in found else None
+    system = text[slice(*found["system"])] if "system" in found else None
     return text, member_spans(text, found["messages"][0]), system
 
 
-def _document(data: bytes, path: str, *, skip_invalid: bool) -> Transcript:
+def _document(data: bytes, path: str, *, skip_invalid: bool, keep_text: bool = True) -> Transcript:
     value = loads_document(data, path)
     if isinstance(value, dict) and "messages" in value:
         transcript = transcript_from_body(value, source=Source(path), fmt=REQUEST)
+        del value  # the parsed document: its strings live on in the blocks, its containers are freed
+        if not keep_text:
+            return transcript
         try:
-            text, members, system = _spans(data, value)
+            text, members, system = _spans(data, False)
         except ValueError:  # a text the standard decoder refuses: written from the model then
             return transcript
         transcript = _with_verbatim(transcript, text, members)
@@ -127,16 +132,18 @@ def _document(data: bytes, path: str, *, skip_invalid: bool) -> Transcript:
             ((None, m, None) for m in value), path, skip_invalid=skip_invalid, skipped=[]
         )
         # Skipped items (--skip-invalid) break the pairing of items and messages: keep no text then.
-        if with_texts.skipped:
+        if with_texts.skipped or not keep_text:
             return with_texts
         try:
-            text, members, _ = _spans(data, value)
+            text, members, _ = _spans(data, True)
         except ValueError:
             return with_texts
         return _with_verbatim(with_texts, text, members)
     if isinstance(value, dict) and "role" in value:
         raw = data[len(BOM) :].strip() if data.startswith(BOM) else data.strip()
-        return transcript_from_objects([(1, value, raw)], path, skip_invalid=skip_invalid, skipped=[])
+        return transcript_from_objects(
+            [(1, value, raw)], path, skip_invalid=skip_invalid, skipped=[], keep_text=keep_text
+        )
     raise UnknownShape(
         Location(path),
         "not a request body, a message array or a message",
@@ -146,10 +153,14 @@ def _document(data: bytes, path: str, *, skip_invalid: bool) -> Transcript:
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     if source.is_document():
-        return (_document(source.read_all(), source.path, skip_invalid=skip_invalid),)
+        return (_document(source.read_all(), source.path, skip_invalid=skip_invalid, keep_text=source.keep_text),)
     reader = LineReader(source.path, skip_invalid)
     transcript = transcript_from_objects(
-        reader.entries(source.lines()), source.path, skip_invalid=skip_invalid, skipped=reader.skipped
+        reader.entries(source.lines()),
+        source.path,
+        skip_invalid=skip_invalid,
+        skipped=reader.skipped,
+        keep_text=source.keep_text,
     )
     return (transcript,)
 
@@ -183,12 +194,12 @@ def write(transcript: Transcript) -> bytes:
             if system is not None:
                 body["system"] = system[0]  # a body's system value, as the file spelled it
             body["messages"] = messages
-        return orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n"
+        return encode(body, indent=True) + b"\n"
     if system is None and transcript.dialect == "openai":
         system = built_system
     elif system is None:
         system = [{"role": "system", "content": body["system"]}] if "system" in body else []
-    return b"".join(orjson.dumps(line) + b"\n" for line in (*system, *messages))
+    return b"".join(encode(line) + b"\n" for line in (*system, *messages))
 
 
 FORMAT = Format(

@@ -3,7 +3,10 @@ request bodies, read into the neutral model and written back."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
+
+import orjson
 
 from .._json import dumps, extras, list_field, loads, merge_extra, other_block, str_field
 from ..errors import Location, UnknownShape
@@ -96,7 +99,8 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
         content = tuple(block_from_json(b, where) for b in raw)
     else:
         raise UnknownShape(where, "message 'content' must be a string or a list of blocks")
-    return Message(role, content, source, extras(obj, _MESSAGE))
+    # The literal, not the parsed string: one shared object instead of one per message (memory, issue 8).
+    return Message("user" if role == "user" else "assistant", content, source, extras(obj, _MESSAGE))
 
 
 def system_from_json(raw: Any, where: Location) -> tuple[Block, ...]:
@@ -172,6 +176,35 @@ def image_to_json(image: Image) -> dict[str, Any]:
     return {"type": "text", "text": f"[image {image.media_type}, {image.byte_size} bytes, not kept]"}
 
 
+def input_value(call: ToolCall) -> Any:
+    """What a call's ``input`` is written as: the harness's own object, the file's text of it (a fragment
+    orjson writes as it is), or the value of its compact JSON."""
+    if call.given is not None:
+        return call.given
+    if call.input_text:
+        return orjson.Fragment(call.input_text)
+    return loads(call.input_json)
+
+
+def keep_given_inputs(messages: tuple[Message, ...], objects: list[Any]) -> tuple[Message, ...]:
+    """``messages`` (read from the message ``objects`` of a harness's body, one to one) with each tool
+    call holding the very input object the harness gave, to be returned as that object."""
+    out = []
+    for message, obj in zip(messages, objects, strict=True):
+        raw = obj.get("content") if isinstance(obj, dict) else None
+        if not message.tool_calls or not isinstance(raw, list) or len(raw) != len(message.content):
+            out.append(message)
+            continue
+        content = tuple(
+            replace(b, given=item["input"])
+            if isinstance(b, ToolCall) and isinstance(item, dict) and isinstance(item.get("input"), (dict, list))
+            else b
+            for b, item in zip(message.content, raw, strict=True)
+        )
+        out.append(replace(message, content=content))
+    return tuple(out)
+
+
 def block_to_json(block: Block) -> dict[str, Any]:
     if isinstance(block, Text):
         return merge_extra({"type": "text", "text": block.text}, block.extra)
@@ -179,7 +212,7 @@ def block_to_json(block: Block) -> dict[str, Any]:
         return merge_extra({"type": "thinking", "thinking": block.text}, block.extra)
     if isinstance(block, ToolCall):
         return merge_extra(
-            {"type": "tool_use", "id": block.id, "name": block.name, "input": loads(block.input_json)}, block.extra
+            {"type": "tool_use", "id": block.id, "name": block.name, "input": input_value(block)}, block.extra
         )
     if isinstance(block, ToolResult):
         out: dict[str, Any] = {

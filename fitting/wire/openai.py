@@ -3,11 +3,24 @@ with ``tool_calls``, ``tool``), content parts, tools and request bodies."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import orjson
 
-from .._json import check_depth, dumps, extras, list_field, loads, merge_extra, other_block, str_field
+from .._json import (
+    MAX_DEPTH,
+    check_depth,
+    dumps,
+    extras,
+    input_text_of,
+    list_field,
+    loads,
+    loads_or_lenient,
+    merge_extra,
+    other_block,
+    str_field,
+)
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
@@ -58,15 +71,14 @@ def _content_from_json(raw: Any, where: Location) -> tuple[Block, ...]:
     raise UnknownShape(where, "message 'content' must be a string, a list of parts, or null")
 
 
-def arguments_json(raw: Any, where: Location) -> str:
-    """Compact JSON of a call's arguments (a JSON string in this API); arguments nested too deep to be
-    written back are a located error."""
-    if isinstance(raw, str):
-        try:
-            return dumps(check_depth(orjson.loads(raw), where, raw))
-        except orjson.JSONDecodeError:
-            return dumps(raw)
-    return dumps(raw if raw is not None else {})
+def arguments_call(call_id: str, name: str, raw: Any, where: Location, extra: str = "") -> ToolCall:
+    """A call whose arguments are a JSON string (this API's shape): counted as compact JSON, written back
+    as the string it came as. Arguments nested too deep to be written back are a located error."""
+    if isinstance(raw, str) and raw.count("[") + raw.count("{") > MAX_DEPTH:
+        with contextlib.suppress(orjson.JSONDecodeError, ValueError, RecursionError):
+            check_depth(loads_or_lenient(raw), where, raw)
+    compact, text, verbatim = input_text_of(raw)
+    return ToolCall(call_id, name, compact, extra, verbatim, text)
 
 
 def message_from_json(obj: dict[str, Any], source: Source) -> Message:
@@ -95,14 +107,13 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
             if not isinstance(call, dict) or not isinstance(call.get("id"), str):
                 raise UnknownShape(where, "each tool call needs an 'id'")
             fn = call["function"] if isinstance(call.get("function"), dict) else {}
-            raw_args = fn.get("arguments")
             calls.append(
-                ToolCall(
+                arguments_call(
                     call["id"],
                     str(fn.get("name", "")),
-                    compact := arguments_json(raw_args, where),
+                    fn.get("arguments"),
+                    where,
                     extras(call, frozenset({"id", "type", "function"})),
-                    raw_args if isinstance(raw_args, str) and raw_args != compact else "",
                 )
             )
         reasoning = obj.get("reasoning_content")
@@ -210,7 +221,7 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
                 {
                     "id": c.id,
                     "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments or c.input_json},
+                    "function": {"name": c.name, "arguments": c.arguments or c.input_text or c.input_json},
                 },
                 c.extra if same_dialect else "",
             )

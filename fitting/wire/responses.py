@@ -27,7 +27,7 @@ from ..transcript import (
 )
 from ..validate import check_messages
 from . import anthropic
-from .openai import arguments_json
+from .openai import arguments_call
 
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
@@ -123,11 +123,7 @@ def _call_id(item: dict[str, Any], kind: str, where: Location) -> str:
 def _call(item: dict[str, Any], kind: str, where: Location) -> ToolCall:
     call_id = _call_id(item, kind, where)
     if kind == "function_call":
-        raw = item.get("arguments")
-        compact = arguments_json(raw, where)
-        return ToolCall(
-            call_id, str(item.get("name", "")), compact, "", raw if isinstance(raw, str) and raw != compact else ""
-        )
+        return arguments_call(call_id, str(item.get("name", "")), item.get("arguments"), where)
     if kind == "custom_tool_call":
         # A freeform tool's input is raw text (e.g. an apply_patch body), not JSON: it is
         # kept as {"input": text}, the object a function-shaped request can carry.
