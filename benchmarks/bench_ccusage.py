@@ -46,7 +46,7 @@ def timed(repeat: int, command: list[str], env: dict[str, str] | None = None) ->
         start = time.perf_counter()
         done = subprocess.run(command, stdout=subprocess.DEVNULL, env=env)
         best = min(best, time.perf_counter() - start)
-        if done.returncode not in (0, 1):
+        if done.returncode != 0 and not (command[1:2] == ["check"] and done.returncode == 1):
             raise SystemExit(f"{' '.join(command)} exited {done.returncode}")
     return best
 

@@ -332,4 +332,7 @@ def test_docs_link_every_schema() -> None:
     text = DOCS.read_text(encoding="utf-8")
     for command in COMMANDS:
         assert f"(schema/{command}.schema.json)" in text
-    assert sorted(p.name for p in SCHEMAS.iterdir()) == sorted(f"{c}.schema.json" for c in COMMANDS)
+    assert "(schema/rows.schema.json)" in text  # --format jsonl|parquet rows, validated in test_rows.py
+    assert sorted(p.name for p in SCHEMAS.iterdir()) == sorted(
+        [*(f"{c}.schema.json" for c in COMMANDS), "rows.schema.json"]
+    )
