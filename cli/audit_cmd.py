@@ -3,12 +3,13 @@ own counts, with a verdict, and (``--suggest``) constants fitted to the data."""
 
 from __future__ import annotations
 
+from functools import lru_cache, partial
 from typing import Annotated
 
 import typer
 
-from windowfit.fitting import WindowfitError
-from windowfit.fitting.audit import audit_transcript
+from windowfit.fitting import Transcript, WindowfitError
+from windowfit.fitting.audit import TranscriptAudit, audit_transcript
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import SEED, ScriptRule
 from windowfit.fitting.serialize import audit_document
@@ -18,6 +19,7 @@ from windowfit.fitting.tokenizers import DEFAULT_TOKENIZER, KNOWN_TOKENIZERS, To
 
 from .render import plural
 from .render_audit import render_audit, render_suggestion
+from .scan import Jobs
 from .shared import (
     EstimatorName,
     Files,
@@ -27,17 +29,32 @@ from .shared import (
     Strict,
     estimator_from,
     fail,
-    load_all,
     out,
     print_json,
+    scan_all,
 )
 
 
 def load_tokenizers(names: list[str]) -> list[Tokenizer]:
     try:
-        return [load_tokenizer(name) for name in dict.fromkeys(names)]
+        return list(_tokenizers(tuple(dict.fromkeys(names))))
     except WindowfitError as exc:
         fail(exc)
+
+
+@lru_cache(maxsize=4)
+def _tokenizers(names: tuple[str, ...]) -> tuple[Tokenizer, ...]:
+    """Loaded once per process: forked workers inherit the parent's, spawned ones load their own."""
+    return tuple(load_tokenizer(name) for name in names)
+
+
+def audit_work(
+    transcripts: tuple[Transcript, ...], *, estimator: str, tokenizers: tuple[str, ...], top: int
+) -> list[TranscriptAudit]:
+    """One file's audits, with an estimator (and memo) of its own."""
+    est = estimator_from(estimator, 1.0)
+    loaded = load_tokenizers(list(tokenizers)) if tokenizers else []
+    return [audit_transcript(t, est, loaded, top=top) for t in transcripts]
 
 
 def audit_command(
@@ -74,6 +91,7 @@ def audit_command(
     skip_invalid: SkipInvalid = False,
     strict: Strict = False,
     from_: FromFormat = None,
+    jobs: Jobs = None,
 ) -> None:
     """Audit the token estimate against real tokenizers and the provider's own counts.
 
@@ -85,9 +103,11 @@ def audit_command(
     if provider_only and tokenizer:
         fail(OptionError("--provider-only compares with no tokenizer; leave out --tokenizer"))
     est = estimator_from(estimator, 1.0)
-    tokenizers = [] if provider_only else load_tokenizers(tokenizer or [DEFAULT_TOKENIZER])
-    loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict, keep_text=False)
-    audits = [audit_transcript(t, est, tokenizers, top=top) for t in loaded.transcripts]
+    names = () if provider_only else tuple(dict.fromkeys(tokenizer or [DEFAULT_TOKENIZER]))
+    tokenizers = load_tokenizers(list(names)) if names else []
+    work = partial(audit_work, estimator=estimator, tokenizers=names, top=top)
+    loaded = scan_all(files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=not json_)
+    audits = loaded.values
 
     suggestion: Suggestion | None = None
     # --suggest fits the seed's three classes; a finer rule (safe) is compared with the seed's.

@@ -36,6 +36,8 @@ CASES = {
     "check-text": ("check", "--budget", "5000", "--skip-invalid"),
     "check-json": ("check", "--budget", "5000", "--format", "json", "--skip-invalid"),
     "check-github": ("check", "--budget", "200", "--format", "github", "--skip-invalid"),
+    "audit-text": ("audit", "-t", "cl100k_base", "--skip-invalid"),
+    "audit-json": ("audit", "--json", "--provider-only", "--skip-invalid"),
 }
 
 
