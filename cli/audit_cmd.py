@@ -3,7 +3,7 @@ own counts, with a verdict, and (``--suggest``) constants fitted to the data."""
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import partial
 from typing import Annotated
 
 import typer
@@ -36,16 +36,12 @@ from .shared import (
 
 
 def load_tokenizers(names: list[str]) -> list[Tokenizer]:
+    """Loaded once per process (``load_tokenizer`` keeps them): forked workers inherit the parent's, spawned
+    ones load their own."""
     try:
-        return list(_tokenizers(tuple(dict.fromkeys(names))))
+        return [load_tokenizer(name) for name in dict.fromkeys(names)]
     except WindowfitError as exc:
         fail(exc)
-
-
-@lru_cache(maxsize=4)
-def _tokenizers(names: tuple[str, ...]) -> tuple[Tokenizer, ...]:
-    """Loaded once per process: forked workers inherit the parent's, spawned ones load their own."""
-    return tuple(load_tokenizer(name) for name in names)
 
 
 def audit_work(
