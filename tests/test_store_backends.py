@@ -229,7 +229,8 @@ def test_open_store_reaches_the_backend_that_the_target_names(backend: str, stor
     assert type(store).__name__ == {"sqlite": "SqliteStore", "postgres": "PostgresStore"}[backend]
 
 
-# NUL, CR LF, CJK, emoji, combining marks and lone surrogates: a transcript's JSON escapes (\ud800) may carry them, and the loaders read them.
+# NUL, CR LF, CJK, emoji, combining marks and lone surrogates (a transcript's JSON escapes, such as
+# \ud800, may carry them, and the loaders read them).
 TEXTS = st.text(st.characters(), max_size=3000) | st.text("\x00\r\n a日🙂\u0301\ud800\udfff", max_size=99)
 
 
