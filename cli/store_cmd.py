@@ -79,8 +79,10 @@ def fetch_command(
     if sys.stdout.isatty():  # a terminal: control characters made visible
         out.print(Text(found.text), end="" if found.text.endswith("\n") else "\n", soft_wrap=True)
     else:
-        sys.stdout.write(found.text)
+        # A lone surrogate (read from a JSON escape) has no UTF-8 form: it goes out as the escape it came as.
         sys.stdout.flush()
+        sys.stdout.buffer.write(found.text.encode("utf-8", "backslashreplace"))
+        sys.stdout.buffer.flush()
 
 
 def _when(created: float) -> str:

@@ -276,3 +276,23 @@ def test_store_listing_keeps_handles_and_figures_whole_at_any_width(
     for figure in ("1,000", "500", "400", "300", "2,200", "8,800"):
         assert figure in result.stdout
     assert all(len(line) <= width for line in result.stdout.splitlines()[:-1])
+
+
+def test_a_result_holding_a_lone_surrogate_is_kept_and_fetched_as_its_escape(run_cli: Run, tmp_path: Path) -> None:
+    """The loaders read a ``\\ud800`` escape as a lone surrogate, which has no UTF-8 form: the store keeps it
+    and fetch gives it back (the escape through a pipe, the character itself in JSON), never a traceback."""
+    lines = ['{"role":"user","content":"go"}']
+    for i in range(6):
+        lines.append(f'{{"role":"assistant","content":[{{"type":"tool_use","id":"t{i}","name":"read","input":{{}}}}]}}')
+        body = "x\\ud800 " * 2000
+        lines.append(f'{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{i}","content":"{body}"}}]}}')
+    transcript, store = tmp_path / "surrogates.jsonl", tmp_path / "s.db"
+    transcript.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fitted = run_cli("fit", str(transcript), "--budget", "3000", "--store", str(store), "--json")
+    assert fitted.exit_code == 0, fitted.stderr
+    handle = next(r["handle"] for r in json.loads(fitted.stdout)["results"] if r["handle"])
+    piped = run_cli("fetch", handle, "--store", str(store))
+    assert piped.exit_code == 0, piped.stderr
+    assert piped.stdout == "x\\ud800 " * 2000
+    as_json = json.loads(run_cli("fetch", handle, "--store", str(store), "--json").stdout)
+    assert as_json["text"] == "x\ud800 " * 2000

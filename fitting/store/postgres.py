@@ -301,13 +301,13 @@ def _entry_params(item: StoredResult, now: float) -> tuple[object, ...]:
 
 
 def _bytes(text: str) -> bytes:
-    return text.encode("utf-8")
+    return text.encode("utf-8", "surrogatepass")  # a transcript's JSON escapes may carry lone surrogates
 
 
 def _text(value: object) -> str:
     """A ``BYTEA`` column's value (psycopg gives ``bytes``) as the text that was stored."""
     assert isinstance(value, bytes | bytearray | memoryview)
-    return bytes(value).decode("utf-8")
+    return bytes(value).decode("utf-8", "surrogatepass")
 
 
 def _entry(row: tuple[object, ...]) -> Entry:

@@ -39,6 +39,27 @@ _SCHEMA = (
 _ENTRY_COLUMNS = "handle, tool, call_id, tokens, pages, chars, source, created"
 
 
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _db(text: str) -> str | bytes:
+    """``text`` as SQLite can bind it: a str, or (when it holds a lone surrogate, which a
+    transcript's JSON escapes may carry and sqlite3 cannot encode) its bytes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _utf8(text)
+    return text
+
+
+def _str(value: object) -> str:
+    """A text column's value as the text that was put (see ``_db``)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogatepass")
+    return str(value)
+
+
 def _unavailable(path: str, error: sqlite3.Error) -> StoreUnavailable:
     text = str(error)
     if "locked" in text or "busy" in text:
@@ -48,8 +69,9 @@ def _unavailable(path: str, error: sqlite3.Error) -> StoreUnavailable:
     return StoreUnavailable(f"{path}: the store cannot be used ({text})")
 
 
-def _entry(row: tuple[str, str, str, int, int, int, str, float]) -> Entry:
-    return Entry(*row)
+def _entry(row: tuple[str, object, object, int, int, int, object, float]) -> Entry:
+    handle, tool, call_id, tokens, pages, chars, source, created = row
+    return Entry(handle, _str(tool), _str(call_id), tokens, pages, chars, _str(source), created)
 
 
 class SqliteStore:
@@ -168,15 +190,15 @@ class SqliteStore:
                         "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                         " ON CONFLICT (handle) DO UPDATE SET created = MAX(created, excluded.created),"
                         " pages = excluded.pages",
-                        (handle, item.tool, item.call_id, item.tokens, len(item.pages), item.chars,
-                         item.source, now, item.raw),
+                        (handle, _db(item.tool), _db(item.call_id), item.tokens, len(item.pages), item.chars,
+                         _db(item.source), now, None if item.raw is None else _db(item.raw)),
                     )  # fmt: skip
-                    if [n for (n,) in stored] != [len(p.encode()) for p in item.pages]:
+                    if [n for (n,) in stored] != [len(_utf8(p)) for p in item.pages]:
                         # New, or cut differently (another page size): these pages are the ones its stub names.
                         db.execute("DELETE FROM pages WHERE handle = ?", (handle,))
                         db.executemany(
                             "INSERT INTO pages VALUES (?, ?, ?, ?)",
-                            [(handle, n, text, tokens)
+                            [(handle, n, _db(text), tokens)
                              for n, (text, tokens) in enumerate(zip(item.pages, item.page_tokens, strict=True), 1)],
                         )  # fmt: skip
                     row = db.execute(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE handle = ?", (handle,)).fetchone()
@@ -210,14 +232,14 @@ class SqliteStore:
         assert isinstance(pages, int)
         if text is None or not 1 <= number <= pages:
             raise PageOutOfRange(f"{handle} has {pages} page{'s' if pages != 1 else ''}; there is no page {number}")
-        return Page(handle, number, pages, str(text), str(tool), str(call_id), int(tokens))  # type: ignore[call-overload]
+        return Page(handle, number, pages, _str(text), _str(tool), _str(call_id), int(tokens))  # type: ignore[call-overload]
 
     def raw(self, handle: str) -> str | None:
         rows = self._read("SELECT raw FROM entries WHERE handle = ?", (handle,))
         if not rows:
             raise UnknownHandle(f"{self._path}: no entry {handle}", "`windowfit store PATH` lists the handles")
         value = rows[0][0]
-        return None if value is None else str(value)
+        return None if value is None else _str(value)
 
     def entries(self) -> tuple[Entry, ...]:
         rows = self._read(f"SELECT {_ENTRY_COLUMNS} FROM entries ORDER BY created, rowid")
