@@ -20,7 +20,7 @@ from bench_folder import bare_loop
 from common import OUT, best_of
 from rich.console import Console
 from rich.table import Table
-from sessions import ensure_folder
+from sessions import ROUNDS, ensure_folder
 
 MB = 1_000_000
 CCUSAGE = "ccusage@20.0.24"
@@ -58,8 +58,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     options = parser.parse_args()
     sessions, repeat = (40, 1) if options.quick else (options.sessions, options.repeat)
-    root = OUT / f"folder-{sessions}"
-    folder = ensure_folder(root, sessions, rounds=(10, 80))  # root/projects: a ~/.claude (CLAUDE_CONFIG_DIR)
+    root = OUT / f"folder-{sessions}-{ROUNDS[1]}"
+    folder = ensure_folder(root, sessions, rounds=ROUNDS)  # root/projects: a ~/.claude (CLAUDE_CONFIG_DIR)
     files = sorted(folder.rglob("*.jsonl"))
     size = sum(f.stat().st_size for f in files)
     console = Console()
