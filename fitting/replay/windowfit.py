@@ -4,7 +4,6 @@ request of a replay to the next (the twin of ``plan_fit``)."""
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-
 from collections.abc import Sequence
 
 from ..fit import DEFAULTS, FitOptions, auto_cut_step, closes_batch
