@@ -515,16 +515,21 @@ LONG_TEXTS = (
 )
 
 
-def long_single_turn(seed: int = 6, rounds: int = 600) -> Iterator[Json]:
+def long_single_turn(seed: int = 6, rounds: int = 600, scale: float = 1.0) -> Iterator[Json]:
     """A coding agent's one long turn: an instruction, then ``rounds`` tool rounds,
     each a short remark and one call: file reads (1,000-12,000 chars, 60%),
     test runs (400-3,000, 25%) or searches (200-1,500, 15%), then a summary.
-    Results come from a pool of generated texts, each made unique by its header."""
+    Results come from a pool of generated texts, each made unique by its header;
+    ``scale`` multiplies their lengths (a smaller session of the same shape)."""
     rng = random.Random(seed)
     ids = Ids(rng, "toolu_")
-    reads = [prose.python_module(rng, rng.randint(1_000, 12_000)) for _ in range(40)]
-    tests = [prose.ascii_heavy_text(rng, rng.randint(400, 3_000)) for _ in range(20)]
-    greps = [prose.ascii_heavy_text(rng, rng.randint(200, 1_500)) for _ in range(20)]
+
+    def size(low: int, high: int) -> int:
+        return max(1, int(rng.randint(low, high) * scale))
+
+    reads = [prose.python_module(rng, size(1_000, 12_000)) for _ in range(40)]
+    tests = [prose.ascii_heavy_text(rng, size(400, 3_000)) for _ in range(20)]
+    greps = [prose.ascii_heavy_text(rng, size(200, 1_500)) for _ in range(20)]
     yield system(EN_SYSTEM)
     yield user("Go through every module under src/, check it against docs/spec.md, fix what disagrees, and test.")
     for i in range(rounds):

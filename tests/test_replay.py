@@ -5,14 +5,16 @@ checked by hand."""
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from strategies import subagents, transcripts
 
-from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
+from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, load_path, make_estimator
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import FitOptions, clear_results, plan_fit
@@ -365,3 +367,49 @@ def test_first_fitting_finds_the_first_start_whose_tail_fits(values: list[int], 
     hi = data.draw(st.integers(lo, len(starts)))
     expected = next((k for k in range(lo, hi) if sum(values[starts[k] : n]) <= room), hi)
     assert first_fitting(starts, n, Fenwick(values), room, lo, hi) == expected
+
+
+# --------------------------------------------------------------------------
+# Issue 14 item 5, "done when": cuts that rarely move on a long single-turn session
+
+
+def long_session(rounds: int, tmp: Path) -> Transcript:
+    """``sample_transcripts/generate.py``'s long single-turn session, loaded as ``replay`` loads it."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from sample_transcripts.generate import long_single_turn, write_jsonl
+
+    file = tmp / f"long_{rounds}.jsonl"
+    write_jsonl(file, long_single_turn(rounds=rounds))
+    (transcript,) = load_path(file)
+    return transcript
+
+
+def cache_runs(rounds: int, tmp: Path) -> dict[str, Run]:
+    t = long_session(rounds, tmp)
+    names = ("windowfit", "windowfit-cache")
+    runs = replay(t, [policy_named(n).factory() for n in names], budget=60_000, estimator=make_estimator())
+    return {r.policy: r for r in runs}
+
+
+def test_windowfit_cache_breaks_the_prefix_on_at_most_a_tenth_of_a_long_single_turn_session(tmp_path: Path) -> None:
+    # 450 rounds of the 600-round session's shape (same results, same 60,000 budget): long enough
+    # that its last requests need stage 3, short enough to run in about a second.
+    runs = cache_runs(450, tmp_path)
+    cache, default = runs["windowfit-cache"], runs["windowfit"]
+    assert cache.requests == 451
+    shares = dict(cache.outcome_shares())
+    assert shares.get("rounds-dropped", 0) > 0.05  # the cuts are exercised, not only stage 1
+    assert cache.rejections == 0 and not any(s.outcome == "too-long" for s in cache.steps)
+    assert all(s.sent_tokens <= 60_000 for s in cache.steps)
+    assert cache.prefix_breaks <= 0.10 * cache.requests
+    assert default.prefix_breaks > 2 * cache.prefix_breaks  # the contract's batches of 4 break far more often
+    assert cache.uncached_tokens < default.uncached_tokens
+
+
+@pytest.mark.slow
+def test_the_600_round_session_of_the_issue_at_60000_tokens(tmp_path: Path) -> None:
+    cache = cache_runs(600, tmp_path)["windowfit-cache"]
+    assert cache.requests == 601 and cache.rejections == 0
+    assert cache.prefix_breaks <= 0.10 * cache.requests
