@@ -73,8 +73,8 @@ def _step_rules(plan: Plan, transcript: Transcript) -> str:
         if plan.cut_at is not None:
             line = _line(repaired(transcript, plan), plan.cut_at)
             rule += f": this one at message {plan.cut_at}" + (f" (line {line})" if line else "")
-        elif plan.outcome == "rounds-dropped":
-            rule += ": no step position fits at or before the newest round, so at the earliest round that fits"
+        elif plan.outcome in ("turns-dropped", "rounds-dropped"):
+            rule += ": no step position could be used, so at the earliest turn or round that fits"
         rules.append(rule)
     return "step rules: " + "; ".join(rules)
 

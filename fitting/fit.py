@@ -551,24 +551,29 @@ def plan_fit(
     all_turns = split_turns(working)
     turns = [t for t in all_turns if t.start >= head[1]]
     sizes = [total + note_add - sizer.removed(head[1], t.start) for t in turns]
-    kept_from = next((i for i, size in enumerate(sizes) if size <= budget), None)
+    fitting_turn = next((i for i, size in enumerate(sizes) if size <= budget), None)
+    kept_from = fitting_turn
     prefix = [0]
     if cut_step is not None:
         for t in tokens:
             prefix.append(prefix[-1] + t)
         if kept_from is not None:
             kept_from = step_position([t.start for t in turns], prefix, 0, kept_from, cut_step)
-    if kept_from is not None:
-        start = turns[kept_from].start
+
+    def keep_turns(k: int, cut_at: int | None) -> Plan:
+        start = turns[k].start
         return replace(
             truncated,
             outcome="turns-dropped",
-            tokens_after=sizes[kept_from],
+            tokens_after=sizes[k],
             stages=(*stages, 2),
             kept=((start, len(working)),),
             dropped=_dropped_turns(all_turns, tokens, head[1], start),
-            cut_at=start if cut_step is not None else None,
+            cut_at=cut_at,
         )
+
+    if kept_from is not None:
+        return keep_turns(kept_from, turns[kept_from].start if cut_step is not None else None)
 
     # Stage 3: inside the last (long) turn, the newest whole tool rounds that fit.
     last = all_turns[-1]
@@ -614,6 +619,10 @@ def plan_fit(
             dropped=dropped,
             cut_at=cut_at,
         )
+    if fitting_turn is not None:
+        # With cut steps, no step position's tail fits and stage 3 cannot fit either
+        # (the long turn is only its opening message, say): the earliest turn that fits.
+        return keep_turns(fitting_turn, None)
     cause = _too_long(
         tokens,
         results,

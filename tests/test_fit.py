@@ -354,9 +354,8 @@ def test_inv10_with_step_rules_the_cut_only_moves_forward_and_only_to_a_step_pos
         if not plan.note:
             continue
         if plan.cut_at is None:
-            # Stage 3's one exception: no step position at or before the newest round fits.
-            assert plan.outcome == "rounds-dropped"
-            event("stage 3 without a step")
+            # The exceptions: no step position fits and stage 3 could not fit at a step (or at all).
+            event(f"{plan.outcome} without a step")
             continue
         event(f"{plan.outcome} at a step")
         assert plan.cut_at == tail
@@ -696,6 +695,21 @@ def test_field_report_eight_subagents_legacy_rejected_windowfit_fits() -> None:
         if plan.fits and total(out, estimator) <= budget and check_request(out) == ():
             fitted_after += 1
     assert (rejected_before, fitted_after) == (8, 8)
+
+
+def test_with_cut_steps_a_new_turn_that_alone_fits_is_kept_not_too_long() -> None:
+    # The corpus case: the newest turn is only its opening message, and no step position's tail
+    # fits. Stage 3 has no round to keep, so stage 2 keeps that turn without a step.
+    rounds = subagent([4000] * 4, instruction="more").messages
+    opening = [Message("user", (Text("go"),)), Message("assistant", (Text("ok"),))]
+    t = Transcript((), (), (*opening, *rounds, Message("user", (Text("next"),))))
+    # Turns start at 0 (the head), 2 ("more" and four rounds of 2 + 1,000 tokens) and 11 ("next").
+    # With every old result cleared, the tail from 2 (the newest result whole) is over 900, and
+    # 11 is no step position (the size before it is far under one step of 10,000).
+    plan = plan_fit(t, budget=900, estimator=bare(), cut_step=10_000)
+    assert plan.outcome == "turns-dropped" and plan.cut_at is None
+    assert plan.kept == ((11, 12),)
+    assert plan_fit(t, budget=900, estimator=bare()).kept == plan.kept
 
 
 def test_a_tail_without_any_tool_round_is_too_long() -> None:

@@ -37,7 +37,7 @@ def _truncate(
     turns = s.turn_starts
     t_lo, t_hi = bisect_right(turns, head[1] - 1), bisect_left(turns, n)
     # Stage 2: the smallest turn start whose tail fits (tails shrink as the start moves on).
-    k = first_fitting(turns, n, tree, budget - fixed, t_lo, t_hi)
+    fitting_turn = k = first_fitting(turns, n, tree, budget - fixed, t_lo, t_hi)
     if cut_step is not None:
         k = _step_from(turns, t_lo, t_hi, k, tree, 0, cut_step)
     if k < t_hi:
@@ -59,6 +59,10 @@ def _truncate(
     kept = ((opener,) if opener else ()) + ((units[k], n),) if k < u_hi else ()
     if k < u_hi and k <= newest:
         return "rounds-dropped", floor + tree.range(units[k], n), (head, (NOTE, NOTE), *kept)
+    if fitting_turn < t_hi:
+        # With cut steps, no step position fits and stage 3 cannot either: the earliest turn that fits.
+        start = turns[fitting_turn]
+        return "turns-dropped", fixed + tree.range(start, n), (head, (NOTE, NOTE), (start, n))
     take = units[newest] if u_hi > u_lo else n
     smallest = ((opener,) if opener else ()) + (((take, n),) if u_hi > u_lo else ())
     return "too-long", floor + tree.range(take, n), (head, (NOTE, NOTE), *smallest)
