@@ -295,6 +295,8 @@ class FitOptionsJson(TypedDict):
     min_clear_ratio: float
     add_notice: bool
     page_tokens: int | None
+    batch_tokens: int | None
+    cut_step: int | None
 
 
 class PlanMessageJson(TypedDict):
@@ -428,6 +430,7 @@ class FitDocument(TypedDict):
     batches: list[BatchJson]
     head: list[int]
     kept: list[list[int]]
+    cut_at: int | None
     dropped: list[DroppedJson]
     repairs: list[RepairJson]
     note: str | None
@@ -502,6 +505,8 @@ def plan_document(
             "min_clear_ratio": plan.options.min_clear_ratio,
             "add_notice": plan.options.add_notice,
             "page_tokens": plan.options.page_tokens,
+            "batch_tokens": plan.options.batch_tokens,
+            "cut_step": plan.options.cut_step,
         },
         "window": window,
         "outcome": plan.outcome,
@@ -541,6 +546,7 @@ def plan_document(
         ],
         "head": list(plan.head),
         "kept": [list(k) for k in plan.kept],
+        "cut_at": plan.cut_at,
         "dropped": [{"kind": d.kind, "start": d.start, "stop": d.stop, "tokens": d.tokens} for d in plan.dropped],
         "repairs": [_repair(r) for r in plan.repairs],
         "note": plan.note or None,

@@ -43,7 +43,7 @@ def test_json_has_every_step_with_hand_checked_numbers(run_cli: Run, in_data: Pa
     assert set(doc) == {"schema", "path", "name", "estimator", "budget", "window", "runs", "skipped_files"}
     assert doc["skipped_files"] == []
     runs = {r["policy"]: r for r in doc["runs"]}
-    assert list(runs) == ["windowfit", "windowfit-batch-1", "legacy", "keep-last"]
+    assert list(runs) == ["windowfit", "windowfit-cache", "windowfit-batch-1", "legacy", "keep-last"]
     ours = runs["windowfit"]
     # 7 requests: before each of the 7 assistant replies (see the comment above)
     assert [s["sent_tokens"] for s in ours["steps"]] == [1, 1003, 2005, 1099, 1147, 1195, 2197]
