@@ -83,6 +83,8 @@ class Session:
     note_tokens: int = 0
     steps: list[int] = field(default_factory=list)
     """The requests: each is ``messages[:n]`` for an assistant reply at index ``n``."""
+    step_times: dict[int, float] = field(default_factory=dict)
+    """When the request ``messages[:n]`` was sent (seconds since the epoch), where the log records it."""
 
     @classmethod
     def of(cls, transcript: Transcript, estimator: Estimator) -> Session:
