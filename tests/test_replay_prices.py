@@ -24,6 +24,7 @@ from windowfit.fitting.replay import Run, Session, Step
 from windowfit.fitting.replay.cache import CacheModel, check
 from windowfit.fitting.replay.presets import (
     AnthropicClearToolUses,
+    ClaudeCodeIdleClear,
     GeminiCliMasking,
     LangChainTrimLast,
     OpenHandsObservationMasking,
@@ -178,10 +179,13 @@ def test_anthropic_never_clears_the_newest_kept_tool_uses_nor_under_its_trigger(
             assert policy.cleared == before and sent.newly_cleared == ()
 
 
-def test_anthropic_defaults_are_the_documented_ones() -> None:
+def test_the_presets_defaults_are_the_documented_ones() -> None:
     s = session_of(Transcript((), (), ()))
-    policy = AnthropicClearToolUses(s, 1)
-    assert (policy.trigger, policy.keep) == (100_000, 3)
+    anthropic = AnthropicClearToolUses(s, 1)
+    assert (anthropic.trigger, anthropic.keep) == (100_000, 3)
+    gemini = GeminiCliMasking(s, 1)
+    assert (gemini.protect, gemini.prunable) == (50_000, 30_000)
+    assert OpenHandsObservationMasking(s, 1).window == 10
 
 
 @PROPERTY
@@ -193,12 +197,36 @@ def test_gemini_never_masks_the_newest_protected_tokens_and_masks_only_enough_at
     policy = GeminiCliMasking(s, 10**9, protect=protect, prunable=prunable)
     for n in s.steps:
         sent = policy.request(n)
-        seen = bisect_left(s.result_messages, n)
+        scanned = bisect_left(s.result_messages, n - 1)  # the latest message is never scanned
+        assert all(s.results[r].message_index < n - 1 for r in range(policy.cleared))
         for r in range(policy.cleared):
-            newer = sum(s.results[j].tokens for j in range(r + 1, seen))
-            assert newer >= protect  # a masked result has at least `protect` newer tool-output tokens
+            # a masked output and the newer ones, before the latest message, hold more than `protect` tokens
+            assert sum(s.results[j].tokens for j in range(r, scanned)) > protect
         if sent.newly_cleared:
             assert sum(s.results[r].tokens for r in sent.newly_cleared) >= prunable
+
+
+@PROPERTY
+@given(st.one_of(transcripts(), subagents()), st.lists(st.floats(0, 7200), min_size=1), st.integers(0, 6))
+def test_claude_code_clears_only_after_an_idle_gap_and_never_the_newest_kept(
+    t: Transcript, gaps: list[float], keep: int
+) -> None:
+    s = session_of(t)
+    at = 0.0
+    for i, n in enumerate(s.steps):
+        at += gaps[i % len(gaps)]
+        s.step_times[n] = at
+    policy = ClaudeCodeIdleClear(s, 10**9, gap=3600.0, keep=keep)
+    previous: float | None = None
+    for n in s.steps:
+        sent = policy.request(n)
+        if sent.newly_cleared:
+            assert previous is not None and s.step_times[n] - previous > 3600.0
+        assert policy.cleared <= max(0, bisect_left(s.result_messages, n) - keep)
+        previous = s.step_times[n]
+    untimed = session_of(t)
+    never = ClaudeCodeIdleClear(untimed, 10**9)
+    assert all(never.request(n).cleared == 0 for n in untimed.steps)
 
 
 @PROPERTY

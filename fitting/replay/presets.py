@@ -21,8 +21,9 @@ https://platform.claude.com/docs/en/build-with-claude/context-editing (defaults 
 ``ClearToolUsesEdit(trigger=100000, clear_at_least=0, keep=3)``, which mirrors it)."""
 GEMINI_PROTECT = 50_000
 GEMINI_PRUNABLE = 30_000
-"""Gemini CLI's tool-output masking: the newest 50,000 tool-output tokens are protected, and masking
-runs only once 30,000 tokens are prunable (the figures of issue 14; not yet read in Gemini CLI's source)."""
+"""Gemini CLI's tool-output masking: ``DEFAULT_TOOL_PROTECTION_THRESHOLD = 50000``,
+``DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD = 30000`` and ``DEFAULT_PROTECT_LATEST_TURN = true`` in
+google-gemini/gemini-cli ``packages/core/src/services/toolOutputMaskingService.ts``."""
 IDLE_GAP_SECONDS = 3600.0
 IDLE_KEEP = 5
 """Claude Code's time-based microcompact: after an idle gap of 60 minutes since the last reply, clear old
@@ -87,8 +88,10 @@ class AnthropicClearToolUses(_Clearing):
 
 
 class GeminiCliMasking(_Clearing):
-    """Tool outputs older than the newest ``protect`` tokens of them are prunable; once ``prunable`` tokens
-    are, they are all masked."""
+    """Gemini CLI's backward scan: the latest message is skipped (``protectLatestTurn``); going back from
+    the one before, tool outputs are protected while their running total stays within ``protect``
+    tokens; the output that crosses it and every older unmasked one are prunable, and once they hold
+    ``prunable`` tokens or more they are all masked (a stub in their place, here as ``fit`` writes it)."""
 
     def __init__(
         self,
@@ -102,7 +105,7 @@ class GeminiCliMasking(_Clearing):
         super().__init__(session, budget, name)
         self.protect, self.prunable = protect, prunable
         self.sizes_of = [r.tokens for r in session.results]
-        self.seen = 0
+        self.seen = 0  # results before the latest message
         self.protected_from = 0
         self.tail = 0  # tokens of results[protected_from:seen]
         self.before = [0]  # prefix sums of result tokens
@@ -111,16 +114,15 @@ class GeminiCliMasking(_Clearing):
 
     def request(self, n: int) -> Sent:
         s = self.session
-        while self.seen < len(s.results) and s.results[self.seen].message_index < n:
+        while self.seen < len(s.results) and s.results[self.seen].message_index < n - 1:
             self.tail += self.sizes_of[self.seen]
             self.seen += 1
-        # The protected results: the newest whose newer results hold fewer than ``protect`` tokens.
-        while self.protected_from < self.seen and self.tail - self.sizes_of[self.protected_from] >= self.protect:
+        while self.protected_from < self.seen and self.tail > self.protect:
             self.tail -= self.sizes_of[self.protected_from]
             self.protected_from += 1
         newly: tuple[int, ...] = ()
         start = min(self.cleared, self.protected_from)
-        if self.before[self.protected_from] - self.before[start] >= self.prunable:
+        if self.protected_from > start and self.before[self.protected_from] - self.before[start] >= self.prunable:
             newly = self._clear_to(self.protected_from)
         return self._sent(n, newly)
 
