@@ -21,9 +21,9 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
         title=f"Policies side by side (budget {budget:,}" + (f", window {window:,})" if window else ")"),
         title_justify="left",
         show_edge=False,
-        # Narrow terminals drop these first (the run's totals and outcomes stay in --json), so the
+        # Narrow terminals drop these first (they stay in --json), so the
         # figures that compare policies (rejections, breaks, cache hit, dollars) stay a table.
-        decorative=("outcomes", "not cacheable", "cacheable", "requests"),
+        decorative=("outcomes", "requests"),
     )
     for col in (
         "policy",
