@@ -58,6 +58,9 @@ def main() -> int:
         "",
     ]
     summary: list[tuple[str, float, str, str]] = []
+    breaks_by_policy: dict[str, list[float]] = {}
+    rejected_by_policy: dict[str, int] = {}
+    tables = 0
     for path in sessions():
         probe = replay(path, "--budget", "1000000000", "-p", "send-everything", "--model", MODEL)
         if probe is None:
@@ -90,11 +93,46 @@ def main() -> int:
                     f"| {r['policy']} | {r['rejections']:,} | {breaks:.0%} | {r['cache_hit_rate']:.0%} | {cost} |"
                 )
             parts.append("")
+            tables += 1
+            for r in rows:
+                breaks_by_policy.setdefault(r["policy"], []).append(r["prefix_breaks"] / max(r["requests"], 1))
+                rejected_by_policy[r["policy"]] = rejected_by_policy.get(r["policy"], 0) + (r["rejections"] > 0)
             fitting = [r for r in rows if r["rejections"] == 0 and r["cost_usd"] is not None]
             if fitting:
                 best = min(fitting, key=lambda r: r["cost_usd"])
                 summary.append((str(name), fraction, best["policy"], f"{best['cost_usd']:.2f}"))
+    wins: dict[str, int] = {}
+    for _, _, policy, _ in summary:
+        wins[policy] = wins.get(policy, 0) + 1
+    mean_breaks = {p: sum(v) / len(v) for p, v in breaks_by_policy.items()}
     parts += [
+        "## What the tables say",
+        "",
+        f"Of the {tables} tables (session and budget), {len(summary)} have a policy that rejects nothing;",
+        "the cheapest of those is "
+        + ", ".join(f"`{p}` in {n}" for p, n in sorted(wins.items(), key=lambda kv: -kv[1]))
+        + ".",
+        "In the rest, every policy sends some request over the budget; windowfit's among them only with the",
+        "outcome too-long, its smallest request (the fixed part and the newest round) still over the budget.",
+        "",
+        "Why. A request costs least when most of it is read from the cache, and a read needs the previous",
+        "request to be a prefix of this one. Sending everything never breaks the prefix, so its cache hit is",
+        "the highest, but it is rejected once the session outgrows the budget (it was in "
+        f"{rejected_by_policy.get('send-everything', 0)} of {tables} tables), and so are the presets whose own",
+        "triggers come late: Anthropic's edit at 100,000 input tokens, Claude Code's clearing only after an hour",
+        "idle, Gemini CLI's masking only past 80,000 tool-output tokens. The policies that change old messages",
+        "on most requests break the prefix on most of them (mean share of requests: "
+        + ", ".join(
+            f"`{p}` {mean_breaks[p]:.0%}"
+            for p in ("keep-last", "openhands-observation-masking", "langchain-trim-last")
+            if p in mean_breaks
+        )
+        + "), and every break rewrites the",
+        "rest of the request at the cache-write price. windowfit clears in batches and cuts whole turns, so it",
+        f"breaks the prefix on {mean_breaks.get('windowfit', 0):.0%} of requests on average and stays under the",
+        "budget; where a session has many turns, the old whole-turn cut (`legacy`) breaks even less and can be",
+        "cheaper, and on a one-turn subagent it has nowhere to cut.",
+        "",
         "## Cheapest policy with no rejection",
         "",
         "| session | budget | cheapest | cost $ |",
