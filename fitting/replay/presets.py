@@ -40,7 +40,6 @@ class _Clearing:
     def __init__(self, session: Session, budget: int, name: str) -> None:
         self.name = name
         self.session, self.budget = session, budget
-        self.raw = Fenwick(session.tokens)
         self.stubbed = Stubbed(session)
         self.cleared = 0
 
@@ -82,7 +81,7 @@ class AnthropicClearToolUses(_Clearing):
     def request(self, n: int) -> Sent:
         s = self.session
         newly: tuple[int, ...] = ()
-        if s.preamble + self.raw.prefix(n) > self.trigger:
+        if s.preamble + s.before[n] > self.trigger:
             newly = self._clear_to(max(0, bisect_left(s.result_messages, n) - self.keep))
         return self._sent(n, newly)
 
@@ -192,7 +191,7 @@ class LangChainTrimLast:
 
     def request(self, n: int) -> Sent:
         s = self.session
-        raw = s.preamble + self.tree.prefix(n)
+        raw = s.preamble + s.before[n]
         if raw <= self.budget:
             return Sent("fits", raw, 0, ((0, n),))
         units = s.unit_starts
@@ -219,7 +218,7 @@ class SendEverything:
         return 0
 
     def request(self, n: int) -> Sent:
-        raw = self.session.preamble + self.tree.prefix(n)
+        raw = self.session.preamble + self.session.before[n]
         return Sent("fits" if raw <= self.budget else "over-budget", raw, 0, ((0, n),))
 
 

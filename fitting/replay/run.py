@@ -217,7 +217,6 @@ def replay(
         line = lines[n] if requests else transcript.messages[n].source.line
         if times and line is not None and line in times:
             session.step_times[n] = times[line]
-    raw = Fenwick(session.tokens)
     runs = []
     for factory in policies:
         policy = factory(session, budget)
@@ -231,7 +230,7 @@ def replay(
                     index,
                     n,
                     lines[n] if requests else transcript.messages[n].source.line,
-                    session.preamble + raw.prefix(n),
+                    session.preamble + session.before[n],
                     sent.tokens,
                     sent.outcome,
                     sent.cleared,
