@@ -13,7 +13,17 @@ import typer
 from windowfit.fitting import Transcript, WindowfitError
 from windowfit.fitting.errors import InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
-from windowfit.fitting.fit import DEFAULTS, OUTCOMES, Limit, Plan, apply_plan, crossed, plan_fit, too_long_message
+from windowfit.fitting.fit import (
+    DEFAULTS,
+    OUTCOMES,
+    FitOptions,
+    Limit,
+    Plan,
+    apply_plan,
+    crossed,
+    plan_fit,
+    too_long_message,
+)
 from windowfit.fitting.request import (
     missing_parts,
     target_dialect,
@@ -57,6 +67,7 @@ from .shared import (
     size_of,
     write_atomic,
 )
+from .steps import BatchTokens, CutStep, cut_step_of
 from .terminal import markup_safe, visible
 
 
@@ -88,7 +99,9 @@ class FailOn(str, Enum):
 BatchSize = Annotated[
     int,
     typer.Option(
-        "--batch-size", min=1, help="Clear tool results this many at a time (1 is the cache-hostile behaviour)."
+        "--batch-size",
+        min=0,
+        help="Clear tool results this many at a time (1 is the cache-hostile behaviour; 0: by --batch-tokens only).",
     ),
 ]
 Protected = Annotated[
@@ -110,26 +123,35 @@ AddNotice = Annotated[
 ]
 
 
-def _plan(
-    transcript: Transcript,
-    est: Estimator,
+def _options(
     budget: int,
     batch_size: int,
     protected: float,
     min_ratio: float,
     add_notice: bool,
-    size: Size,
-) -> Plan:
+    batch_tokens: int | None,
+    cut_step: str | None,
+) -> FitOptions:
+    try:
+        step = cut_step_of(cut_step, budget)
+        return FitOptions(budget, batch_size, protected, min_ratio, add_notice, batch_tokens, step)
+    except OptionError as exc:
+        fail(exc)
+
+
+def _plan(transcript: Transcript, est: Estimator, options: FitOptions, size: Size) -> Plan:
     try:
         return plan_fit(
             transcript,
-            budget=budget,
+            budget=options.budget,
             estimator=est,
-            batch_size=batch_size,
-            protected_fraction=protected,
-            min_clear_ratio=min_ratio,
-            add_notice=add_notice,
+            batch_size=options.batch_size,
+            protected_fraction=options.protected_fraction,
+            min_clear_ratio=options.min_clear_ratio,
+            add_notice=options.add_notice,
             size=size,
+            batch_tokens=options.batch_tokens,
+            cut_step=options.cut_step,
         )
     except WindowfitError as exc:
         fail(exc)
@@ -155,6 +177,8 @@ def fit(
     protected_fraction: Protected = DEFAULTS.protected_fraction,
     min_clear_ratio: MinRatio = DEFAULTS.min_clear_ratio,
     add_notice: AddNotice = DEFAULTS.add_notice,
+    batch_tokens: BatchTokens = DEFAULTS.batch_tokens,
+    cut_step: CutStep = None,
     json_: JsonFlag = False,
     system: Annotated[
         Path | None,
@@ -212,6 +236,7 @@ def fit(
     if json_ and output == "-":
         fail(OptionError("--json and -o - both want stdout; write the request to a file instead"))
     check_limits(budget, window)
+    options = _options(budget, batch_size, protected_fraction, min_clear_ratio, add_notice, batch_tokens, cut_step)
     est = estimator_from(estimator, overhead)
     transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
     if all_:
@@ -220,7 +245,6 @@ def fit(
         if output is None or output == "-" or json_:
             fail(OptionError("--all writes one file per transcript: pass -o DIR (a directory), without --json"))
         parts = (system, tools, model, max_tokens)
-        options = (batch_size, protected_fraction, min_clear_ratio, add_notice)
         _fit_all(transcripts, Path(output), file, est, budget, to, parts, options, (size, preamble))
         return
     chosen = pick(
@@ -230,7 +254,7 @@ def fit(
     if preamble is None and (system is not None or tools is not None):
         preamble = est.preamble(transcript)  # the given parts are what the request sends
     predicted = size_of(chosen, est, size, preamble)
-    plan = _plan(transcript, est, budget, batch_size, protected_fraction, min_clear_ratio, add_notice, predicted)
+    plan = _plan(transcript, est, options, predicted)
     fitted = apply_plan(transcript, plan)
     before = check_request(transcript)
     after = check_request(fitted, to.value if to in (Target.anthropic, Target.openai) else fitted.dialect)
@@ -307,7 +331,7 @@ def _fit_all(
     budget: int,
     to: Target,
     parts: tuple[Path | None, Path | None, str | None, int | None],
-    options: tuple[int, float, float, bool],
+    options: FitOptions,
     sizing: tuple[SizeChoice, int | None],
 ) -> None:
     """``fit --all -o DIR``: each transcript fitted and written to ``DIR/<NNN>-<name><ext>`` (its index, then its
@@ -326,7 +350,7 @@ def _fit_all(
         size, preamble = sizing
         if preamble is None and (parts[0] is not None or parts[1] is not None):
             preamble = est.preamble(transcript)  # the given parts are what the request sends
-        plan = _plan(transcript, est, budget, *options, size_of(original, est, size, preamble))
+        plan = _plan(transcript, est, options, size_of(original, est, size, preamble))
         if not plan.fits:
             too_long += 1
             out.print(f"[red]too-long[/] {markup_safe(transcript.label)}: {plan.tokens_after:,} tokens (not written)")
@@ -443,6 +467,8 @@ def check(
     batch_size: BatchSize = DEFAULTS.batch_size,
     protected_fraction: Protected = DEFAULTS.protected_fraction,
     min_clear_ratio: MinRatio = DEFAULTS.min_clear_ratio,
+    batch_tokens: BatchTokens = DEFAULTS.batch_tokens,
+    cut_step: CutStep = None,
     estimator: EstimatorName = "seed",
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
@@ -463,6 +489,7 @@ def check(
     if budget is None:
         fail(OptionError("check needs --budget"))
     check_limits(budget, window)
+    options = _options(budget, batch_size, protected_fraction, min_clear_ratio, False, batch_tokens, cut_step)
     est = estimator_from(estimator, overhead)
     loaded = load_all(files, fmt=from_, skip_invalid=skip_invalid, strict=strict)
     threshold = OUTCOMES.index(fail_on.value)
@@ -470,7 +497,7 @@ def check(
     for session in loaded.transcripts:
         t = session.live()
         predicted = size_of(session, est, size, preamble)
-        plan = _plan(t, est, budget, batch_size, protected_fraction, min_clear_ratio, False, predicted)
+        plan = _plan(t, est, options, predicted)
         limit = crossed(plan, window)
         rows.append((t, plan, limit, OUTCOMES.index(plan.outcome) >= threshold or limit == "window"))
     any_failed = any(f for *_, f in rows)

@@ -48,6 +48,7 @@ from .shared import (
     size_of,
     write_atomic,
 )
+from .steps import cut_step_of
 from .terminal import markup_safe
 
 PolicyName = Enum("PolicyName", {name: name for name in POLICY_NAMES}, type=str)  # type: ignore[misc]
@@ -212,8 +213,25 @@ def replay_command(
         typer.Option("--policy", "-p", help=f"Policies to compare (repeat the option); default: all. {POLICY_HELP}"),
     ] = None,
     batch_size: Annotated[
-        int, typer.Option("--batch-size", min=1, help="Batch size of the windowfit policy.")
+        int, typer.Option("--batch-size", min=0, help="Batch size of the windowfit policy (0: by --batch-tokens only).")
     ] = DEFAULTS.batch_size,
+    batch_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-tokens",
+            min=1,
+            help="The windowfit policies close a clearing batch once its results reach N tokens "
+            "(windowfit-cache's default: a third of the budget).",
+        ),
+    ] = DEFAULTS.batch_tokens,
+    cut_step: Annotated[
+        str | None,
+        typer.Option(
+            "--cut-step",
+            help="The windowfit policies drop turns and rounds only at fixed steps of N tokens; auto: a quarter "
+            "of the budget (windowfit-cache's default).",
+        ),
+    ] = None,
     keep: Annotated[int, typer.Option("--keep", min=0, help="N for the keep-last policy.")] = KEEP_LAST,
     plot: Annotated[
         Path | None,
@@ -258,7 +276,9 @@ def replay_command(
     transcript = chosen.live()
     names = [p.value for p in policy] if policy else list(POLICY_NAMES)
     try:
-        options = FitOptions(budget, batch_size=batch_size)
+        options = FitOptions(
+            budget, batch_size=batch_size, batch_tokens=batch_tokens, cut_step=cut_step_of(cut_step, budget)
+        )
     except OptionError as exc:
         fail(exc)
     # Each replayed request is one the file holds: its size is the estimate, with the

@@ -152,6 +152,8 @@ class Fitter:
     protected_fraction: float = DEFAULTS.protected_fraction
     min_clear_ratio: float = DEFAULTS.min_clear_ratio
     add_notice: bool = DEFAULTS.add_notice
+    batch_tokens: int | None = DEFAULTS.batch_tokens
+    cut_step: int | None = DEFAULTS.cut_step
 
     @classmethod
     def of(cls, options: FitOptions, estimator: Estimator | None = None) -> Fitter:
@@ -163,11 +165,21 @@ class Fitter:
             options.protected_fraction,
             options.min_clear_ratio,
             options.add_notice,
+            options.batch_tokens,
+            options.cut_step,
         )
 
     @property
     def options(self) -> FitOptions:
-        return FitOptions(self.budget, self.batch_size, self.protected_fraction, self.min_clear_ratio, self.add_notice)
+        return FitOptions(
+            self.budget,
+            self.batch_size,
+            self.protected_fraction,
+            self.min_clear_ratio,
+            self.add_notice,
+            self.batch_tokens,
+            self.cut_step,
+        )
 
     def plan(self, transcript: Transcript) -> Plan:
         return plan_fit(
@@ -178,6 +190,8 @@ class Fitter:
             protected_fraction=self.protected_fraction,
             min_clear_ratio=self.min_clear_ratio,
             add_notice=self.add_notice,
+            batch_tokens=self.batch_tokens,
+            cut_step=self.cut_step,
         )
 
     def fit(self, body: Mapping[str, Any], *, dialect: Dialect | None = None) -> FittedRequest:

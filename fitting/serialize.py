@@ -289,6 +289,8 @@ class FitOptionsJson(TypedDict):
     protected_fraction: float
     min_clear_ratio: float
     add_notice: bool
+    batch_tokens: int | None
+    cut_step: int | None
 
 
 class PlanMessageJson(TypedDict):
@@ -420,6 +422,7 @@ class FitDocument(TypedDict):
     batches: list[BatchJson]
     head: list[int]
     kept: list[list[int]]
+    cut_at: int | None
     dropped: list[DroppedJson]
     repairs: list[RepairJson]
     note: str | None
@@ -493,6 +496,8 @@ def plan_document(
             "protected_fraction": plan.options.protected_fraction,
             "min_clear_ratio": plan.options.min_clear_ratio,
             "add_notice": plan.options.add_notice,
+            "batch_tokens": plan.options.batch_tokens,
+            "cut_step": plan.options.cut_step,
         },
         "window": window,
         "outcome": plan.outcome,
@@ -530,6 +535,7 @@ def plan_document(
         ],
         "head": list(plan.head),
         "kept": [list(k) for k in plan.kept],
+        "cut_at": plan.cut_at,
         "dropped": [{"kind": d.kind, "start": d.start, "stop": d.stop, "tokens": d.tokens} for d in plan.dropped],
         "repairs": [_repair(r) for r in plan.repairs],
         "note": plan.note or None,

@@ -57,6 +57,7 @@ def test_json_has_every_step_with_hand_checked_numbers(run_cli: Run, in_data: Pa
     runs = {r["policy"]: r for r in doc["runs"]}
     assert list(runs) == [
         "windowfit",
+        "windowfit-cache",
         "windowfit-batch-1",
         "legacy",
         "keep-last",
@@ -124,6 +125,7 @@ def test_policy_choices_are_the_one_list_in_fitting() -> None:
     "name",
     [
         "windowfit",
+        "windowfit-cache",
         "windowfit-batch-1",
         "legacy",
         "keep-last",

@@ -51,6 +51,11 @@ POLICIES: tuple[NamedPolicy, ...] = (
         windowfit.build,
     ),
     NamedPolicy(
+        "windowfit-cache",
+        "the same with the step rules: batches by size (--batch-tokens), cuts at fixed steps (--cut-step)",
+        windowfit.build_cache,
+    ),
+    NamedPolicy(
         "windowfit-batch-1",
         "the same, clearing one result at a time (the cache-hostile comparison)",
         windowfit.build_batch_1,
