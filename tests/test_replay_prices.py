@@ -300,3 +300,17 @@ def test_replaying_what_codex_sent_reproduces_its_recorded_cached_input(run_cli:
 
 def test_check_is_none_without_recorded_usage() -> None:
     assert check(steps([10], [0])) is None
+
+
+@pytest.mark.slow
+def test_replaying_the_recorded_requests_of_an_anthropic_log_reproduces_its_cache_reads_and_writes(
+    run_cli: Run_,
+) -> None:
+    # The log holds the request bodies themselves (system prompt and tools included), so the writes
+    # are checked too; a Claude Code session's transcript leaves out what Claude Code adds to each request.
+    (log,) = require_shared("corpus", "transcripts", "anthropic_messages").glob("*.jsonl")
+    result = run_cli("replay", str(log), "--budget", "40000", "--json", "-p", "send-everything")
+    checked = json.loads(result.stdout)["cache_check"]
+    assert abs(checked["read_error"]) <= 0.10, checked
+    recorded = checked["recorded_cache_write_tokens"]
+    assert abs(checked["predicted_cache_write_tokens"] / recorded - 1) <= 0.10, checked
