@@ -280,9 +280,21 @@ def test_hand_checked_replay_batch_of_one_and_legacy_and_keep_last() -> None:
     assert retrievable == [(3, 3000), (0, 0), (2, 2000)]
 
 
-def test_standard_policies_are_the_five_of_the_table() -> None:
+def test_standard_policies_are_ours_then_the_other_harnesses_presets() -> None:
     runs = replay(subagent([4000] * 3), standard_policies(), budget=10_000, estimator=bare())
-    assert [r.policy for r in runs] == ["windowfit", "windowfit-cache", "windowfit-batch-1", "legacy", "keep-last"]
+    assert [r.policy for r in runs] == [
+        "windowfit",
+        "windowfit-cache",
+        "windowfit-batch-1",
+        "legacy",
+        "keep-last",
+        "anthropic-clear-tool-uses",
+        "gemini-cli-masking",
+        "claude-code-idle-clear",
+        "openhands-observation-masking",
+        "langchain-trim-last",
+        "send-everything",
+    ]
 
 
 # --------------------------------------------------------------------------
@@ -297,7 +309,11 @@ def test_policy_names_are_unique_and_each_entry_is_found_by_its_name() -> None:
 def test_an_unknown_policy_name_is_an_option_error_listing_the_names() -> None:
     with pytest.raises(OptionError, match="keep-first") as caught:
         policy_named("keep-first")
-    assert caught.value.hint == "choose one of: windowfit, windowfit-cache, windowfit-batch-1, legacy, keep-last"
+    assert caught.value.hint == (
+        "choose one of: windowfit, windowfit-cache, windowfit-batch-1, legacy, keep-last, anthropic-clear-tool-uses, "
+        "gemini-cli-masking, claude-code-idle-clear, openhands-observation-masking, langchain-trim-last, "
+        "send-everything"
+    )
 
 
 def steps_of(run: Run) -> list[tuple[int, str, int, int]]:

@@ -96,7 +96,6 @@ class WindowfitPolicy:
         self.allowance = budget * protected_fraction
         self.min_clear_ratio = min_clear_ratio
         self.stubbed = Stubbed(session)
-        self.raw = Fenwick(session.tokens)
         self.seen = 0  # results in the prefix
         self.protected_from = 0
         self.tail = 0  # tokens of results[protected_from:seen]
@@ -151,7 +150,7 @@ class WindowfitPolicy:
     def request(self, n: int) -> Sent:
         s = self.session
         self._advance(n)
-        raw = s.preamble + self.raw.prefix(n)
+        raw = s.preamble + s.before[n]
         if raw <= self.budget:
             return Sent("fits", raw, 0, ((0, n),))
         newly = self._clear_upto(self._bound(self.batches))
