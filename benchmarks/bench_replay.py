@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
             transcript, [lambda s, b: WindowfitPolicy(s, b)], budget=args.budget, estimator=fitting.make_estimator()
         ),
     )
-    four = best_of(
+    every = best_of(
         args.repeat,
         lambda: replay(
             transcript, standard_policies(), budget=args.budget, estimator=fitting.make_estimator(), window=1_000_000
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         ("report (estimate every message)", report),
         ("load + report", base),
         ("replay, windowfit policy", one),
-        ("replay, the four policies", four),
+        (f"replay, every default policy ({len(runs)})", every),
         ("load + replay (windowfit)", load + one),
         (f"naive replay: plan_fit per request (scaled from {len(sample)})", naive),
     ]:
@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> None:
     console.print(f"incremental replay is {naive / one:,.0f}x faster than fitting every request from scratch")
     for run in runs:
         console.print(
-            f"  {run.policy}: {run.rejections:,} rejected, {run.prefix_breaks:,} prefix breaks, "
+            f"  {run.policy}: {run.rejections:,} rejected, {run.prefix_breaks:,} prefix breaks "
+            f"({run.prefix_breaks / max(run.requests, 1):.1%} of requests), "
             f"{run.cached_tokens / max(run.sent_tokens, 1):.0%} of sent tokens cacheable"
         )
 

@@ -7,7 +7,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from functools import partial
 from pathlib import Path
@@ -21,6 +21,7 @@ from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import (
     DEFAULTS,
     OUTCOMES,
+    FitOptions,
     Limit,
     Plan,
     apply_plan,
@@ -76,6 +77,7 @@ from .shared import (
     size_of,
     write_atomic,
 )
+from .steps import BatchTokens, CutStep, cut_step_of
 from .terminal import markup_safe, visible
 
 
@@ -109,7 +111,9 @@ class FailOn(str, Enum):
 BatchSize = Annotated[
     int,
     typer.Option(
-        "--batch-size", min=1, help="Clear tool results this many at a time (1 is the cache-hostile behaviour)."
+        "--batch-size",
+        min=0,
+        help="Clear tool results this many at a time (1 is the cache-hostile behaviour; 0: by --batch-tokens only).",
     ),
 ]
 Protected = Annotated[
@@ -131,28 +135,38 @@ AddNotice = Annotated[
 ]
 
 
-def _plan(
-    transcript: Transcript,
-    est: Estimator,
+def _options(
     budget: int,
     batch_size: int,
     protected: float,
     min_ratio: float,
     add_notice: bool,
-    size: Size,
-    page_tokens: int | None = None,
-) -> Plan:
+    batch_tokens: int | None,
+    cut_step: str | None,
+) -> FitOptions:
+    try:
+        step = cut_step_of(cut_step, budget)
+        return FitOptions(
+            budget, batch_size, protected, min_ratio, add_notice, batch_tokens=batch_tokens, cut_step=step
+        )
+    except OptionError as exc:
+        fail(exc)
+
+
+def _plan(transcript: Transcript, est: Estimator, options: FitOptions, size: Size) -> Plan:
     try:
         return plan_fit(
             transcript,
-            budget=budget,
+            budget=options.budget,
             estimator=est,
-            batch_size=batch_size,
-            protected_fraction=protected,
-            min_clear_ratio=min_ratio,
-            add_notice=add_notice,
+            batch_size=options.batch_size,
+            protected_fraction=options.protected_fraction,
+            min_clear_ratio=options.min_clear_ratio,
+            add_notice=options.add_notice,
             size=size,
-            page_tokens=page_tokens,
+            batch_tokens=options.batch_tokens,
+            cut_step=options.cut_step,
+            page_tokens=options.page_tokens,
         )
     except WindowfitError as exc:
         fail(exc)
@@ -178,6 +192,18 @@ def fit(
     protected_fraction: Protected = DEFAULTS.protected_fraction,
     min_clear_ratio: MinRatio = DEFAULTS.min_clear_ratio,
     add_notice: AddNotice = DEFAULTS.add_notice,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            "-s",
+            help="Keep every cleared result in this store (a SQLite file, created if missing, or a postgresql:// "
+            "URL); the stubs name their handles, for windowfit fetch and the windowfit_fetch tool.",
+            show_default=False,
+        ),
+    ] = None,
+    batch_tokens: BatchTokens = DEFAULTS.batch_tokens,
+    cut_step: CutStep = None,
     json_: JsonFlag = False,
     system: Annotated[
         Path | None,
@@ -223,29 +249,23 @@ def fit(
     from_: FromFormat = None,
     size: SizeModeOption = SizeChoice.auto,
     preamble: PreambleOption = None,
-    store: Annotated[
-        str | None,
-        typer.Option(
-            "--store",
-            "-s",
-            help="Keep every cleared result in this store (a SQLite file, created if missing, or a postgresql:// "
-            "URL); the stubs name their handles, for windowfit fetch and the windowfit_fetch tool.",
-            show_default=False,
-        ),
-    ] = None,
 ) -> None:
     """Fit a transcript to a budget and show what was cleared or dropped, and why.
 
     Clears old tool results in batches, then keeps whole turns, then whole tool rounds.
-    With --store, each cleared result is kept there and its stub names the handle to fetch it by.
 
     Exit code 1 when even the newest round cannot fit (too-long): nothing is written.
+
+    With --store, each cleared result is kept there and its stub names the handle to fetch it by.
 
     Example: windowfit fit sample_transcripts/ru_subagent_chapters.jsonl --budget 50000 -o fitted.jsonl
     """
     if json_ and output == "-":
         fail(OptionError("--json and -o - both want stdout; write the request to a file instead"))
     check_limits(budget, window)
+    options = _options(budget, batch_size, protected_fraction, min_clear_ratio, add_notice, batch_tokens, cut_step)
+    if store is not None:
+        options = replace(options, page_tokens=PAGE_TOKENS)
     est = estimator_from(estimator, overhead)
     transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
     if all_:
@@ -254,7 +274,6 @@ def fit(
         if output is None or output == "-" or json_:
             fail(OptionError("--all writes one file per transcript: pass -o DIR (a directory), without --json"))
         parts = (system, tools, model, max_tokens)
-        options = (batch_size, protected_fraction, min_clear_ratio, add_notice)
         with _stores(store) as kept:
             _fit_all(transcripts, Path(output), file, est, budget, to, parts, options, (size, preamble), kept)
         return
@@ -265,10 +284,7 @@ def fit(
     if preamble is None and (system is not None or tools is not None):
         preamble = est.preamble(transcript)  # the given parts are what the request sends
     predicted = size_of(chosen, est, size, preamble)
-    page_tokens = PAGE_TOKENS if store is not None else None
-    plan = _plan(
-        transcript, est, budget, batch_size, protected_fraction, min_clear_ratio, add_notice, predicted, page_tokens
-    )
+    plan = _plan(transcript, est, options, predicted)
     fitted = apply_plan(transcript, plan)
     before = check_request(transcript)
     after = check_request(fitted, to.value if to in (Target.anthropic, Target.openai) else fitted.dialect)
@@ -358,7 +374,7 @@ def _fit_all(
     budget: int,
     to: Target,
     parts: tuple[Path | None, Path | None, str | None, int | None],
-    options: tuple[int, float, float, bool],
+    options: FitOptions,
     sizing: tuple[SizeChoice, int | None],
     store: ResultStore | None = None,
 ) -> None:
@@ -378,8 +394,7 @@ def _fit_all(
         size, preamble = sizing
         if preamble is None and (parts[0] is not None or parts[1] is not None):
             preamble = est.preamble(transcript)  # the given parts are what the request sends
-        page_tokens = PAGE_TOKENS if store is not None else None
-        plan = _plan(transcript, est, budget, *options, size_of(original, est, size, preamble), page_tokens)
+        plan = _plan(transcript, est, options, size_of(original, est, size, preamble))
         if not plan.fits:
             too_long += 1
             out.print(f"[red]too-long[/] {markup_safe(transcript.label)}: {plan.tokens_after:,} tokens (not written)")
@@ -529,6 +544,8 @@ def check(
     batch_size: BatchSize = DEFAULTS.batch_size,
     protected_fraction: Protected = DEFAULTS.protected_fraction,
     min_clear_ratio: MinRatio = DEFAULTS.min_clear_ratio,
+    batch_tokens: BatchTokens = DEFAULTS.batch_tokens,
+    cut_step: CutStep = None,
     estimator: EstimatorName = "seed",
     overhead: Overhead = 1.0,
     skip_invalid: SkipInvalid = False,
@@ -551,6 +568,7 @@ def check(
     if budget is None:
         fail(OptionError("check needs --budget"))
     check_limits(budget, window)
+    options = _options(budget, batch_size, protected_fraction, min_clear_ratio, False, batch_tokens, cut_step)
     est = estimator_from(estimator, overhead)
     threshold = OUTCOMES.index(fail_on.value)
     if format_ in (CheckFormat.jsonl, CheckFormat.parquet):
@@ -575,7 +593,7 @@ def check(
         budget=budget,
         window=window,
         threshold=threshold,
-        fit_options=(batch_size, protected_fraction, min_clear_ratio),
+        fit_options=options,
         size=size,
         preamble=preamble,
     )
@@ -659,18 +677,17 @@ def check_work(
     budget: int,
     window: int | None,
     threshold: int,
-    fit_options: tuple[int, float, float],
+    fit_options: FitOptions,
     size: SizeChoice,
     preamble: int | None,
 ) -> list[Checked]:
     """One file's checks, with an estimator (and memo) of its own."""
     est = estimator_from(estimator, overhead)
-    batch_size, protected_fraction, min_clear_ratio = fit_options
     checked = []
     for session in transcripts:
         t = session.live()
         predicted = size_of(session, est, size, preamble)
-        plan = _plan(t, est, budget, batch_size, protected_fraction, min_clear_ratio, False, predicted)
+        plan = _plan(t, est, fit_options, predicted)
         limit = crossed(plan, window)
         failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
         checked.append(Checked(t.source.path, t.name, plan, limit, failed))

@@ -44,6 +44,8 @@ def render_summary(plan: Plan, transcript: Transcript) -> RenderableType:
         "stages: " + (", ".join(f"{s} ({STAGE_NAMES[s]})" for s in plan.stages) if plan.stages else "none needed")
     )
     parts: list[RenderableType] = [head, numbers, stages]
+    if o.batch_tokens is not None or o.cut_step is not None:
+        parts.append(Text(_step_rules(plan, transcript)))
     size = plan.size
     if size is not None and size.anchored:
         parts.append(
@@ -58,6 +60,23 @@ def render_summary(plan: Plan, transcript: Transcript) -> RenderableType:
     if plan.notice_added:
         parts.append(Text("added the context-management notice to the system prompt", style="dim"))
     return Group(*parts)
+
+
+def _step_rules(plan: Plan, transcript: Transcript) -> str:
+    """The step rules (SPEC section 3) and, for a cut, the step position it is at."""
+    o = plan.options
+    rules = []
+    if o.batch_tokens is not None:
+        rules.append(f"batches close at {o.batch_tokens:,} tokens" + ("" if o.batch_size else " (no count limit)"))
+    if o.cut_step is not None:
+        rule = f"cuts at steps of {o.cut_step:,} tokens"
+        if plan.cut_at is not None:
+            line = _line(repaired(transcript, plan), plan.cut_at)
+            rule += f": this one at message {plan.cut_at}" + (f" (line {line})" if line else "")
+        elif plan.outcome in ("turns-dropped", "rounds-dropped"):
+            rule += ": no step position could be used, so at the earliest turn or round that fits"
+        rules.append(rule)
+    return "step rules: " + "; ".join(rules)
 
 
 def _plural(n: int, noun: str) -> str:

@@ -21,6 +21,9 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
         title=f"Policies side by side (budget {budget:,}" + (f", window {window:,})" if window else ")"),
         title_justify="left",
         show_edge=False,
+        # Narrow terminals drop these first (they stay in --json), so the
+        # figures that compare policies (rejections, breaks, cache hit, dollars) stay a table.
+        decorative=("outcomes", "requests"),
     )
     for col in (
         "policy",
@@ -30,6 +33,8 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
         "cacheable",
         "not cacheable",
         "prefix breaks",
+        "cache hit",
+        "cost $",
         "outcomes",
     ):
         # The policy column never wraps: its names are what --policy takes, and a cut one is no help.
@@ -44,6 +49,8 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
             f"{run.cached_tokens:,}",
             f"{run.uncached_tokens:,}",
             f"{run.prefix_breaks:,}",
+            f"{run.cache_hit_rate:.0%}",
+            "-" if run.cost_usd is None else f"{run.cost_usd:,.2f}",
             shares,
         )
     return table

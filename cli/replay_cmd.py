@@ -10,10 +10,13 @@ from typing import Annotated
 
 import typer
 
-from windowfit.fitting.errors import OptionError
+from windowfit.fitting.errors import OptionError, WindowfitError
 from windowfit.fitting.fit import DEFAULTS, FitOptions
+from windowfit.fitting.pricing import TTLS, Price, PriceTable, Provider, Ttl, default_table, load_table, recorded_model
 from windowfit.fitting.replay import KEEP_LAST, POLICIES, POLICY_NAMES, PolicyFactory, Run, policy_named, replay
+from windowfit.fitting.replay.cache import CacheCheck, CacheModel, check
 from windowfit.fitting.replay.requests import ReplayTarget, is_recorded_request, replay_targets, target_of
+from windowfit.fitting.replay.times import line_times
 from windowfit.fitting.serialize import replay_document
 from windowfit.fitting.transcript import Transcript
 
@@ -45,6 +48,7 @@ from .shared import (
     size_of,
     write_atomic,
 )
+from .steps import cut_step_of
 from .terminal import markup_safe
 
 PolicyName = Enum("PolicyName", {name: name for name in POLICY_NAMES}, type=str)  # type: ignore[misc]
@@ -102,6 +106,16 @@ def choose(transcripts: list[Transcript], *, source: str, index: int | None, nam
     fail(error)
 
 
+def check_line(c: CacheCheck) -> str:
+    """Predicted cache reads and writes (send-everything under the cache model) against the recorded ones."""
+    error = f" ({c.read_error:+.1%})" if c.read_error is not None else ""
+    return (
+        f"[dim]cache check over {c.steps:,} recorded replies (send-everything): reads predicted "
+        f"{c.predicted_read:,} vs recorded {c.recorded_read:,}{error}; writes predicted {c.predicted_write:,} "
+        f"vs recorded {c.recorded_write:,}[/]"
+    )
+
+
 def _requests(count: int) -> str:
     return f"{count:,} recorded request" + ("" if count == 1 else "s")
 
@@ -157,6 +171,39 @@ def save_plot(runs: tuple[Run, ...], path: Path, *, budget: int, window: int | N
         plt.close(fig)
 
 
+CacheTtl = Enum("CacheTtl", {t: t for t in TTLS}, type=str)  # type: ignore[misc]
+SEND_EVERYTHING = "send-everything"
+
+
+def price_row(table: PriceTable, model: str | None, recorded: str | None) -> Price | None:
+    """The row ``--model`` (or else the model the log records) picks, said on stderr; None, said too,
+    when no row matches: replay prices nothing rather than guess."""
+    name = model or recorded
+    if name is None:
+        err.print("[dim]note: the file records no model and no --model was given: dollars are not priced[/]")
+        return None
+    row = table.row(name)
+    origin = "--model" if model else "the model the log records"
+    if row is None:
+        err.print(
+            f"[dim]note: {markup_safe(name)} ({origin}) has no row in {markup_safe(table.path)}: dollars are not "
+            "priced (pass --model NAME for a row, or --prices FILE)[/]"
+        )
+        return None
+    err.print(
+        f"[dim]note: priced as {markup_safe(row.model)} ({origin}: {markup_safe(name)}; "
+        f"{markup_safe(row.source)}, read {row.read_on})[/]"
+    )
+    return row
+
+
+def provider_of(row: Price | None, transcript: Transcript) -> Provider:
+    """Whose cache to model: the priced row's provider, or else the file's dialect."""
+    if row is not None:
+        return row.provider
+    return "openai" if transcript.dialect == "openai" else "anthropic"
+
+
 def replay_command(
     file: Annotated[str, typer.Argument(help="One transcript file, a folder, or - for stdin.", show_default=False)],
     budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")],
@@ -166,8 +213,25 @@ def replay_command(
         typer.Option("--policy", "-p", help=f"Policies to compare (repeat the option); default: all. {POLICY_HELP}"),
     ] = None,
     batch_size: Annotated[
-        int, typer.Option("--batch-size", min=1, help="Batch size of the windowfit policy.")
+        int, typer.Option("--batch-size", min=0, help="Batch size of the windowfit policy (0: by --batch-tokens only).")
     ] = DEFAULTS.batch_size,
+    batch_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-tokens",
+            min=1,
+            help="The windowfit policies close a clearing batch once its results reach N tokens "
+            "(windowfit-cache's default: a third of the budget).",
+        ),
+    ] = DEFAULTS.batch_tokens,
+    cut_step: Annotated[
+        str | None,
+        typer.Option(
+            "--cut-step",
+            help="The windowfit policies drop turns and rounds only at fixed steps of N tokens; auto: a quarter "
+            "of the budget (windowfit-cache's default).",
+        ),
+    ] = None,
     keep: Annotated[int, typer.Option("--keep", min=0, help="N for the keep-last policy.")] = KEEP_LAST,
     plot: Annotated[
         Path | None,
@@ -183,10 +247,24 @@ def replay_command(
     strict: Strict = False,
     from_: FromFormat = None,
     preamble: PreambleOption = None,
+    prices: Annotated[
+        Path | None,
+        typer.Option("--prices", help="A price table (the shape of windowfit's fitting/prices.json) to use instead."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="The price row to use; default: the model the log records."),
+    ] = None,
+    cache_ttl: Annotated[
+        CacheTtl, typer.Option("--cache-ttl", help="The prompt cache's lifetime (Anthropic's 5m or 1h).")
+    ] = CacheTtl["5m"],
 ) -> None:
     """Replay a session request by request under several policies: rejections, prefix-cache reuse, breaks.
 
     One request per assistant reply, holding everything before it, fitted as each policy's harness would.
+
+    Dollars come from a price table (--prices, --model; the cost of the input, under each provider's prompt
+    cache with a --cache-ttl lifetime and the log's timestamps).
 
     Example: windowfit replay sample_transcripts/ru_subagent_chapters.jsonl --budget 30000 --window 60000
     """
@@ -198,22 +276,39 @@ def replay_command(
     transcript = chosen.live()
     names = [p.value for p in policy] if policy else list(POLICY_NAMES)
     try:
-        options = FitOptions(budget, batch_size=batch_size)
+        options = FitOptions(
+            budget, batch_size=batch_size, batch_tokens=batch_tokens, cut_step=cut_step_of(cut_step, budget)
+        )
     except OptionError as exc:
         fail(exc)
     # Each replayed request is one the file holds: its size is the estimate, with the
     # preamble the file leaves out (inferred from usage, or given) counted in every one.
     size = size_of(chosen, est, SizeChoice.estimate, preamble)
     hidden = size.preamble_tokens if size.preamble_source in ("inferred", "given") else None
-    runs = replay(
+    try:
+        table = load_table(str(prices)) if prices is not None else default_table()
+    except WindowfitError as exc:
+        fail(exc)
+    row = price_row(table, model, recorded_model(chosen.extra))
+    ttl: Ttl = "1h" if cache_ttl.value == "1h" else "5m"
+    cache = CacheModel(provider_of(row, chosen), ttl, row)
+    times = line_times(chosen.source.path) if chosen.source.path not in ("-", "<stdin>", "<memory>") else {}
+    recorded = any(u.cache_read_tokens or u.cache_creation_tokens for u in chosen.usage)
+    # Replaying what the harness sent checks the cache model against the cache reads the log records.
+    extra = [SEND_EVERYTHING] if recorded and SEND_EVERYTHING not in names else []
+    replayed = replay(
         transcript,
-        factories(names, options, keep=keep),
+        factories(names + extra, options, keep=keep),
         budget=budget,
         estimator=est,
         window=window,
         preamble=hidden,
         requests=target.requests,
+        times=times,
     )
+    priced = tuple(cache.priced(r, times) for r in replayed)
+    runs = priced[: len(names)]
+    checked = check(next(r for r in priced if r.policy == SEND_EVERYTHING)) if recorded else None
     if plot is not None:
         try:
             if not plot.suffix:
@@ -236,7 +331,14 @@ def replay_command(
     if json_:
         print_json(
             replay_document(
-                runs, transcript, budget=budget, window=window, estimator=est.rule.name, skipped=loaded.skipped
+                runs,
+                transcript,
+                budget=budget,
+                window=window,
+                estimator=est.rule.name,
+                skipped=loaded.skipped,
+                pricing=(recorded_model(chosen.extra), model, row, cache),
+                cache_check=checked,
             )
         )
         return
@@ -255,6 +357,8 @@ def replay_command(
         )
     if hidden is not None:
         out.print(f"[dim]{markup_safe(size.preamble_text())}[/]")
+    if checked is not None:
+        out.print(check_line(checked))
     out.print(render_table(runs, budget=budget, window=window))
     out.print(render_retrievable(runs))
     if chart:

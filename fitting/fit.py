@@ -105,12 +105,24 @@ class FitOptions:
     """With a store: its page size, and the stubs name the handle each cleared
     result is kept under and its page count. ``None``: no store, the stubs say
     to run the tool again."""
+    batch_tokens: int | None = None
+    """Also close a batch once its results reach this many estimated tokens
+    (SPEC section 3, steps that rarely move). A batch ends at whichever limit
+    comes first; with ``batch_size`` 0 only this one applies. With it, only
+    full batches are cleared: a short last batch waits until it fills."""
+    cut_step: int | None = None
+    """Stages 2 and 3 cut only at step positions of this size (SPEC section 3);
+    None cuts at the earliest turn or round whose tail fits."""
 
     def __post_init__(self) -> None:
         if self.budget < 1:
             raise OptionError(f"the budget must be at least 1 token, not {self.budget}")
-        if self.batch_size < 1:
-            raise OptionError(f"the batch size must be at least 1, not {self.batch_size}")
+        if self.batch_tokens is not None and self.batch_tokens < 1:
+            raise OptionError(f"the batch tokens must be at least 1, not {self.batch_tokens}")
+        if self.batch_size < (0 if self.batch_tokens is not None else 1):
+            raise OptionError(f"the batch size must be at least 1 (0 only with batch tokens), not {self.batch_size}")
+        if self.cut_step is not None and self.cut_step < 1:
+            raise OptionError(f"the cut step must be at least 1 token, not {self.cut_step}")
         if not 0 <= self.protected_fraction <= 1:
             raise OptionError(f"the protected fraction must be between 0 and 1, not {self.protected_fraction}")
         if self.min_clear_ratio < 0:
@@ -122,6 +134,60 @@ class FitOptions:
 DEFAULTS = FitOptions(budget=1)
 """``FitOptions``' defaults as one value, for signatures to read. A budget has no
 default: the 1 here is a placeholder, read only the tunables."""
+
+
+def auto_cut_step(budget: int) -> int:
+    """The default step of stages 2 and 3: a quarter of the budget (SPEC section 3)."""
+    return max(1, budget // 4)
+
+
+def closes_batch(count: int, tokens: int, batch_size: int, batch_tokens: int | None) -> bool:
+    """Whether a batch of ``count`` results holding ``tokens`` is full: at
+    ``batch_size`` results (0: no count limit) or at ``batch_tokens`` tokens,
+    whichever comes first."""
+    return (batch_size > 0 and count >= batch_size) or (batch_tokens is not None and tokens >= batch_tokens)
+
+
+def batch_ranges(
+    candidates: Sequence[ResultRef], batch_size: int, batch_tokens: int | None = None
+) -> tuple[tuple[int, int], ...]:
+    """The batches stage 1 may clear, oldest first, as ``[start, stop)`` ranges
+    of ``candidates``. By count only, the last may be short (SPEC section 3).
+    With ``batch_tokens``, only full batches: the candidates after the last full
+    one stay whole until their batch fills, so every clearing frees a batch's
+    worth of room. Each batch's end depends only on the candidates up to it, and
+    candidates only join at the new end, so batches never re-form as the
+    session grows (SPEC invariants 5 and 8)."""
+    ranges, start, tokens = [], 0, 0
+    for i, ref in enumerate(candidates):
+        tokens += ref.tokens
+        if closes_batch(i + 1 - start, tokens, batch_size, batch_tokens):
+            ranges.append((start, i + 1))
+            start, tokens = i + 1, 0
+    if start < len(candidates) and batch_tokens is None:
+        ranges.append((start, len(candidates)))
+    return tuple(ranges)
+
+
+def step_position(starts: Sequence[int], prefix: Sequence[int], origin: int, first: int, step: int) -> int | None:
+    """The earliest step position at or after ``starts[first]`` (SPEC section 3):
+    among the boundaries ``starts`` (ascending), the ones where the size counted
+    from ``origin`` (``prefix[b] - prefix[origin]``) first reaches a multiple of
+    ``step``; ``starts[0]`` (size 0 counted, or the least) is always one. The
+    index into ``starts``, or None when there is none from ``first`` on."""
+    if first >= len(starts):
+        return None
+
+    def reached(i: int) -> int:
+        return (prefix[starts[i]] - prefix[origin]) // step
+
+    if first == 0 or reached(first) > reached(first - 1):
+        return first
+    target = reached(first) + 1
+    for i in range(first + 1, len(starts)):
+        if reached(i) >= target:
+            return i
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +304,9 @@ class Plan:
     batches: tuple[ClearBatch, ...]
     """The batches cleared, oldest first: a prefix of the candidates."""
     head: tuple[int, int] = (0, 1)
+    cut_at: int | None = None
+    """With ``options.cut_step``, for stages 2 and 3: the step position the
+    kept tail starts at (a turn start, or a round start of the long turn)."""
     """Messages always kept at the start: the first message (and, if it calls tools, its results)."""
     kept: tuple[tuple[int, int], ...] = ()
     """For stages 2 and 3: the input ranges kept after the note, in order."""
@@ -394,6 +463,8 @@ def plan_fit(
     estimator: Estimator | None = None,
     size: Size | None = None,
     page_tokens: int | None = DEFAULTS.page_tokens,
+    batch_tokens: int | None = DEFAULTS.batch_tokens,
+    cut_step: int | None = DEFAULTS.cut_step,
 ) -> Plan:
     """Decide how to fit ``transcript`` into ``budget`` tokens.
 
@@ -412,7 +483,9 @@ def plan_fit(
     ``tests/test_replay.py::test_incremental_windowfit_equals_plan_fit_on_every_request``
     keeps them equal (for the estimate: replay does not anchor).
     """
-    options = FitOptions(budget, batch_size, protected_fraction, min_clear_ratio, add_notice, page_tokens)
+    options = FitOptions(
+        budget, batch_size, protected_fraction, min_clear_ratio, add_notice, page_tokens, batch_tokens, cut_step
+    )
     est = estimator or make_estimator()
     noticed = with_notice(transcript) if add_notice else transcript
     notice_added = noticed is not transcript
@@ -459,8 +532,8 @@ def plan_fit(
     total = before
     batches: list[ClearBatch] = []
     candidates = base.candidates
-    for k in range(0, len(candidates), batch_size):
-        batch = candidates[k : k + batch_size]
+    for k, stop in batch_ranges(candidates, batch_size, batch_tokens):
+        batch = candidates[k:stop]
         saved = 0
         if anchored:
             for ref in batch:
@@ -522,17 +595,29 @@ def plan_fit(
     all_turns = split_turns(working)
     turns = [t for t in all_turns if t.start >= head[1]]
     sizes = [total + note_add - sizer.removed(head[1], t.start) for t in turns]
-    kept_from = next((i for i, size in enumerate(sizes) if size <= budget), None)
-    if kept_from is not None:
-        start = turns[kept_from].start
+    fitting_turn = next((i for i, size in enumerate(sizes) if size <= budget), None)
+    kept_from = fitting_turn
+    prefix = [0]
+    if cut_step is not None:
+        for t in tokens:
+            prefix.append(prefix[-1] + t)
+        if kept_from is not None:
+            kept_from = step_position([t.start for t in turns], prefix, 0, kept_from, cut_step)
+
+    def keep_turns(k: int, cut_at: int | None) -> Plan:
+        start = turns[k].start
         return replace(
             truncated,
             outcome="turns-dropped",
-            tokens_after=sizes[kept_from],
+            tokens_after=sizes[k],
             stages=(*stages, 2),
             kept=((start, len(working)),),
             dropped=_dropped_turns(all_turns, tokens, head[1], start),
+            cut_at=cut_at,
         )
+
+    if kept_from is not None:
+        return keep_turns(kept_from, turns[kept_from].start if cut_step is not None else None)
 
     # Stage 3: inside the last (long) turn, the newest whole tool rounds that fit.
     last = all_turns[-1]
@@ -547,12 +632,19 @@ def plan_fit(
         return before_units - sizer.removed(units_from, stop)
 
     keep_units = next((take for take in range(len(units), 0, -1) if size_keeping(take) <= budget), 0)
-    used = size_keeping(keep_units)
-    stages = (*stages, 2, 3)
     # The tail must reach back to the newest tool round: a tail of only a trailing
     # assistant reply has not kept the work, so that request is too long too.
     rounds_at = [i for i, u in enumerate(units) if isinstance(u, Round)]
     newest = rounds_at[-1] if rounds_at else len(units) - 1
+    cut_at = None
+    if cut_step is not None and keep_units:
+        # The earliest step position from the earliest fitting unit on; when none
+        # is at or before the newest round, the earliest fitting unit (no step).
+        at = step_position([u.start for u in units], prefix, last.start, len(units) - keep_units, cut_step)
+        if at is not None and at <= newest:
+            keep_units, cut_at = len(units) - at, units[at].start
+    used = size_keeping(keep_units)
+    stages = (*stages, 2, 3)
     fits = keep_units > 0 and len(units) - keep_units <= newest
     # Too long keeps what stage 3 would at the least: everything from the newest round on.
     take = keep_units if fits else len(units) - newest if units else 0
@@ -563,8 +655,18 @@ def plan_fit(
     )
     if fits:
         return replace(
-            truncated, outcome="rounds-dropped", tokens_after=used, stages=stages, kept=kept, dropped=dropped
+            truncated,
+            outcome="rounds-dropped",
+            tokens_after=used,
+            stages=stages,
+            kept=kept,
+            dropped=dropped,
+            cut_at=cut_at,
         )
+    if fitting_turn is not None:
+        # With cut steps, no step position's tail fits and stage 3 cannot fit either
+        # (the long turn is only its opening message, say): the earliest turn that fits.
+        return keep_turns(fitting_turn, None)
     cause = _too_long(
         tokens,
         results,
@@ -813,6 +915,8 @@ def fit(
     add_notice: bool = DEFAULTS.add_notice,
     store: ResultStore | None = None,
     page_tokens: int | None = DEFAULTS.page_tokens,
+    batch_tokens: int | None = DEFAULTS.batch_tokens,
+    cut_step: int | None = DEFAULTS.cut_step,
 ) -> Fitted:
     """``plan_fit`` then ``apply_plan``. With ``store``, every cleared result is
     put in it first, in pages of ``page_tokens`` (default ``PAGE_TOKENS``), and
@@ -826,6 +930,8 @@ def fit(
         min_clear_ratio=min_clear_ratio,
         add_notice=add_notice,
         page_tokens=(page_tokens or PAGE_TOKENS) if store is not None else None,
+        batch_tokens=batch_tokens,
+        cut_step=cut_step,
     )
     if store is not None:
         keep_cleared(transcript, plan, store)

@@ -157,6 +157,8 @@ class Fitter:
     """Keep every cleared result here; the stubs then name their handles."""
     page_tokens: int | None = DEFAULTS.page_tokens
     """The store's page size (``PAGE_TOKENS`` when a store is given and this is None)."""
+    batch_tokens: int | None = DEFAULTS.batch_tokens
+    cut_step: int | None = DEFAULTS.cut_step
 
     @classmethod
     def of(cls, options: FitOptions, estimator: Estimator | None = None, store: ResultStore | None = None) -> Fitter:
@@ -170,6 +172,8 @@ class Fitter:
             options.add_notice,
             store,
             options.page_tokens,
+            options.batch_tokens,
+            options.cut_step,
         )
 
     @property
@@ -181,6 +185,8 @@ class Fitter:
             self.min_clear_ratio,
             self.add_notice,
             self._page_tokens,
+            self.batch_tokens,
+            self.cut_step,
         )
 
     @property
@@ -200,6 +206,8 @@ class Fitter:
             min_clear_ratio=self.min_clear_ratio,
             add_notice=self.add_notice,
             page_tokens=self._page_tokens,
+            batch_tokens=self.batch_tokens,
+            cut_step=self.cut_step,
         )
 
     def fit(self, body: Mapping[str, Any], *, dialect: Dialect | None = None) -> FittedRequest:
@@ -254,6 +262,8 @@ def fit_request(
     add_notice: bool = DEFAULTS.add_notice,
     store: ResultStore | None = None,
     page_tokens: int | None = DEFAULTS.page_tokens,
+    batch_tokens: int | None = DEFAULTS.batch_tokens,
+    cut_step: int | None = DEFAULTS.cut_step,
 ) -> FittedRequest:
     """Fit one request body (see ``Fitter`` to reuse estimates across calls).
     With ``store``, every cleared result is kept in it and the stubs name their handles."""
@@ -266,5 +276,7 @@ def fit_request(
         add_notice,
         store,
         page_tokens,
+        batch_tokens,
+        cut_step,
     )
     return fitter.fit(body, dialect=dialect)

@@ -29,8 +29,10 @@ from .fit import (
     too_long_message,
 )
 from .formats.base import SkippedFile
+from .pricing import Price
 from .repair import Repair, RepairKind
 from .replay import Run
+from .replay.cache import CacheCheck, CacheModel
 from .report import Report, UsageRow
 from .size import PreambleSource, Size, SizeSource
 from .store.base import Entry, Page
@@ -295,6 +297,8 @@ class FitOptionsJson(TypedDict):
     min_clear_ratio: float
     add_notice: bool
     page_tokens: int | None
+    batch_tokens: int | None
+    cut_step: int | None
 
 
 class PlanMessageJson(TypedDict):
@@ -428,6 +432,7 @@ class FitDocument(TypedDict):
     batches: list[BatchJson]
     head: list[int]
     kept: list[list[int]]
+    cut_at: int | None
     dropped: list[DroppedJson]
     repairs: list[RepairJson]
     note: str | None
@@ -502,6 +507,8 @@ def plan_document(
             "min_clear_ratio": plan.options.min_clear_ratio,
             "add_notice": plan.options.add_notice,
             "page_tokens": plan.options.page_tokens,
+            "batch_tokens": plan.options.batch_tokens,
+            "cut_step": plan.options.cut_step,
         },
         "window": window,
         "outcome": plan.outcome,
@@ -541,6 +548,7 @@ def plan_document(
         ],
         "head": list(plan.head),
         "kept": [list(k) for k in plan.kept],
+        "cut_at": plan.cut_at,
         "dropped": [{"kind": d.kind, "start": d.start, "stop": d.stop, "tokens": d.tokens} for d in plan.dropped],
         "repairs": [_repair(r) for r in plan.repairs],
         "note": plan.note or None,
@@ -654,6 +662,29 @@ class ReplayStepJson(TypedDict):
     prefix_break: bool
     rejected: bool
     measured_tokens: int | None
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float | None
+
+
+class PricingJson(TypedDict):
+    recorded_model: str | None
+    model: str | None
+    row: str | None
+    provider: str
+    cache_ttl: str
+    source: str | None
+    read_on: str | None
+
+
+class CacheCheckJson(TypedDict):
+    policy: str
+    steps: int
+    predicted_cache_read_tokens: int
+    recorded_cache_read_tokens: int
+    predicted_cache_write_tokens: int
+    recorded_cache_write_tokens: int
+    read_error: float | None
 
 
 class ReplayRunJson(TypedDict):
@@ -664,6 +695,10 @@ class ReplayRunJson(TypedDict):
     cached_tokens: int
     uncached_tokens: int
     prefix_breaks: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cache_hit_rate: float
+    cost_usd: float | None
     outcomes: dict[str, float]
     retrievable_tokens: int
     retrievable_results: int
@@ -677,8 +712,14 @@ class ReplayDocument(TypedDict):
     estimator: str
     budget: int
     window: int | None
+    pricing: PricingJson | None
+    cache_check: CacheCheckJson | None
     runs: list[ReplayRunJson]
     skipped_files: list[SkippedFileJson]
+
+
+def _usd(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
 def replay_document(
@@ -689,8 +730,35 @@ def replay_document(
     window: int | None,
     estimator: str,
     skipped: Sequence[SkippedFile] = (),
+    pricing: tuple[str | None, str | None, Price | None, CacheModel] | None = None,
+    cache_check: CacheCheck | None = None,
 ) -> ReplayDocument:
-    """``windowfit replay --json``: per policy its totals and every step."""
+    """``windowfit replay --json``: per policy its totals and every step. ``pricing`` is the model the
+    log records, the ``--model`` given, the price row used (None: unpriced) and the cache model."""
+    pricing_json: PricingJson | None = None
+    if pricing is not None:
+        recorded, given, row, cache = pricing
+        pricing_json = {
+            "recorded_model": recorded,
+            "model": given,
+            "row": row.model if row else None,
+            "provider": cache.provider,
+            "cache_ttl": cache.ttl,
+            "source": row.source if row else None,
+            "read_on": row.read_on if row else None,
+        }
+    check_json: CacheCheckJson | None = None
+    if cache_check is not None:
+        error = cache_check.read_error
+        check_json = {
+            "policy": "send-everything",
+            "steps": cache_check.steps,
+            "predicted_cache_read_tokens": cache_check.predicted_read,
+            "recorded_cache_read_tokens": cache_check.recorded_read,
+            "predicted_cache_write_tokens": cache_check.predicted_write,
+            "recorded_cache_write_tokens": cache_check.recorded_write,
+            "read_error": None if error is None else round(error, 4),
+        }
     return {
         "schema": SCHEMA,
         "path": transcript.source.path,
@@ -698,6 +766,8 @@ def replay_document(
         "estimator": estimator,
         "budget": budget,
         "window": window,
+        "pricing": pricing_json,
+        "cache_check": check_json,
         "runs": [
             {
                 "policy": run.policy,
@@ -707,6 +777,10 @@ def replay_document(
                 "cached_tokens": run.cached_tokens,
                 "uncached_tokens": run.uncached_tokens,
                 "prefix_breaks": run.prefix_breaks,
+                "cache_read_tokens": run.cache_read_tokens,
+                "cache_write_tokens": run.cache_write_tokens,
+                "cache_hit_rate": round(run.cache_hit_rate, 4),
+                "cost_usd": _usd(run.cost_usd),
                 "outcomes": {name: round(share, 4) for name, share in run.outcome_shares()},
                 "retrievable_tokens": run.retrievable_tokens,
                 "retrievable_results": run.retrievable_results,
@@ -723,6 +797,9 @@ def replay_document(
                         "prefix_break": s.prefix_break,
                         "rejected": s.rejected,
                         "measured_tokens": s.measured_tokens,
+                        "cache_read_tokens": s.cache_read_tokens,
+                        "cache_write_tokens": s.cache_write_tokens,
+                        "cost_usd": _usd(s.cost_usd),
                     }
                     for s in run.steps
                 ],

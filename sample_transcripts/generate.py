@@ -502,6 +502,52 @@ SAMPLES: dict[str, Callable[[], Iterator[Json]]] = {
 }
 
 
+# --------------------------------------------------------------------------
+# A long single-turn agent session (issue 14: cuts that rarely move). Not one of
+# the samples written here (600 rounds are 3 MB): the tests and benchmarks/bench_steps.py
+# make it with ``long_single_turn(rounds=...)``.
+
+LONG_TEXTS = (
+    "Reading `{path}` next.",
+    "Checking `{path}` against the notes.",
+    "Running the tests after the last change.",
+    "Searching for the {noun} in the sources.",
+)
+
+
+def long_single_turn(seed: int = 6, rounds: int = 600, scale: float = 1.0) -> Iterator[Json]:
+    """A coding agent's one long turn: an instruction, then ``rounds`` tool rounds,
+    each a short remark and one call: file reads (1,000-12,000 chars, 60%),
+    test runs (400-3,000, 25%) or searches (200-1,500, 15%), then a summary.
+    Results come from a pool of generated texts, each made unique by its header;
+    ``scale`` multiplies their lengths (a smaller session of the same shape)."""
+    rng = random.Random(seed)
+    ids = Ids(rng, "toolu_")
+
+    def size(low: int, high: int) -> int:
+        return max(1, int(rng.randint(low, high) * scale))
+
+    reads = [prose.python_module(rng, size(1_000, 12_000)) for _ in range(40)]
+    tests = [prose.ascii_heavy_text(rng, size(400, 3_000)) for _ in range(20)]
+    greps = [prose.ascii_heavy_text(rng, size(200, 1_500)) for _ in range(20)]
+    yield system(EN_SYSTEM)
+    yield user("Go through every module under src/, check it against docs/spec.md, fix what disagrees, and test.")
+    for i in range(rounds):
+        path, noun = f"src/windowfit/m{rng.randint(0, 199):03d}.py", rng.choice(prose.NOUNS)
+        roll = rng.random()
+        if roll < 0.6:
+            call = Call("Read", {"file_path": path}, f"{path} (round {i})\n{rng.choice(reads)}")
+            text = LONG_TEXTS[rng.randint(0, 1)].format(path=path)
+        elif roll < 0.85:
+            call = Call("Bash", {"command": "pytest -q"}, f"round {i}: pytest -q\n{rng.choice(tests)}")
+            text = LONG_TEXTS[2]
+        else:
+            call = Call("Grep", {"pattern": noun, "path": "src"}, f"round {i}: grep {noun}\n{rng.choice(greps)}")
+            text = LONG_TEXTS[3].format(noun=noun)
+        yield from anthropic_round(ids, text, [call])
+    yield assistant("Every module is checked; the disagreements are fixed and the tests pass.")
+
+
 def main() -> None:
     """Write every sample next to this script and print its size."""
     for name, make in SAMPLES.items():

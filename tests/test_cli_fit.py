@@ -690,3 +690,46 @@ def test_fit_plan_says_which_size_it_used(run_cli: Run) -> None:
     doc = json.loads(run_cli("fit", parallel, "--budget", "100000", "--json", "--size", "estimate").stdout)
     assert doc["size_source"] == "estimate"
     assert doc["tokens_before"] == doc["preamble_tokens"] + sum(m["tokens"] for m in doc["messages"])
+
+
+# --------------------------------------------------------------------------
+# The step rules (SPEC section 3, issue 14 item 5)
+
+
+def test_cut_steps_move_the_cut_to_a_step_position_and_the_plan_records_it(run_cli: Run, in_data: Path) -> None:
+    # turns.jsonl at 500 (--overhead 0): messages of 100, 100, 100, 4, 3, 100, 100, 100, 50, 50 tokens;
+    # turns start at 0 (the head), 2, 4, 6, 8. Without steps the earliest tail that fits starts at 6.
+    # Steps of 410: the size before 2, 4, 6 is 200, 304, 407 (under one step), before 8 it is 607,
+    # so 8 is the first step position after 2 (always one); the request keeps the head (100),
+    # the note (42) and messages 8-9 (100): 242 tokens.
+    plain = plan_json(run_cli, "turns_dropped")
+    assert (plain["cut_at"], plain["kept"], plain["options"]["cut_step"]) == (None, [[6, 10]], None)
+    stepped = plan_json(run_cli, "turns_dropped", "--cut-step", "410")
+    assert (stepped["outcome"], stepped["cut_at"], stepped["kept"]) == ("turns-dropped", 8, [[8, 10]])
+    assert stepped["tokens_after"] == 242 and stepped["options"]["cut_step"] == 410
+    # Steps of 1,000: no turn after 2 is a step position; stage 3 keeps the last turn's opening message
+    # and its one round, from the first round start (always a step position).
+    whole = plan_json(run_cli, "turns_dropped", "--cut-step", "1000")
+    assert (whole["outcome"], whole["cut_at"], whole["kept"]) == ("rounds-dropped", 9, [[8, 9], [9, 10]])
+    auto = plan_json(run_cli, "turns_dropped", "--cut-step", "auto", "--batch-tokens", "300")
+    assert (auto["options"]["cut_step"], auto["options"]["batch_tokens"]) == (125, 300)
+    text = flat(fit(run_cli, "turns_dropped", "--cut-step", "410").stdout)
+    assert "step rules: cuts at steps of 410 tokens: this one at message 8 (line 9)" in text
+    assert "step rules" not in flat(fit(run_cli, "turns_dropped").stdout)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--cut-step", "often"), "--cut-step takes a number of tokens or auto, not 'often'"),
+        (("--cut-step", "0"), "--cut-step must be at least 1 token, not 0"),
+        (("--batch-size", "0"), "the batch size must be at least 1 (0 only with batch tokens), not 0"),
+    ],
+)
+def test_bad_step_options_are_a_usage_error(
+    run_cli: Run, in_data: Path, options: tuple[str, ...], message: str
+) -> None:
+    for command in ("fit", "check"):
+        result = run_cli(command, "turns.jsonl", "--budget", "500", *options)
+        assert result.exit_code == 2
+        assert message in flat(result.stderr) and "Traceback" not in result.stderr

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple, TypedDict
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -18,6 +20,7 @@ from windowfit.fitting.fit import (
     OUTCOMES,
     TRUNCATION_NOTE,
     Plan,
+    ResultRef,
     apply_plan,
     clear_results,
     plan_fit,
@@ -37,19 +40,86 @@ def total(transcript: Transcript, estimator: Estimator | None = None) -> int:
     return (estimator or make_estimator()).request(transcript)
 
 
+class StepOptions(TypedDict):
+    batch_tokens: int | None
+    cut_step: int | None
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The step rules of SPEC section 3 a case fits with (None: off)."""
+
+    batch_tokens: int | None = None
+    cut_step: int | None = None
+
+    def kw(self) -> StepOptions:
+        return {"batch_tokens": self.batch_tokens, "cut_step": self.cut_step}
+
+
+class Case(NamedTuple):
+    transcript: Transcript
+    budget: int
+    batch: int
+    steps: Steps = Steps()
+
+
 @st.composite
-def fit_cases(draw: st.DrawFn, strategy: st.SearchStrategy[Transcript] | None = None) -> tuple[Transcript, int, int]:
-    """A transcript, a budget between 1% and 120% of its size, and a batch size."""
+def step_rules(draw: st.DrawFn, budget: int) -> Steps:
+    """Half the time off (the contract's default); else batches by size, cuts at
+    steps, or both, each a drawn share of the budget."""
+    which = draw(st.sampled_from(("off", "off", "tokens", "cut", "both")))
+    event(f"step rules: {which}")
+    tokens = max(1, int(budget * draw(st.sampled_from((0.02, 0.125, 0.5))))) if which in ("tokens", "both") else None
+    cut = max(1, int(budget * draw(st.sampled_from((0.05, 0.25, 0.6))))) if which in ("cut", "both") else None
+    return Steps(tokens, cut)
+
+
+@st.composite
+def fit_cases(draw: st.DrawFn, strategy: st.SearchStrategy[Transcript] | None = None) -> Case:
+    """A transcript, a budget between 1% and 120% of its size, a batch size
+    (0, no count limit, only with batches by size) and the step rules."""
     transcript = draw(strategy if strategy is not None else st.one_of(transcripts(), subagents()))
     size = total(transcript)
     budget = max(1, int(size * draw(st.floats(0.01, 1.2))))
-    return transcript, budget, draw(st.sampled_from((1, 2, 4, 4, 4, 7)))
+    steps = draw(step_rules(budget))
+    batch = draw(st.sampled_from((1, 2, 4, 4, 4, 7) + ((0,) if steps.batch_tokens else ())))
+    return Case(transcript, budget, batch, steps)
 
 
-def fitted(case: tuple[Transcript, int, int]) -> tuple[Plan, Transcript]:
-    transcript, budget, batch = case
-    plan = plan_fit(transcript, budget=budget, batch_size=batch)
-    return plan, apply_plan(transcript, plan)
+def fitted(case: Case) -> tuple[Plan, Transcript]:
+    plan = plan_fit(case.transcript, budget=case.budget, batch_size=case.batch, **case.steps.kw())
+    return plan, apply_plan(case.transcript, plan)
+
+
+def full_batch(plan: Plan, group: Sequence[ResultRef]) -> bool:
+    """A batch is full at ``batch_size`` results (0: no count limit) or once its
+    results reach ``batch_tokens``, whichever comes first (SPEC section 3)."""
+    o = plan.options
+    by_count = o.batch_size > 0 and len(group) >= o.batch_size
+    return by_count or (o.batch_tokens is not None and sum(r.tokens for r in group) >= o.batch_tokens)
+
+
+def clearable(plan: Plan) -> tuple[ResultRef, ...]:
+    """What stage 1 may clear: every candidate by count; with batches by size,
+    only the candidates of full batches (a short last batch waits until it fills)."""
+    if plan.options.batch_tokens is None:
+        return plan.candidates
+    start = 0
+    for i in range(len(plan.candidates)):
+        if full_batch(plan, plan.candidates[start : i + 1]):
+            start = i + 1
+    return plan.candidates[:start]
+
+
+def assert_whole_batches(plan: Plan) -> None:
+    """SPEC invariant 5's "whole batches", restated: every batch ends exactly
+    where it becomes full, and only the last may be short, when it holds every
+    candidate left (by count only: with batches by size, none is short)."""
+    groups = [b.results for b in plan.batches]
+    for i, group in enumerate(groups):
+        assert group and not any(full_batch(plan, group[:j]) for j in range(1, len(group)))
+        short_ok = i == len(groups) - 1 and plan.cleared == plan.candidates and plan.options.batch_tokens is None
+        assert full_batch(plan, group) or short_ok
 
 
 # --------------------------------------------------------------------------
@@ -59,7 +129,7 @@ def fitted(case: tuple[Transcript, int, int]) -> tuple[Plan, Transcript]:
 @pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
-def test_inv1_fitted_request_is_within_budget_or_too_long(case: tuple[Transcript, int, int]) -> None:
+def test_inv1_fitted_request_is_within_budget_or_too_long(case: Case) -> None:
     plan, out = fitted(case)
     event(plan.outcome)
     assert plan.tokens_after == total(out), "the plan's accounting must match a fresh estimate"
@@ -72,8 +142,8 @@ def test_inv1_fitted_request_is_within_budget_or_too_long(case: tuple[Transcript
 @pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
-def test_inv2_every_call_has_its_result_and_every_result_its_call(case: tuple[Transcript, int, int]) -> None:
-    transcript, _, _ = case
+def test_inv2_every_call_has_its_result_and_every_result_its_call(case: Case) -> None:
+    transcript = case.transcript
     assert check_request(transcript) == ()  # generated inputs are valid ...
     _, out = fitted(case)
     assert check_request(out) == ()  # ... and so is every fitted request
@@ -84,8 +154,8 @@ def test_inv2_every_call_has_its_result_and_every_result_its_call(case: tuple[Tr
 @pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
-def test_inv3_system_prompt_and_first_message_are_kept_unchanged(case: tuple[Transcript, int, int]) -> None:
-    transcript, _, _ = case
+def test_inv3_system_prompt_and_first_message_are_kept_unchanged(case: Case) -> None:
+    transcript = case.transcript
     _, out = fitted(case)
     assert out.system == transcript.system
     assert out.tools == transcript.tools
@@ -95,8 +165,8 @@ def test_inv3_system_prompt_and_first_message_are_kept_unchanged(case: tuple[Tra
 @pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
-def test_inv4_stages_run_in_order_and_only_when_needed(case: tuple[Transcript, int, int]) -> None:
-    transcript, budget, _batch = case
+def test_inv4_stages_run_in_order_and_only_when_needed(case: Case) -> None:
+    transcript, budget = case.transcript, case.budget
     plan, _ = fitted(case)
     before = total(transcript)
     assert plan.tokens_before == before
@@ -105,15 +175,15 @@ def test_inv4_stages_run_in_order_and_only_when_needed(case: tuple[Transcript, i
         assert plan.outcome == "fits" and plan.stages == () and plan.cleared == ()
         return
     assert plan.outcome != "fits"
-    all_cleared = replace(transcript, messages=tuple(clear_results(transcript.messages, plan.candidates)))
+    all_cleared = replace(transcript, messages=tuple(clear_results(transcript.messages, clearable(plan))))
     if plan.outcome == "cleared":
         assert plan.stages == (1,)
         # minimal: one batch fewer would not have fitted
         fewer = plan.cleared[: len(plan.cleared) - len(plan.batches[-1].results)]
         assert total(replace(transcript, messages=tuple(clear_results(transcript.messages, fewer)))) > budget
     else:
-        # stage 2 or 3 ran only because clearing every candidate was not enough
-        assert plan.cleared == plan.candidates
+        # stage 2 or 3 ran only because clearing every candidate (of a full batch) was not enough
+        assert plan.cleared == clearable(plan)
         assert total(all_cleared) > budget
         assert plan.stages[-1] in (2, 3)
     if plan.outcome == "turns-dropped":
@@ -132,13 +202,12 @@ def test_inv4_stages_run_in_order_and_only_when_needed(case: tuple[Transcript, i
 @pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
-def test_inv5_cleared_results_are_a_prefix_of_candidates_in_whole_batches(case: tuple[Transcript, int, int]) -> None:
-    _transcript, budget, batch = case
+def test_inv5_cleared_results_are_a_prefix_of_candidates_in_whole_batches(case: Case) -> None:
+    budget = case.budget
     plan, out = fitted(case)
     cleared, candidates = plan.cleared, plan.candidates
     assert cleared == candidates[: len(cleared)]
-    assert len(cleared) % batch == 0 or len(cleared) == len(candidates)
-    assert all(len(b.results) == batch for b in plan.batches[:-1])
+    assert_whole_batches(plan)
     if plan.results:
         newest = plan.results[-1]
         assert newest not in cleared and newest in plan.protected
@@ -162,10 +231,10 @@ def test_inv5_cleared_results_are_a_prefix_of_candidates_in_whole_batches(case: 
 @pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
-def test_inv6_same_input_and_options_give_byte_identical_output(case: tuple[Transcript, int, int]) -> None:
-    transcript, budget, batch = case
-    one = plan_fit(transcript, budget=budget, batch_size=batch)
-    two = plan_fit(copy.deepcopy(transcript), budget=budget, batch_size=batch, estimator=make_estimator())
+def test_inv6_same_input_and_options_give_byte_identical_output(case: Case) -> None:
+    transcript, budget, batch, steps = case
+    one = plan_fit(transcript, budget=budget, batch_size=batch, **steps.kw())
+    two = plan_fit(copy.deepcopy(transcript), budget=budget, batch_size=batch, estimator=make_estimator(), **steps.kw())
     assert one == two
     a, b = apply_plan(transcript, one), apply_plan(transcript, two)
     for to in ("same", "anthropic", "openai"):
@@ -177,8 +246,8 @@ def test_inv6_same_input_and_options_give_byte_identical_output(case: tuple[Tran
 @pytest.mark.slow
 @PROPERTY
 @given(fit_cases())
-def test_inv7_the_input_transcript_is_never_modified(case: tuple[Transcript, int, int]) -> None:
-    transcript, _budget, _batch = case
+def test_inv7_the_input_transcript_is_never_modified(case: Case) -> None:
+    transcript = case.transcript
     snapshot = copy.deepcopy(transcript)
     fitted(case)
     assert transcript == snapshot
@@ -197,25 +266,122 @@ def replay_steps(transcript: Transcript) -> list[Transcript]:
 @pytest.mark.slow
 @PROPERTY
 @given(fit_cases(), st.sampled_from((1, 4)))
-def test_inv8_replay_cleared_set_only_grows_in_batch_steps(case: tuple[Transcript, int, int], batch: int) -> None:
-    transcript, budget, _ = case
+def test_inv8_replay_cleared_set_only_grows_in_batch_steps(case: Case, batch: int) -> None:
+    transcript, budget, _, steps = case
+    batch = 0 if steps.batch_tokens and batch == 1 else batch  # with batches by size, also no count limit
     estimator = make_estimator()
     previous: tuple[str, ...] = ()
+    closed: list[tuple[str, ...]] = []
     for step in replay_steps(transcript):
-        plan = plan_fit(step, budget=budget, batch_size=batch, estimator=estimator)
+        plan = plan_fit(step, budget=budget, batch_size=batch, estimator=estimator, **steps.kw())
         cleared = tuple(r.call_id for r in plan.cleared)
         assert cleared[: len(previous)] == previous, "the cleared part of the prompt must stay as it was"
-        assert len(cleared) % batch == 0 or len(cleared) == len(plan.candidates)
+        assert_whole_batches(plan)
+        # batches are fixed by position: a full batch of an earlier request never re-forms
+        now = [tuple(r.call_id for r in b.results) for b in plan.batches]
+        assert now[: len(closed)] == closed
+        closed = now[:-1]  # every batch but the last is full; the last may still grow as candidates join
         previous = cleared
+
+
+def step_boundaries(messages: Sequence[Message], plan: Plan) -> tuple[list[int], int]:
+    """The cut's candidate boundaries and where their sizes are counted from
+    (SPEC section 3): turn starts after the head from the conversation's start
+    (stage 2), or the long turn's unit starts from that turn's start (stage 3)."""
+    turns = split_turns(messages)
+    if plan.outcome == "turns-dropped":
+        return [t.start for t in turns if t.start >= plan.head[1]], 0
+    last = turns[-1]
+    units_from = last.start + 1 if last.start >= plan.head[1] else plan.head[1]
+    return [u.start for u in split_units(messages, units_from, len(messages))], last.start
+
+
+@pytest.mark.slow
+@PROPERTY
+@given(
+    st.one_of(
+        transcripts(max_turns=8, sizes=st.integers(200, 8000)),
+        subagents(min_rounds=8, max_rounds=40, sizes=st.integers(200, 8000)),
+    ),
+    st.floats(0.3, 0.95),
+    st.sampled_from((0.05, 0.25, 0.6)),
+    st.sampled_from((None, 0.02, 0.125)),
+)
+def test_inv10_with_step_rules_the_cut_only_moves_forward_and_only_to_a_step_position(
+    transcript: Transcript, fraction: float, step_share: float, batch_share: float | None
+) -> None:
+    """SPEC §6.10, replaying a growing transcript: each stage 2/3 cut is at or
+    after the previous one, and is a step position: a boundary where the size
+    counted as SPEC §3 says (over the messages as stage 1 left them, estimated
+    afresh here) first reaches a multiple of the step; every earlier step
+    position's tail is over the budget.
+
+    The one way back (SPEC §3's premise, "sizes no longer change", fails): a
+    result the previous request kept whole in its protected tail is cleared in
+    this one, and what that frees lets an earlier tail fit, or stage 1 alone."""
+    estimator = make_estimator()
+    # A share of the whole session with every clearable result cleared: its end needs stage 2 or 3.
+    every = plan_fit(transcript, budget=1, protected_fraction=0.0)
+    budget = max(
+        1,
+        int(
+            total(replace(transcript, messages=tuple(clear_results(transcript.messages, every.candidates)))) * fraction
+        ),
+    )
+    cut_step = max(1, int(budget * step_share))
+    batch_tokens = max(1, int(budget * batch_share)) if batch_share else None
+    previous, last = -1, None
+    for step in replay_steps(transcript):
+        plan = plan_fit(
+            step,
+            budget=budget,
+            estimator=estimator,
+            batch_size=0 if batch_tokens else 4,
+            batch_tokens=batch_tokens,
+            cut_step=cut_step,
+        )
+        event(f"a request {plan.outcome}")
+        if plan.outcome == "too-long":
+            continue
+        before, last = last, plan
+        tail = plan.kept[-1][0] if plan.note else 0
+        if tail < previous:
+            assert before is not None
+            released = {r.call_id for r in before.protected} & {r.call_id for r in plan.cleared}
+            assert released, "the cut moved back though nothing the previous request kept whole was cleared"
+            event("moved back: protected results released")
+        previous = tail
+        if not plan.note:
+            continue
+        if plan.cut_at is None:
+            # The exceptions: no step position fits and stage 3 could not fit at a step (or at all).
+            event(f"{plan.outcome} without a step")
+            continue
+        event(f"{plan.outcome} at a step")
+        assert plan.cut_at == tail
+        messages = clear_results(repaired(step, plan).messages, plan.cleared)
+        held = [0]
+        for m in messages:
+            held.append(held[-1] + make_estimator().message(m).tokens)
+        bounds, origin = step_boundaries(messages, plan)
+        reached = [(held[b] - held[origin]) // cut_step for b in bounds]
+        steps = [b for i, b in enumerate(bounds) if i == 0 or reached[i] > reached[i - 1]]
+        assert tail in steps
+        opener = list(plan.kept[0]) if len(plan.kept) > 1 else []
+        head = [*messages[plan.head[0] : plan.head[1]], Message("user", (Text(TRUNCATION_NOTE),))]
+        for earlier in (b for b in steps if b < tail):
+            kept = [*messages[opener[0] : opener[1]]] if opener else []
+            request = replace(step, messages=(*head, *kept, *messages[earlier:]))
+            assert total(request) > budget, "an earlier step position's tail fits"
 
 
 @pytest.mark.slow
 @PROPERTY
 @given(fit_cases(observed_transcripts()))
-def test_text_observations_keep_every_invariant_and_are_cleared_in_place(case: tuple[Transcript, int, int]) -> None:
+def test_text_observations_keep_every_invariant_and_are_cleared_in_place(case: Case) -> None:
     """Issue 9 item 4: tool output sent as plain user text (SWE-agent, aider,
     XML-era Cline) is a result stage 1 may clear, under the same invariants."""
-    transcript, budget, batch = case
+    transcript, budget, batch, steps = case
     plan, out = fitted(case)
     event(plan.outcome)
     # 1, 2, 3
@@ -226,7 +392,7 @@ def test_text_observations_keep_every_invariant_and_are_cleared_in_place(case: t
     # 5: a prefix of the candidates in whole batches; the newest result never cleared
     cleared = plan.cleared
     assert cleared == plan.candidates[: len(cleared)]
-    assert len(cleared) % batch == 0 or len(cleared) == len(plan.candidates)
+    assert_whole_batches(plan)
     if plan.results:
         assert plan.results[-1] not in cleared
     # every observation is a result, under its stable synthetic id, oldest first
@@ -255,7 +421,8 @@ def test_text_observations_keep_every_invariant_and_are_cleared_in_place(case: t
     previous: tuple[str, ...] = ()
     estimator = make_estimator()
     for step in replay_steps(transcript):
-        ids_now = tuple(r.call_id for r in plan_fit(step, budget=budget, batch_size=batch, estimator=estimator).cleared)
+        again = plan_fit(step, budget=budget, batch_size=batch, estimator=estimator, **steps.kw())
+        ids_now = tuple(r.call_id for r in again.cleared)
         assert ids_now[: len(previous)] == previous
         previous = ids_now
 
@@ -530,6 +697,21 @@ def test_field_report_eight_subagents_legacy_rejected_windowfit_fits() -> None:
     assert (rejected_before, fitted_after) == (8, 8)
 
 
+def test_with_cut_steps_a_new_turn_that_alone_fits_is_kept_not_too_long() -> None:
+    # The corpus case: the newest turn is only its opening message, and no step position's tail
+    # fits. Stage 3 has no round to keep, so stage 2 keeps that turn without a step.
+    rounds = subagent([4000] * 4, instruction="more").messages
+    opening = [Message("user", (Text("go"),)), Message("assistant", (Text("ok"),))]
+    t = Transcript((), (), (*opening, *rounds, Message("user", (Text("next"),))))
+    # Turns start at 0 (the head), 2 ("more" and four rounds of 2 + 1,000 tokens) and 11 ("next").
+    # With every old result cleared, the tail from 2 (the newest result whole) is over 900, and
+    # 11 is no step position (the size before it is far under one step of 10,000).
+    plan = plan_fit(t, budget=900, estimator=bare(), cut_step=10_000)
+    assert plan.outcome == "turns-dropped" and plan.cut_at is None
+    assert plan.kept == ((11, 12),)
+    assert plan_fit(t, budget=900, estimator=bare()).kept == plan.kept
+
+
 def test_a_tail_without_any_tool_round_is_too_long() -> None:
     # Regression (helper review of the Russian sample at --budget 3000): the newest round
     # (2 + 1,000 tokens) cannot fit a 500 budget, but the trailing assistant reply "done"
@@ -573,7 +755,7 @@ def test_too_long_without_one_big_part_lists_the_smallest_request() -> None:
 
 
 @st.composite
-def too_long_cases(draw: st.DrawFn) -> tuple[Transcript, int, int]:
+def too_long_cases(draw: st.DrawFn) -> Case:
     """A transcript and a budget small enough that it is often too long."""
     transcript = draw(st.one_of(transcripts(), subagents()))
     budget = max(1, int(total(transcript) * draw(st.floats(0.001, 0.35))))
@@ -585,7 +767,7 @@ def too_long_cases(draw: st.DrawFn) -> tuple[Transcript, int, int]:
             largest = max(p.tokens for p in cause.parts)
             if largest < cause.tokens - 1:
                 budget = draw(st.integers(max(largest + 1, cause.tokens * 9 // 10), cause.tokens - 1))
-    return transcript, budget, batch
+    return Case(transcript, budget, batch, draw(step_rules(budget)))
 
 
 NUMBER = re.compile(r"\d[\d,]*")
@@ -594,8 +776,8 @@ NUMBER = re.compile(r"\d[\d,]*")
 @pytest.mark.slow
 @PROPERTY
 @given(too_long_cases())
-def test_too_long_cause_numbers_are_the_smallest_request_and_true(case: tuple[Transcript, int, int]) -> None:
-    transcript, budget, _ = case
+def test_too_long_cause_numbers_are_the_smallest_request_and_true(case: Case) -> None:
+    transcript, budget = case.transcript, case.budget
     plan, out = fitted(case)
     event(plan.outcome)
     if plan.outcome != "too-long":

@@ -126,7 +126,7 @@ def check_fit(transcript: Transcript, fraction: float, batch: int) -> None:
     if not transcript.messages:
         return
     budget = max(1, int(test_fit.total(transcript) * fraction))
-    case = (transcript, budget, batch)
+    case = test_fit.Case(transcript, budget, batch)
     valid = check_request(transcript) == ()
     for prop in ALWAYS + (VALID_ONLY if valid else ()):
         prop.hypothesis.inner_test(case)  # type: ignore[attr-defined]

@@ -22,7 +22,8 @@ TUNABLES = {f.name: f.default for f in dataclasses.fields(FitOptions) if f.name 
 
 
 def test_fit_options_hold_the_spec_defaults() -> None:
-    # SPEC §3: batches of 4, a quarter of the budget protected, clearable at 2x the stub; the notice is opt-in.
+    # SPEC §3: batches of 4, a quarter of the budget protected, clearable at 2x the stub; the notice is opt-in,
+    # and so are the step rules (batches by size, cut steps).
     # No store unless one is given (issue 13): page_tokens is None, and the stubs say to run the tool again.
     assert TUNABLES == {
         "batch_size": 4,
@@ -30,6 +31,8 @@ def test_fit_options_hold_the_spec_defaults() -> None:
         "min_clear_ratio": 2.0,
         "add_notice": False,
         "page_tokens": None,
+        "batch_tokens": None,
+        "cut_step": None,
     }
 
 
@@ -53,9 +56,9 @@ def cli_defaults(command: str) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
-        ("fit", {"batch_size", "protected_fraction", "min_clear_ratio", "add_notice"}),
-        ("check", {"batch_size", "protected_fraction", "min_clear_ratio"}),
-        ("replay", {"batch_size"}),
+        ("fit", {"batch_size", "protected_fraction", "min_clear_ratio", "add_notice", "batch_tokens", "cut_step"}),
+        ("check", {"batch_size", "protected_fraction", "min_clear_ratio", "batch_tokens", "cut_step"}),
+        ("replay", {"batch_size", "batch_tokens", "cut_step"}),
     ],
 )
 def test_cli_option_defaults_are_the_fit_options_defaults(command: str, expected: set[str]) -> None:

@@ -5,17 +5,19 @@ checked by hand."""
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from strategies import subagents, transcripts
 
-from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
+from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, load_path, make_estimator
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import Estimator
-from windowfit.fitting.fit import FitOptions, plan_fit
+from windowfit.fitting.fit import FitOptions, clear_results, plan_fit
 from windowfit.fitting.replay import (
     POLICIES,
     POLICY_NAMES,
@@ -57,16 +59,80 @@ def run_of(transcript: Transcript, factory: object, budget: int, window: int | N
 
 @pytest.mark.slow
 @PROPERTY
-@given(st.one_of(transcripts(), subagents()), st.floats(0.01, 1.2), st.sampled_from((1, 4)))
-def test_incremental_windowfit_equals_plan_fit_on_every_request(t: Transcript, fraction: float, batch: int) -> None:
+@given(
+    st.one_of(transcripts(), subagents()),
+    st.floats(0.01, 1.2),
+    st.sampled_from((1, 4)),
+    st.sampled_from((None, None, 0.02, 0.125, 0.5)),
+    st.sampled_from((None, None, 0.05, 0.25, 0.6)),
+)
+def test_incremental_windowfit_equals_plan_fit_on_every_request(
+    t: Transcript, fraction: float, batch: int, batch_share: float | None, step_share: float | None
+) -> None:
+    # With the step rules on too (SPEC §3): batches by size, with or without a count limit, and cut steps.
     estimator = make_estimator()
     session = Session.of(t, estimator)
     budget = max(1, int(estimator.request(t) * fraction))
-    policy = WindowfitPolicy(session, budget, batch_size=batch)
+    batch_tokens = max(1, int(budget * batch_share)) if batch_share else None
+    cut_step = max(1, int(budget * step_share)) if step_share else None
+    batch = 0 if batch_tokens and batch == 1 else batch
+    event(f"batch_tokens {batch_share}, cut_step {step_share}")
+    policy = WindowfitPolicy(session, budget, batch_size=batch, batch_tokens=batch_tokens, cut_step=cut_step)
     for n in session.steps:
         sent = policy.request(n)
-        plan = plan_fit(replace(t, messages=t.messages[:n]), budget=budget, batch_size=batch, estimator=estimator)
+        plan = plan_fit(
+            replace(t, messages=t.messages[:n]),
+            budget=budget,
+            batch_size=batch,
+            estimator=estimator,
+            batch_tokens=batch_tokens,
+            cut_step=cut_step,
+        )
+        event(plan.outcome)
         assert (sent.outcome, sent.tokens, sent.cleared) == (plan.outcome, plan.tokens_after, len(plan.cleared))
+        if plan.outcome in ("turns-dropped", "rounds-dropped"):  # the same cut: the kept tail starts alike
+            assert sent.segments[-1][0] == plan.kept[-1][0]
+
+
+@pytest.mark.slow
+@PROPERTY
+@given(
+    st.one_of(
+        transcripts(max_turns=8, sizes=st.integers(200, 8000)),
+        subagents(min_rounds=8, max_rounds=40, sizes=st.integers(200, 8000)),
+    ),
+    st.floats(0.3, 0.95),
+    st.sampled_from((None, 0.02, 0.125)),
+    st.sampled_from((0.05, 0.25, 0.6)),
+)
+def test_incremental_windowfit_equals_plan_fit_where_the_step_rules_cut(
+    t: Transcript, fraction: float, batch_share: float | None, step_share: float
+) -> None:
+    # A budget under the session with every clearable result cleared, so its later requests cut.
+    estimator = make_estimator()
+    every = plan_fit(t, budget=1, protected_fraction=0.0)
+    cleared = replace(t, messages=tuple(clear_results(t.messages, every.candidates)))
+    budget = max(1, int(estimator.request(cleared) * fraction))
+    batch_tokens = max(1, int(budget * batch_share)) if batch_share else None
+    cut_step = max(1, int(budget * step_share))
+    session = Session.of(t, estimator)
+    policy = WindowfitPolicy(
+        session, budget, batch_size=0 if batch_tokens else 4, batch_tokens=batch_tokens, cut_step=cut_step
+    )
+    for n in session.steps:
+        sent = policy.request(n)
+        plan = plan_fit(
+            replace(t, messages=t.messages[:n]),
+            budget=budget,
+            batch_size=0 if batch_tokens else 4,
+            estimator=estimator,
+            batch_tokens=batch_tokens,
+            cut_step=cut_step,
+        )
+        event(plan.outcome)
+        assert (sent.outcome, sent.tokens, sent.cleared) == (plan.outcome, plan.tokens_after, len(plan.cleared))
+        if plan.outcome in ("turns-dropped", "rounds-dropped"):
+            assert sent.segments[-1][0] == plan.kept[-1][0]
 
 
 @pytest.mark.slow
@@ -214,9 +280,21 @@ def test_hand_checked_replay_batch_of_one_and_legacy_and_keep_last() -> None:
     assert retrievable == [(3, 3000), (0, 0), (2, 2000)]
 
 
-def test_standard_policies_are_the_four_of_the_table() -> None:
+def test_standard_policies_are_ours_then_the_other_harnesses_presets() -> None:
     runs = replay(subagent([4000] * 3), standard_policies(), budget=10_000, estimator=bare())
-    assert [r.policy for r in runs] == ["windowfit", "windowfit-batch-1", "legacy", "keep-last"]
+    assert [r.policy for r in runs] == [
+        "windowfit",
+        "windowfit-cache",
+        "windowfit-batch-1",
+        "legacy",
+        "keep-last",
+        "anthropic-clear-tool-uses",
+        "gemini-cli-masking",
+        "claude-code-idle-clear",
+        "openhands-observation-masking",
+        "langchain-trim-last",
+        "send-everything",
+    ]
 
 
 # --------------------------------------------------------------------------
@@ -231,7 +309,11 @@ def test_policy_names_are_unique_and_each_entry_is_found_by_its_name() -> None:
 def test_an_unknown_policy_name_is_an_option_error_listing_the_names() -> None:
     with pytest.raises(OptionError, match="keep-first") as caught:
         policy_named("keep-first")
-    assert caught.value.hint == "choose one of: windowfit, windowfit-batch-1, legacy, keep-last"
+    assert caught.value.hint == (
+        "choose one of: windowfit, windowfit-cache, windowfit-batch-1, legacy, keep-last, anthropic-clear-tool-uses, "
+        "gemini-cli-masking, claude-code-idle-clear, openhands-observation-masking, langchain-trim-last, "
+        "send-everything"
+    )
 
 
 def steps_of(run: Run) -> list[tuple[int, str, int, int]]:
@@ -306,3 +388,49 @@ def test_first_fitting_finds_the_first_start_whose_tail_fits(values: list[int], 
     hi = data.draw(st.integers(lo, len(starts)))
     expected = next((k for k in range(lo, hi) if sum(values[starts[k] : n]) <= room), hi)
     assert first_fitting(starts, n, Fenwick(values), room, lo, hi) == expected
+
+
+# --------------------------------------------------------------------------
+# Issue 14 item 5, "done when": cuts that rarely move on a long single-turn session
+
+
+def long_session(rounds: int, tmp: Path) -> Transcript:
+    """``sample_transcripts/generate.py``'s long single-turn session, loaded as ``replay`` loads it."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from sample_transcripts.generate import long_single_turn, write_jsonl
+
+    file = tmp / f"long_{rounds}.jsonl"
+    write_jsonl(file, long_single_turn(rounds=rounds))
+    (transcript,) = load_path(file)
+    return transcript
+
+
+def cache_runs(rounds: int, tmp: Path) -> dict[str, Run]:
+    t = long_session(rounds, tmp)
+    names = ("windowfit", "windowfit-cache")
+    runs = replay(t, [policy_named(n).factory() for n in names], budget=60_000, estimator=make_estimator())
+    return {r.policy: r for r in runs}
+
+
+def test_windowfit_cache_breaks_the_prefix_on_at_most_a_tenth_of_a_long_single_turn_session(tmp_path: Path) -> None:
+    # 450 rounds of the 600-round session's shape (same results, same 60,000 budget): long enough
+    # that its last requests need stage 3, short enough to run in about a second.
+    runs = cache_runs(450, tmp_path)
+    cache, default = runs["windowfit-cache"], runs["windowfit"]
+    assert cache.requests == 451
+    shares = dict(cache.outcome_shares())
+    assert shares.get("rounds-dropped", 0) > 0.05  # the cuts are exercised, not only stage 1
+    assert cache.rejections == 0 and not any(s.outcome == "too-long" for s in cache.steps)
+    assert all(s.sent_tokens <= 60_000 for s in cache.steps)
+    assert cache.prefix_breaks <= 0.10 * cache.requests
+    assert default.prefix_breaks > 2 * cache.prefix_breaks  # the contract's batches of 4 break far more often
+    assert cache.uncached_tokens < default.uncached_tokens
+
+
+@pytest.mark.slow
+def test_the_600_round_session_of_the_issue_at_60000_tokens(tmp_path: Path) -> None:
+    cache = cache_runs(600, tmp_path)["windowfit-cache"]
+    assert cache.requests == 601 and cache.rejections == 0
+    assert cache.prefix_breaks <= 0.10 * cache.requests

@@ -100,6 +100,11 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "check-skipped": ("check", 0, ("check", "tests/data/scan", "--budget", "100", "--format", "json")),
     "report-skipped": ("report", 0, ("report", "tests/data/scan", "--json")),
     "replay-skipped": ("replay", 0, ("replay", "tests/data/scan", "--budget", "100", "--json")),
+    "replay-cache-check": (
+        "replay",
+        0,
+        ("replay", "tests/data/claude_code/parallel.jsonl", "--budget", "3000", "--json", "-p", "windowfit"),
+    ),
     "audit-skipped": ("audit", 0, ("audit", "tests/data/scan", "--provider-only", "--json")),
     "replay": (
         "replay",

@@ -19,7 +19,6 @@ class KeepLastPolicy:
     def __init__(self, session: Session, budget: int, *, keep: int = KEEP_LAST, name: str = "keep-last") -> None:
         self.name = name
         self.session, self.budget, self.keep = session, budget, keep
-        self.raw = Fenwick(session.tokens)
         self.stubbed = Stubbed(session)
         self.cleared = 0
 
@@ -31,7 +30,7 @@ class KeepLastPolicy:
 
     def request(self, n: int) -> Sent:
         s = self.session
-        raw = s.preamble + self.raw.prefix(n)
+        raw = s.preamble + s.before[n]
         if raw <= self.budget:
             return Sent("fits", raw, 0, ((0, n),))
         seen = bisect_left(s.result_messages, n)

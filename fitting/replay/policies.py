@@ -10,7 +10,7 @@ from typing import Protocol
 
 from ..errors import OptionError
 from ..fit import DEFAULTS, FitOptions
-from . import keep_last, legacy, windowfit
+from . import keep_last, legacy, presets, windowfit
 from .keep_last import KEEP_LAST
 from .session import Policy, PolicyFactory, Session
 
@@ -51,6 +51,11 @@ POLICIES: tuple[NamedPolicy, ...] = (
         windowfit.build,
     ),
     NamedPolicy(
+        "windowfit-cache",
+        "the same with the step rules: batches by size (--batch-tokens), cuts at fixed steps (--cut-step)",
+        windowfit.build_cache,
+    ),
+    NamedPolicy(
         "windowfit-batch-1",
         "the same, clearing one result at a time (the cache-hostile comparison)",
         windowfit.build_batch_1,
@@ -64,6 +69,36 @@ POLICIES: tuple[NamedPolicy, ...] = (
         "keep-last",
         "once over the budget, clear every tool result but the newest N (--keep)",
         keep_last.build,
+    ),
+    NamedPolicy(
+        "anthropic-clear-tool-uses",
+        "Anthropic's clear_tool_uses_20250919 edit: over 100,000 input tokens, clear all tool results but the newest 3",
+        presets.build_anthropic,
+    ),
+    NamedPolicy(
+        "gemini-cli-masking",
+        "Gemini CLI's tool-output masking: protect the newest 50,000 tool-output tokens, mask once 30,000 are prunable",
+        presets.build_gemini,
+    ),
+    NamedPolicy(
+        "claude-code-idle-clear",
+        "Claude Code's time-based clearing: after a 60-minute idle gap, clear tool results but the newest 5",
+        presets.build_idle,
+    ),
+    NamedPolicy(
+        "openhands-observation-masking",
+        "OpenHands' observation masking: mask tool results outside the 10 most recent messages",
+        presets.build_openhands,
+    ),
+    NamedPolicy(
+        "langchain-trim-last",
+        'LangChain\'s trim_messages(strategy="last"): the newest whole units that fit the budget',
+        presets.build_langchain,
+    ),
+    NamedPolicy(
+        "send-everything",
+        "what the harness sent: the whole history, nothing cleared",
+        presets.build_send_everything,
     ),
 )
 """Every replay policy, in the order of the comparison table."""

@@ -4,12 +4,12 @@ between consecutive requests."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..estimate import Estimator
 from ..repair import repair
-from ..transcript import Transcript
+from ..transcript import Transcript, Usage
 from .requests import Recorded
 from .session import NOTE, Fenwick, Policy, PolicyFactory, Sent, Session
 
@@ -35,6 +35,15 @@ class Step:
     """The sent request exceeds the window."""
     measured_tokens: int | None = None
     """What the provider measured for this request (unfitted), where the file records it."""
+    recorded_cache_read: int | None = None
+    """The cache reads the provider recorded for this request (unfitted), where the file records them."""
+    recorded_cache_write: int | None = None
+    cache_read_tokens: int = 0
+    """What the provider's cache served of this request (``cache.CacheModel``; 0 until priced)."""
+    cache_write_tokens: int = 0
+    """What this request wrote to the cache (Anthropic's breakpoints; 0 for automatic caches)."""
+    cost_usd: float | None = None
+    """The request's input cost in dollars; None when unpriced."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +58,8 @@ class Run:
     and 3 drop is not counted: dropped messages are not stored."""
     retrievable_results: int = 0
     """How many results that is."""
+    priced: bool = False
+    """Whether ``cache.CacheModel.priced`` gave its steps dollars."""
 
     @property
     def requests(self) -> int:
@@ -70,6 +81,24 @@ class Run:
     @property
     def uncached_tokens(self) -> int:
         return self.sent_tokens - self.cached_tokens
+
+    @property
+    def cache_read_tokens(self) -> int:
+        return sum(s.cache_read_tokens for s in self.steps)
+
+    @property
+    def cache_write_tokens(self) -> int:
+        return sum(s.cache_write_tokens for s in self.steps)
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """The share of the sent tokens the provider's cache served (see ``cache.CacheModel``)."""
+        return self.cache_read_tokens / self.sent_tokens if self.sent_tokens else 0.0
+
+    @property
+    def cost_usd(self) -> float | None:
+        """The input cost of every request, in dollars; None when unpriced."""
+        return sum(s.cost_usd or 0.0 for s in self.steps) if self.priced else None
 
     @property
     def prefix_breaks(self) -> int:
@@ -162,13 +191,16 @@ def replay(
     window: int | None = None,
     preamble: int | None = None,
     requests: Sequence[Recorded] = (),
+    times: Mapping[int, float] | None = None,
 ) -> tuple[Run, ...]:
     """Every request of ``transcript`` fitted by each policy, in order. Orphans
     are repaired first, as ``fit`` does, so each request is one a harness could send.
     ``preamble`` replaces the estimate of the system prompt and tools (an inferred
     or given one, for a file that does not record them); it counts in every request.
     ``requests`` are the requests a log recorded (``requests.replay_targets``): then
-    each of them is a step, in order, rather than one per assistant reply."""
+    each of them is a step, in order, rather than one per assistant reply. ``times`` are when
+    each line of the file was written (``times.line_times``): policies that react to idle gaps
+    read a step's time from its line."""
     original = transcript
     transcript, _ = repair(transcript)
     session = Session.of(transcript, estimator)
@@ -177,7 +209,7 @@ def replay(
     measured = _measured_at(original, transcript)
     lines: dict[int, int | None] = {}
     if requests:
-        by_size = {u.before: u.total for u in original.usage}
+        by_size = {u.before: u for u in original.usage}
         measured, session.steps = {}, []
         for r in requests:
             held = _held_after_repair(original, transcript, r.held)
@@ -187,7 +219,10 @@ def replay(
             lines[held] = r.line
             if r.held in by_size:
                 measured[held] = by_size[r.held]
-    raw = Fenwick(session.tokens)
+    for n in session.steps:
+        line = lines[n] if requests else transcript.messages[n].source.line
+        if times and line is not None and line in times:
+            session.step_times[n] = times[line]
     runs = []
     for factory in policies:
         policy = factory(session, budget)
@@ -203,14 +238,16 @@ def replay(
                     index,
                     n,
                     lines[n] if requests else transcript.messages[n].source.line,
-                    session.preamble + raw.prefix(n),
+                    session.preamble + session.before[n],
                     sent.tokens,
                     sent.outcome,
                     sent.cleared,
                     shared,
                     broke,
                     window is not None and sent.tokens > window,
-                    measured.get(n),
+                    measured[n].total if n in measured else None,
+                    measured[n].cache_read_tokens if n in measured else None,
+                    measured[n].cache_creation_tokens if n in measured else None,
                 )
             )
             previous = sent
@@ -228,16 +265,16 @@ def _held_after_repair(original: Transcript, repaired: Transcript, held: int) ->
     return min(len(alone.messages), len(repaired.messages))
 
 
-def _measured_at(original: Transcript, repaired: Transcript) -> dict[int, int]:
-    """The measured size of each request, by how many messages of ``repaired`` it
+def _measured_at(original: Transcript, repaired: Transcript) -> dict[int, Usage]:
+    """The measured usage of each request, by how many messages of ``repaired`` it
     held: placed by its reply, which repairs never change."""
     if repaired.messages is original.messages:
-        return {u.before: u.total for u in original.usage}
+        return {u.before: u for u in original.usage}
     position = {id(m): i for i, m in enumerate(repaired.messages)}
     out = {}
     for u in original.usage:
         if 0 <= u.before < len(original.messages) and id(original.messages[u.before]) in position:
-            out[position[id(original.messages[u.before])]] = u.total
+            out[position[id(original.messages[u.before])]] = u
     return out
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from itertools import accumulate
+from typing import Protocol, cast
 
 from ..estimate import Estimator
 from ..fit import TRUNCATION_NOTE, ResultRef, clear_into, result_refs
@@ -83,12 +84,21 @@ class Session:
     note_tokens: int = 0
     steps: list[int] = field(default_factory=list)
     """The requests: each is ``messages[:n]`` for an assistant reply at index ``n``."""
+    before: list[int] = field(default_factory=list)
+    """``before[n]``: the tokens of ``messages[:n]`` unfitted (prefix sums: they never change)."""
+    step_times: dict[int, float] = field(default_factory=dict)
+    stubs: dict[tuple[int, int], tuple[Message, int]] = field(default_factory=dict)
+    """Stubbing result ``r`` into a message version (by ``id``): the new version and its tokens, shared by
+    every policy of the replay (each clears the same results into the same messages); the values keep
+    every version alive, so the ids stay unique."""
+    """When the request ``messages[:n]`` was sent (seconds since the epoch), where the log records it."""
 
     @classmethod
     def of(cls, transcript: Transcript, estimator: Estimator) -> Session:
         s = cls(transcript, estimator)
         messages = transcript.messages
         s.tokens = [estimator.message(m).tokens for m in messages]
+        s.before = [0, *accumulate(s.tokens)]
         s.preamble = estimator.preamble(transcript)
         s.results = result_refs(messages, estimator)
         s.result_messages = [r.message_index for r in s.results]
@@ -154,10 +164,18 @@ class Stubbed:
 
     def clear(self, result_index: int) -> None:
         ref = self.session.results[result_index]
-        clear_into(self.messages, [ref])
-        new = self.session.estimator.message(self.messages[ref.message_index]).tokens
-        self.tree.add(ref.message_index, new - self.current[ref.message_index])
-        self.current[ref.message_index] = new
+        i = ref.message_index
+        key = (result_index, id(self.messages[i]))
+        known = self.session.stubs.get(key)
+        if known is None:
+            # clear_into only indexes its list: the one message, at its own index (observation ids need it).
+            one = {i: self.messages[i]}
+            clear_into(cast("list[Message]", one), [ref])
+            known = (one[i], self.session.estimator.message(one[i]).tokens)
+            self.session.stubs[key] = known
+        self.messages[i], new = known
+        self.tree.add(i, new - self.current[i])
+        self.current[i] = new
 
     def block_prefix(self, message_index: int, block_index: int) -> int:
         """Tokens of the message's blocks before ``block_index`` in their current version."""

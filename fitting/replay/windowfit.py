@@ -4,12 +4,29 @@ request of a replay to the next (the twin of ``plan_fit``)."""
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 
-from ..fit import DEFAULTS, FitOptions
+from ..fit import DEFAULTS, FitOptions, auto_cut_step, closes_batch
 from .session import NOTE, Fenwick, Sent, Session, Stubbed, first_fitting
 
 
-def _truncate(session: Session, tree: Fenwick, n: int, budget: int) -> tuple[str, int, tuple[tuple[int, int], ...]]:
+def _step_from(starts: Sequence[int], lo: int, hi: int, k: int, tree: Fenwick, origin: int, step: int) -> int:
+    """``fit.step_position`` on ``starts[lo:hi]`` with the sizes in ``tree``:
+    the index of the earliest step position at or after ``starts[k]`` (sizes
+    counted from message ``origin``), or ``hi``. One tree descent and one
+    bisection: O(log n)."""
+    if k >= hi:
+        return hi
+    base = tree.prefix(origin)
+    reached = (tree.prefix(starts[k]) - base) // step
+    if k == lo or reached > (tree.prefix(starts[k - 1]) - base) // step:
+        return k
+    return bisect_left(starts, tree.first_reaching(base + (reached + 1) * step), k, hi)
+
+
+def _truncate(
+    session: Session, tree: Fenwick, n: int, budget: int, cut_step: int | None = None
+) -> tuple[str, int, tuple[tuple[int, int], ...]]:
     """Stages 2 and 3 of SPEC §3 on ``messages[:n]`` with the sizes in ``tree``
     (``plan_fit``'s, by searching prefix sums: see ``WindowfitPolicy``). Every
     search is bounded by indices into the session's lists, never a slice of
@@ -20,7 +37,9 @@ def _truncate(session: Session, tree: Fenwick, n: int, budget: int) -> tuple[str
     turns = s.turn_starts
     t_lo, t_hi = bisect_right(turns, head[1] - 1), bisect_left(turns, n)
     # Stage 2: the smallest turn start whose tail fits (tails shrink as the start moves on).
-    k = first_fitting(turns, n, tree, budget - fixed, t_lo, t_hi)
+    fitting_turn = k = first_fitting(turns, n, tree, budget - fixed, t_lo, t_hi)
+    if cut_step is not None:
+        k = _step_from(turns, t_lo, t_hi, k, tree, 0, cut_step)
     if k < t_hi:
         return "turns-dropped", fixed + tree.range(turns[k], n), (head, (NOTE, NOTE), (turns[k], n))
     # Stage 3: inside the last turn, the smallest unit start whose tail fits.
@@ -34,9 +53,16 @@ def _truncate(session: Session, tree: Fenwick, n: int, budget: int) -> tuple[str
     rounds = s.round_starts
     r_lo, r_hi = bisect_left(rounds, units_from), bisect_left(rounds, n)
     newest = bisect_left(units, rounds[r_hi - 1], u_lo, u_hi) if r_hi > r_lo else u_hi - 1
+    if cut_step is not None and k < u_hi:
+        at = _step_from(units, u_lo, u_hi, k, tree, last, cut_step)
+        k = at if at <= newest else k  # no step position at or before the newest round: no step
     kept = ((opener,) if opener else ()) + ((units[k], n),) if k < u_hi else ()
     if k < u_hi and k <= newest:
         return "rounds-dropped", floor + tree.range(units[k], n), (head, (NOTE, NOTE), *kept)
+    if fitting_turn < t_hi:
+        # With cut steps, no step position fits and stage 3 cannot either: the earliest turn that fits.
+        start = turns[fitting_turn]
+        return "turns-dropped", fixed + tree.range(start, n), (head, (NOTE, NOTE), (start, n))
     take = units[newest] if u_hi > u_lo else n
     smallest = ((opener,) if opener else ()) + (((take, n),) if u_hi > u_lo else ())
     return "too-long", floor + tree.range(take, n), (head, (NOTE, NOTE), *smallest)
@@ -60,19 +86,23 @@ class WindowfitPolicy:
         batch_size: int = DEFAULTS.batch_size,
         protected_fraction: float = DEFAULTS.protected_fraction,
         min_clear_ratio: float = DEFAULTS.min_clear_ratio,
+        batch_tokens: int | None = DEFAULTS.batch_tokens,
+        cut_step: int | None = DEFAULTS.cut_step,
         name: str = "windowfit",
     ) -> None:
         self.name = name
         self.session, self.budget, self.batch_size = session, budget, batch_size
+        self.batch_tokens, self.cut_step = batch_tokens, cut_step
         self.allowance = budget * protected_fraction
         self.min_clear_ratio = min_clear_ratio
         self.stubbed = Stubbed(session)
-        self.raw = Fenwick(session.tokens)
         self.seen = 0  # results in the prefix
         self.protected_from = 0
         self.tail = 0  # tokens of results[protected_from:seen]
         self.scanned = 0  # results[:scanned] were considered for candidacy
         self.candidates: list[int] = []
+        self.ends: list[int] = []  # where each closed batch of candidates ends
+        self.open_tokens = 0  # tokens of the candidates after the last closed batch
         self.batches = 0
         self.cleared = 0
 
@@ -94,7 +124,21 @@ class WindowfitPolicy:
             r = s.results[self.scanned]
             if r.tokens >= self.min_clear_ratio * r.stub_tokens:
                 self.candidates.append(self.scanned)
+                self.open_tokens += r.tokens
+                count = len(self.candidates) - (self.ends[-1] if self.ends else 0)
+                if closes_batch(count, self.open_tokens, self.batch_size, self.batch_tokens):
+                    self.ends.append(len(self.candidates))
+                    self.open_tokens = 0
             self.scanned += 1
+
+    def _bound(self, batches: int) -> int:
+        """How many candidates the oldest ``batches`` batches hold."""
+        if batches == 0:
+            return 0
+        if batches <= len(self.ends):
+            return self.ends[batches - 1]
+        # The short last batch: cleared by count only; by size it waits until it fills.
+        return len(self.candidates) if self.batch_tokens is None else len(self.ends) and self.ends[-1]
 
     def _clear_upto(self, count: int) -> list[int]:
         new = self.candidates[self.cleared : count]
@@ -106,29 +150,51 @@ class WindowfitPolicy:
     def request(self, n: int) -> Sent:
         s = self.session
         self._advance(n)
-        raw = s.preamble + self.raw.prefix(n)
+        raw = s.preamble + s.before[n]
         if raw <= self.budget:
             return Sent("fits", raw, 0, ((0, n),))
-        newly = self._clear_upto(min(self.batches * self.batch_size, len(self.candidates)))
+        newly = self._clear_upto(self._bound(self.batches))
         total = s.preamble + self.stubbed.tree.prefix(n)
-        while total > self.budget and self.batches * self.batch_size < len(self.candidates):
+        while total > self.budget and self._bound(self.batches) < self._bound(self.batches + 1):
             self.batches += 1
-            newly += self._clear_upto(min(self.batches * self.batch_size, len(self.candidates)))
+            newly += self._clear_upto(self._bound(self.batches))
             total = s.preamble + self.stubbed.tree.prefix(n)
         if total <= self.budget:
             return Sent("cleared", total, self.cleared, ((0, n),), tuple(newly))
-        outcome, tokens, segments = _truncate(s, self.stubbed.tree, n, self.budget)
+        outcome, tokens, segments = _truncate(s, self.stubbed.tree, n, self.budget, self.cut_step)
         return Sent(outcome, tokens, self.cleared, segments, tuple(newly))
 
 
 def build(session: Session, options: FitOptions, *, keep: int) -> WindowfitPolicy:
-    """``windowfit``: the fit's own options."""
+    """``windowfit``: the fit's own options (the step rules too, when given)."""
     return WindowfitPolicy(
         session,
         options.budget,
         batch_size=options.batch_size,
         protected_fraction=options.protected_fraction,
         min_clear_ratio=options.min_clear_ratio,
+        batch_tokens=options.batch_tokens,
+        cut_step=options.cut_step,
+    )
+
+
+CACHE_BATCH_FRACTION = 1 / 3
+"""``windowfit-cache``'s default batch: candidates close a batch once they hold
+a third of the budget (benchmarks/README.md, "Cuts that rarely move")."""
+
+
+def build_cache(session: Session, options: FitOptions, *, keep: int) -> WindowfitPolicy:
+    """``windowfit-cache``: the step rules on. Batches close by size only
+    (``--batch-tokens``, default a third of the budget) and stages 2 and 3 cut
+    at steps (``--cut-step``, default a quarter of the budget)."""
+    return WindowfitPolicy(
+        session,
+        options.budget,
+        batch_size=0,
+        protected_fraction=options.protected_fraction,
+        min_clear_ratio=options.min_clear_ratio,
+        batch_tokens=options.batch_tokens or max(1, int(options.budget * CACHE_BATCH_FRACTION)),
+        cut_step=options.cut_step or auto_cut_step(options.budget),
     )
 
 

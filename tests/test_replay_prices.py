@@ -1,0 +1,316 @@
+"""Replay's prices (issue 14): the price table, the cache model per provider, the
+other harnesses' presets and their invariants, and the cache model against the
+cache reads real Claude Code and Codex sessions recorded."""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import require_shared
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import subagents, transcripts
+from typer.testing import Result
+
+from windowfit.fitting import Transcript, make_estimator
+from windowfit.fitting.errors import InputError
+from windowfit.fitting.pricing import Price, default_table, parse_table
+from windowfit.fitting.repair import repair
+from windowfit.fitting.replay import Run, Session, Step
+from windowfit.fitting.replay.cache import CacheModel, check
+from windowfit.fitting.replay.presets import (
+    AnthropicClearToolUses,
+    ClaudeCodeIdleClear,
+    GeminiCliMasking,
+    LangChainTrimLast,
+    OpenHandsObservationMasking,
+    SendEverything,
+)
+
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# --------------------------------------------------------------------------
+# The price table
+
+
+def test_every_shipped_row_names_its_page_and_the_day_it_was_read() -> None:
+    table = default_table()
+    assert table.rows
+    for row in table.rows:
+        assert row.source.startswith("https://") and len(row.read_on) == 10
+        if row.provider == "anthropic":
+            assert row.cache_write_5m is not None and row.cache_write_1h is not None
+
+
+def test_a_row_matches_its_id_or_a_dated_snapshot_of_it_and_nothing_near() -> None:
+    table = default_table()
+    row = table.row("claude-opus-4-5-20251101")
+    assert row is not None and row.model == "claude-opus-4-5"
+    assert table.row("claude-opus-4") is not None and table.row("claude-opus-4").model == "claude-opus-4"  # type: ignore[union-attr]
+    # Not priced rather than guessed: a newer minor version, or a model the table does not hold.
+    assert table.row("claude-opus-4-5-preview") is None
+    assert table.row("gpt-5.1-codex") is None
+    assert table.row("claude-sonnet-4-5-20250929") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "what"),
+    [
+        (b"{", "p.json:1", "not JSON"),
+        (b'{"models": {}}', "p.json", '"models" list'),
+        (b'{"models": [\n{"model": "m", "provider": "acme"}]}', "p.json:2", "provider"),
+        (
+            b'{"models": [\n{"model": "m", "provider": "openai", "input": -1, "cache_read": 0, "output": 1,'
+            b' "read_on": "2026-12-01", "source": "https://x"}]}',
+            "p.json:2",
+            '"input"',
+        ),
+        (
+            b'{"models": [\n{"model": "m", "provider": "anthropic", "input": 1, "cache_read": 0, "output": 1,'
+            b' "read_on": "2026-12-01", "source": "https://x"}]}',
+            "p.json:2",
+            "both cache write prices",
+        ),
+        (
+            b'{"models": [\n{"model": "m", "provider": "openai", "input": 1, "cache_read": 0, "output": 1,'
+            b' "read_on": "today", "source": "https://x"}]}',
+            "p.json:2",
+            "read_on",
+        ),
+    ],
+)
+def test_a_bad_prices_file_is_a_located_error(text: bytes, where: str, what: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_table(text, "p.json")
+    assert str(caught.value).startswith(where + ":") or str(caught.value).startswith(where + " ")
+    assert what in str(caught.value)
+
+
+Run_ = Callable[..., Result]
+
+
+def test_prices_and_model_options(run_cli: Run_, tmp_path: Path) -> None:
+    data = Path(__file__).parent / "data" / "replay" / "six_reads.jsonl"
+    bad = tmp_path / "prices.json"
+    bad.write_text('{"models": [\n{"model": 1}]}')
+    result = run_cli("replay", str(data), "--budget", "3000", "--prices", str(bad))
+    assert result.exit_code == 3
+    assert f"{bad}:2: models[0]" in result.stderr
+    priced = run_cli("replay", str(data), "--budget", "3000", "--model", "claude-sonnet-4", "--json", "-p", "windowfit")
+    assert priced.exit_code == 0, priced.stderr
+    assert "priced as claude-sonnet-4 (--model" in priced.stderr
+    doc = json.loads(priced.stdout)
+    assert doc["pricing"]["row"] == "claude-sonnet-4" and doc["runs"][0]["cost_usd"] > 0
+    unknown = run_cli("replay", str(data), "--budget", "3000", "--model", "claude-9", "--json", "-p", "windowfit")
+    assert "claude-9 (--model) has no row" in unknown.stderr
+    assert json.loads(unknown.stdout)["runs"][0]["cost_usd"] is None
+
+
+# --------------------------------------------------------------------------
+# The cache model, on hand-made steps
+
+PRICE = Price("m", "anthropic", 3.0, 3.75, 6.0, 0.3, 15.0, "2026-12-01", "https://example.invalid")
+
+
+def steps(sent: list[int], shared: list[int]) -> Run:
+    return Run(
+        "p",
+        tuple(
+            Step(i, i + 1, i + 1, s, s, "fits", 0, sh, False, False, s, None, None)
+            for i, (s, sh) in enumerate(zip(sent, shared, strict=True))
+        ),
+    )
+
+
+def test_anthropic_reads_the_shared_prefix_and_writes_the_rest_at_the_rows_prices() -> None:
+    run = CacheModel("anthropic", "5m", PRICE).priced(steps([1000, 1500, 1200], [0, 1000, 800]))
+    assert [(s.cache_read_tokens, s.cache_write_tokens) for s in run.steps] == [(0, 1000), (1000, 500), (800, 400)]
+    # 1,000 x 3.75 + (1,000 x 0.3 + 500 x 3.75) + (800 x 0.3 + 400 x 3.75), per million
+    assert run.cost_usd == pytest.approx((3750 + 300 + 1875 + 240 + 1500) / 1e6)
+    assert run.cache_hit_rate == pytest.approx(1800 / 3700)
+    one_hour = CacheModel("anthropic", "1h", PRICE).priced(steps([1000], [0]))
+    assert one_hour.cost_usd == pytest.approx(1000 * 6.0 / 1e6)
+
+
+def test_a_request_after_the_lifetime_reads_nothing() -> None:
+    run = steps([1000, 1500, 1600], [0, 1000, 1500])
+    times = {1: 0.0, 2: 301.0, 3: 400.0}  # by line: 301 s after the first, then 99 s
+    five = CacheModel("anthropic", "5m", None).priced(run, times)
+    assert [s.cache_read_tokens for s in five.steps] == [0, 0, 1500]
+    assert five.cost_usd is None
+    hour = CacheModel("anthropic", "1h", None).priced(run, times)
+    assert [s.cache_read_tokens for s in hour.steps] == [0, 1000, 1500]
+
+
+def test_openai_caches_from_1024_tokens_in_steps_of_128_without_a_write_premium() -> None:
+    run = CacheModel("openai", "5m", None).priced(steps([1000, 2000, 3000], [0, 1000, 2000]))
+    assert [s.cache_read_tokens for s in run.steps] == [0, 0, 1920]
+    assert all(s.cache_write_tokens == 0 for s in run.steps)
+    gemini = CacheModel("google", "5m", None).priced(steps([3000, 4000], [0, 2047]))
+    assert [s.cache_read_tokens for s in gemini.steps] == [0, 0]
+
+
+# --------------------------------------------------------------------------
+# The presets' invariants
+
+
+def session_of(t: Transcript) -> Session:
+    repaired, _ = repair(t)
+    return Session.of(repaired, make_estimator())
+
+
+@PROPERTY
+@given(st.one_of(transcripts(), subagents()), st.integers(0, 20_000), st.integers(0, 5))
+def test_anthropic_never_clears_the_newest_kept_tool_uses_nor_under_its_trigger(
+    t: Transcript, trigger: int, keep: int
+) -> None:
+    s = session_of(t)
+    policy = AnthropicClearToolUses(s, 10**9, trigger=trigger, keep=keep)
+    for n in s.steps:
+        before = policy.cleared
+        sent = policy.request(n)
+        seen = bisect_left(s.result_messages, n)
+        assert policy.cleared <= max(0, seen - keep)
+        if s.preamble + sum(s.tokens[:n]) <= trigger:
+            assert policy.cleared == before and sent.newly_cleared == ()
+
+
+def test_the_presets_defaults_are_the_documented_ones() -> None:
+    s = session_of(Transcript((), (), ()))
+    anthropic = AnthropicClearToolUses(s, 1)
+    assert (anthropic.trigger, anthropic.keep) == (100_000, 3)
+    gemini = GeminiCliMasking(s, 1)
+    assert (gemini.protect, gemini.prunable) == (50_000, 30_000)
+    assert OpenHandsObservationMasking(s, 1).window == 10
+
+
+@PROPERTY
+@given(st.one_of(transcripts(), subagents()), st.integers(1, 3_000), st.integers(0, 3_000))
+def test_gemini_never_masks_the_newest_protected_tokens_and_masks_only_enough_at_once(
+    t: Transcript, protect: int, prunable: int
+) -> None:
+    s = session_of(t)
+    policy = GeminiCliMasking(s, 10**9, protect=protect, prunable=prunable)
+    for n in s.steps:
+        sent = policy.request(n)
+        scanned = bisect_left(s.result_messages, n - 1)  # the latest message is never scanned
+        assert all(s.results[r].message_index < n - 1 for r in range(policy.cleared))
+        for r in range(policy.cleared):
+            # a masked output and the newer ones, before the latest message, hold more than `protect` tokens
+            assert sum(s.results[j].tokens for j in range(r, scanned)) > protect
+        if sent.newly_cleared:
+            assert sum(s.results[r].tokens for r in sent.newly_cleared) >= prunable
+
+
+@PROPERTY
+@given(st.one_of(transcripts(), subagents()), st.lists(st.floats(0, 7200), min_size=1), st.integers(0, 6))
+def test_claude_code_clears_only_after_an_idle_gap_and_never_the_newest_kept(
+    t: Transcript, gaps: list[float], keep: int
+) -> None:
+    s = session_of(t)
+    at = 0.0
+    for i, n in enumerate(s.steps):
+        at += gaps[i % len(gaps)]
+        s.step_times[n] = at
+    policy = ClaudeCodeIdleClear(s, 10**9, gap=3600.0, keep=keep)
+    previous: float | None = None
+    for n in s.steps:
+        sent = policy.request(n)
+        if sent.newly_cleared:
+            assert previous is not None and s.step_times[n] - previous > 3600.0
+        assert policy.cleared <= max(0, bisect_left(s.result_messages, n) - keep)
+        previous = s.step_times[n]
+    untimed = session_of(t)
+    never = ClaudeCodeIdleClear(untimed, 10**9)
+    assert all(never.request(n).cleared == 0 for n in untimed.steps)
+
+
+@PROPERTY
+@given(st.one_of(transcripts(), subagents()), st.integers(0, 12))
+def test_openhands_never_masks_inside_its_window(t: Transcript, window: int) -> None:
+    s = session_of(t)
+    policy = OpenHandsObservationMasking(s, 10**9, window=window)
+    for n in s.steps:
+        policy.request(n)
+        assert all(s.results[r].message_index < n - window for r in range(policy.cleared))
+
+
+@PROPERTY
+@given(st.one_of(transcripts(), subagents()), st.floats(0.05, 1.2))
+def test_langchain_sends_the_newest_whole_units_within_the_budget_when_any_fit(t: Transcript, fraction: float) -> None:
+    s = session_of(t)
+    budget = max(1, int((s.preamble + sum(s.tokens)) * fraction))
+    policy = LangChainTrimLast(s, budget)
+    for n in s.steps:
+        sent = policy.request(n)
+        ((start, stop),) = sent.segments
+        assert stop == n and (start == 0 or start in s.unit_starts)
+        if sent.outcome != "over-budget":
+            assert sent.tokens <= budget
+
+
+@PROPERTY
+@given(st.one_of(transcripts(), subagents()))
+def test_send_everything_sends_every_request_whole(t: Transcript) -> None:
+    s = session_of(t)
+    policy = SendEverything(s, 1)
+    for n in s.steps:
+        assert policy.request(n).tokens == s.preamble + sum(s.tokens[:n])
+
+
+# --------------------------------------------------------------------------
+# Checked against reality: the cache reads real sessions recorded
+
+CLAUDE_CODE = (
+    "M-Thisness_M-Claude__21037e11-89de-484d-abba-8705254aa991.jsonl",
+    "M-Thisness_M-Claude__3af9b1a7-6512-4883-ad18-320658ced099.jsonl",
+    "M-Thisness_M-Claude__43391f62-680a-4688-9dd8-3637467d6b23.jsonl",
+    "M-Thisness_M-Claude__agent-abc3cb6.jsonl",
+    "M-Thisness_M-Claude__c76e5be5-ffd2-4901-a935-885527c83a61.jsonl",
+    "d-kimuson_claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+    "d-kimuson_claude-code-viewer__fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+    "moredip_session-share__0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl",
+    "moredip_session-share__general-tool-calls.jsonl",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CLAUDE_CODE)
+def test_replaying_what_claude_code_sent_reproduces_its_recorded_cache_reads(run_cli: Run_, name: str) -> None:
+    session = require_shared("corpus", "transcripts", "claude_code", name)
+    result = run_cli("replay", str(session), "--skip-invalid", "--budget", "40000", "--json", "-p", "send-everything")
+    assert result.exit_code == 0, result.stderr
+    checked = json.loads(result.stdout)["cache_check"]
+    assert checked is not None and checked["steps"] >= 9
+    assert abs(checked["read_error"]) <= 0.10, checked
+
+
+@pytest.mark.slow
+def test_replaying_what_codex_sent_reproduces_its_recorded_cached_input(run_cli: Run_) -> None:
+    (session,) = require_shared("corpus", "transcripts", "codex").glob("*.jsonl")
+    result = run_cli("replay", str(session), "--budget", "40000", "--json", "-p", "send-everything")
+    checked = json.loads(result.stdout)["cache_check"]
+    assert checked["predicted_cache_write_tokens"] == 0 == checked["recorded_cache_write_tokens"]
+    assert abs(checked["read_error"]) <= 0.10, checked
+
+
+def test_check_is_none_without_recorded_usage() -> None:
+    assert check(steps([10], [0])) is None
+
+
+@pytest.mark.slow
+def test_replaying_the_recorded_requests_of_an_anthropic_log_reproduces_its_cache_reads_and_writes(
+    run_cli: Run_,
+) -> None:
+    # The log holds the request bodies themselves (system prompt and tools included), so the writes
+    # are checked too; a Claude Code session's transcript leaves out what Claude Code adds to each request.
+    (log,) = require_shared("corpus", "transcripts", "anthropic_messages").glob("*.jsonl")
+    result = run_cli("replay", str(log), "--budget", "40000", "--json", "-p", "send-everything")
+    checked = json.loads(result.stdout)["cache_check"]
+    assert abs(checked["read_error"]) <= 0.10, checked
+    recorded = checked["recorded_cache_write_tokens"]
+    assert abs(checked["predicted_cache_write_tokens"] / recorded - 1) <= 0.10, checked
