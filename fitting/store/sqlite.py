@@ -126,14 +126,22 @@ class SqliteStore:
         if not tables:
             self._initialise()
         self._check_meta()
-        try:
-            mode = db.execute("PRAGMA journal_mode").fetchone()[0]
-            if mode != "wal":
-                db.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.Error as error:
-            # A read-only file can still be read in its current journal mode.
-            if "readonly" not in str(error):
-                raise _unavailable(self._path, error) from error
+        # Switching to WAL takes the file for itself and does not wait on the busy timeout: processes that open a
+        # new store at once race for it, and the losers retry until one of them has switched it.
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+                if mode != "wal":
+                    db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.Error as error:
+                # A read-only file can still be read in its current journal mode.
+                if "readonly" in str(error):
+                    return
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise _unavailable(self._path, error) from error
+                time.sleep(0.02)
 
     def _initialise(self) -> None:
         try:
