@@ -46,7 +46,7 @@ from windowfit.fitting.validate import check_request, new_violations
 
 from .exit_codes import ExitCode
 from .render_fit import OUTCOME_STYLE, render_plan
-from .rows_out import RowsOutput, rows_work, write_rows
+from .rows_out import RowsOutput, scan_rows
 from .scan import Jobs
 from .shared import (
     Budget,
@@ -572,18 +572,11 @@ def check(
     est = estimator_from(estimator, overhead)
     threshold = OUTCOMES.index(fail_on.value)
     if format_ in (CheckFormat.jsonl, CheckFormat.parquet):
-        flat = partial(
-            rows_work,
-            estimator=estimator,
-            overhead=overhead,
-            budget=budget,
-            window=window,
-            size=size,
-            preamble=preamble,
-        )
-        found = scan_all(files, flat, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False)
-        write_rows(found.values, kind=format_.value, output=output, inputs=files)
-        if any(OUTCOMES.index(r.outcome or "fits") >= threshold or r.crossed == "window" for r in found.values):
+        flat = scan_rows(
+            files, kind=format_.value, output=output, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs,
+            estimator=estimator, overhead=overhead, budget=budget, window=window, size=size, preamble=preamble,
+        )  # fmt: skip
+        if any(OUTCOMES.index(r.outcome or "fits") >= threshold or r.crossed == "window" for r in flat):
             raise typer.Exit(ExitCode.FAILED)
         return
     work = partial(

@@ -13,7 +13,7 @@ from windowfit.fitting.report import Report
 from windowfit.fitting.serialize import report_document
 
 from .render import print_reports
-from .rows_out import RowsOutput, rows_work, write_rows
+from .rows_out import RowsOutput, scan_rows
 from .scan import Jobs
 from .shared import (
     Budget,
@@ -81,17 +81,10 @@ def report(
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
     if format_ is not ReportFormat.text:
-        flat = partial(
-            rows_work,
-            estimator=estimator,
-            overhead=overhead,
-            budget=budget,
-            window=window,
-            size=size,
-            preamble=preamble,
-        )
-        found = scan_all(files, flat, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False)
-        write_rows(found.values, kind=format_.value, output=output, inputs=files)
+        scan_rows(
+            files, kind=format_.value, output=output, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs,
+            estimator=estimator, overhead=overhead, budget=budget, window=window, size=size, preamble=preamble,
+        )  # fmt: skip
         return
     work = partial(
         report_work,

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from windowfit.fitting import Transcript
+from windowfit.fitting import Transcript, WindowfitError
 from windowfit.fitting._json import encode
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.rows import ROW_FIELDS, Row, transcript_rows
 
 from .exit_codes import ExitCode
-from .shared import OutputRefused, SizeChoice, err, fail, output_target, write_atomic
+from .shared import OutputRefused, SizeChoice, err, fail, output_target, scan_all, write_atomic
 from .terminal import markup_safe
 
 RowsOutput = Annotated[
@@ -41,8 +42,6 @@ def rows_work(
         size_bytes = os.stat(path).st_size
     except OSError:  # stdin
         size_bytes = 0
-    from windowfit.fitting import WindowfitError
-
     try:
         rows = transcript_rows(
             transcripts,
@@ -57,6 +56,32 @@ def rows_work(
     except WindowfitError as exc:
         fail(exc)
     return list(rows)
+
+
+def scan_rows(
+    files: list[str],
+    *,
+    kind: str,
+    output: str | None,
+    fmt: str | None,
+    skip_invalid: bool,
+    strict: bool,
+    jobs: int | None,
+    estimator: str,
+    overhead: float,
+    budget: int | None,
+    window: int | None,
+    size: SizeChoice,
+    preamble: int | None,
+) -> list[Row]:
+    """``check|report --format jsonl|parquet``: every file's rows, scanned as ``scan_all`` scans, then
+    written (``write_rows``); returned for the caller's exit code."""
+    work = partial(
+        rows_work, estimator=estimator, overhead=overhead, budget=budget, window=window, size=size, preamble=preamble
+    )
+    found = scan_all(files, work, fmt=fmt, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False)
+    write_rows(found.values, kind=kind, output=output, inputs=files)
+    return found.values
 
 
 def write_rows(rows: list[Row], *, kind: str, output: str | None, inputs: list[str]) -> None:
