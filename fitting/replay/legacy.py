@@ -6,24 +6,16 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from ..fit import FitOptions
-from .session import NOTE, Fenwick, Sent, Session, first_fitting
+from .session import NOTE, Sent, Session, Untouched, first_fitting
 
 
-class LegacyPolicy:
+class LegacyPolicy(Untouched):
     """The pre-fix truncation: cut only at the start of a user message, keeping
     the first message, a note and the newest whole turns that fit (at least the
     newest); with one turn there is nowhere to cut and everything is sent."""
 
     def __init__(self, session: Session, budget: int, *, name: str = "legacy") -> None:
-        self.name = name
-        self.session, self.budget = session, budget
-        self.tree = Fenwick(session.tokens)
-
-    def sizes(self) -> Fenwick:
-        return self.tree
-
-    def block_prefix(self, message_index: int, block_index: int) -> int:
-        return 0  # legacy never changes a message
+        super().__init__(session, budget, name=name)
 
     def request(self, n: int) -> Sent:
         s = self.session

@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from ..fit import FitOptions
-from .session import Fenwick, Sent, Session, Stubbed, first_fitting
+from .session import Fenwick, Sent, Session, Stubbed, Untouched, first_fitting
 
 ANTHROPIC_TRIGGER = 100_000
 ANTHROPIC_KEEP = 3
@@ -173,21 +173,13 @@ class OpenHandsObservationMasking(_Clearing):
         return self._sent(n, newly)
 
 
-class LangChainTrimLast:
+class LangChainTrimLast(Untouched):
     """``trim_messages(strategy="last", max_tokens=budget, include_system=True)``: the newest messages that
     fit the budget with the system prompt; cut only where a unit starts, so no tool result loses its call
     (LangChain leaves that to ``start_on``/``end_on``). https://python.langchain.com/docs/how_to/trim_messages/"""
 
     def __init__(self, session: Session, budget: int, *, name: str = "langchain-trim-last") -> None:
-        self.name = name
-        self.session, self.budget = session, budget
-        self.tree = Fenwick(session.tokens)
-
-    def sizes(self) -> Fenwick:
-        return self.tree
-
-    def block_prefix(self, message_index: int, block_index: int) -> int:
-        return 0  # never changes a message
+        super().__init__(session, budget, name=name)
 
     def request(self, n: int) -> Sent:
         s = self.session
@@ -203,19 +195,11 @@ class LangChainTrimLast:
         return Sent("rounds-dropped" if tokens <= self.budget else "over-budget", tokens, 0, ((units[k], n),))
 
 
-class SendEverything:
+class SendEverything(Untouched):
     """Every request as the harness sent it: the whole history, nothing cleared (what the log records)."""
 
     def __init__(self, session: Session, budget: int, *, name: str = "send-everything") -> None:
-        self.name = name
-        self.session, self.budget = session, budget
-        self.tree = Fenwick(session.tokens)
-
-    def sizes(self) -> Fenwick:
-        return self.tree
-
-    def block_prefix(self, message_index: int, block_index: int) -> int:
-        return 0
+        super().__init__(session, budget, name=name)
 
     def request(self, n: int) -> Sent:
         raw = self.session.preamble + self.session.before[n]

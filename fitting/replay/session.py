@@ -153,6 +153,22 @@ PolicyFactory = Callable[[Session, int], Policy]
 """Builds a policy for a session and a budget."""
 
 
+class Untouched:
+    """What a policy that never changes a message (it only cuts, or sends everything) shares: every
+    message keeps its own size, and no block of one was ever stubbed."""
+
+    def __init__(self, session: Session, budget: int, *, name: str) -> None:
+        self.name = name
+        self.session, self.budget = session, budget
+        self.tree = Fenwick(session.tokens)
+
+    def sizes(self) -> Fenwick:
+        return self.tree
+
+    def block_prefix(self, message_index: int, block_index: int) -> int:
+        return 0  # no message is ever changed
+
+
 class Stubbed:
     """The messages as last sent (some results stubbed) and their sizes, as a Fenwick tree."""
 
