@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from ..fit import FitOptions
-from .session import Fenwick, Sent, Session, Stubbed, Untouched, first_fitting
+from .session import Clearing, Sent, Session, Untouched, first_fitting
 
 ANTHROPIC_TRIGGER = 100_000
 ANTHROPIC_KEEP = 3
@@ -34,35 +34,7 @@ OPENHANDS_WINDOW = 10
 recent events are masked (openhands/core/config/condenser_config.py, All-Hands-AI/OpenHands)."""
 
 
-class _Clearing:
-    """Shared machinery: the messages as last sent, results cleared oldest first and never restored."""
-
-    def __init__(self, session: Session, budget: int, name: str) -> None:
-        self.name = name
-        self.session, self.budget = session, budget
-        self.stubbed = Stubbed(session)
-        self.cleared = 0
-
-    def sizes(self) -> Fenwick:
-        return self.stubbed.tree
-
-    def block_prefix(self, message_index: int, block_index: int) -> int:
-        return self.stubbed.block_prefix(message_index, block_index)
-
-    def _clear_to(self, count: int) -> tuple[int, ...]:
-        newly = tuple(range(self.cleared, count))
-        for r in newly:
-            self.stubbed.clear(r)
-        self.cleared = max(self.cleared, count)
-        return newly
-
-    def _sent(self, n: int, newly: tuple[int, ...]) -> Sent:
-        total = self.session.preamble + self.stubbed.tree.prefix(n)
-        outcome = "over-budget" if total > self.budget else "cleared" if self.cleared else "fits"
-        return Sent(outcome, total, self.cleared, ((0, n),), newly)
-
-
-class AnthropicClearToolUses(_Clearing):
+class AnthropicClearToolUses(Clearing):
     """Once the request's input exceeds ``trigger`` tokens, every tool result but the newest ``keep`` is
     cleared (server-side, on the full history the client sends: the trigger reads the raw request)."""
 
@@ -86,7 +58,7 @@ class AnthropicClearToolUses(_Clearing):
         return self._sent(n, newly)
 
 
-class GeminiCliMasking(_Clearing):
+class GeminiCliMasking(Clearing):
     """Gemini CLI's backward scan: the latest message is skipped (``protectLatestTurn``); going back from
     the one before, tool outputs are protected while their running total stays within ``protect``
     tokens; the output that crosses it and every older unmasked one are prunable, and once they hold
@@ -126,7 +98,7 @@ class GeminiCliMasking(_Clearing):
         return self._sent(n, newly)
 
 
-class ClaudeCodeIdleClear(_Clearing):
+class ClaudeCodeIdleClear(Clearing):
     """After an idle gap longer than ``gap`` seconds (the log's timestamps), every tool result but the
     newest ``keep`` is cleared; without timestamps it never clears."""
 
@@ -154,7 +126,7 @@ class ClaudeCodeIdleClear(_Clearing):
         return self._sent(n, newly)
 
 
-class OpenHandsObservationMasking(_Clearing):
+class OpenHandsObservationMasking(Clearing):
     """Tool results (observations) outside the ``window`` most recent messages are masked, always."""
 
     def __init__(

@@ -208,3 +208,32 @@ def first_fitting(starts: Sequence[int], n: int, tree: Fenwick, room: int, lo: i
     ``starts`` is copied (a copy per request made replay quadratic, issue 8)."""
     hi = len(starts) if hi is None else hi
     return bisect_left(starts, tree.first_reaching(tree.prefix(n) - room), lo, hi)
+
+
+class Clearing:
+    """What a policy that clears whole results shares: the messages as last sent, results cleared oldest
+    first and never restored."""
+
+    def __init__(self, session: Session, budget: int, name: str) -> None:
+        self.name = name
+        self.session, self.budget = session, budget
+        self.stubbed = Stubbed(session)
+        self.cleared = 0
+
+    def sizes(self) -> Fenwick:
+        return self.stubbed.tree
+
+    def block_prefix(self, message_index: int, block_index: int) -> int:
+        return self.stubbed.block_prefix(message_index, block_index)
+
+    def _clear_to(self, count: int) -> tuple[int, ...]:
+        newly = tuple(range(self.cleared, count))
+        for r in newly:
+            self.stubbed.clear(r)
+        self.cleared = max(self.cleared, count)
+        return newly
+
+    def _sent(self, n: int, newly: tuple[int, ...]) -> Sent:
+        total = self.session.preamble + self.stubbed.tree.prefix(n)
+        outcome = "over-budget" if total > self.budget else "cleared" if self.cleared else "fits"
+        return Sent(outcome, total, self.cleared, ((0, n),), newly)
