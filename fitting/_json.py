@@ -195,7 +195,7 @@ def extras(obj: dict[str, Any], known: frozenset[str]) -> JsonText:
 def merge_extra(obj: dict[str, Any], extra: JsonText) -> dict[str, Any]:
     """``obj`` with the keys of ``extra`` added back (modelled keys win)."""
     if extra:
-        for key, value in loads_or_lenient(extra).items():
+        for key, value in loads_or_lenient(plain(extra)).items():
             obj.setdefault(key, value)
     return obj
 
@@ -268,42 +268,114 @@ def _value_end(text: bytes, start: int) -> int:
 _BLANKS = re.compile(rb"[ \t\r\n]*")
 
 
-def member_spans(text: bytes, start: int = 0) -> list[tuple[str | None, int, int]]:
+def members(text: bytes, start: int = 0) -> list[tuple[str | None, int, int, int]]:
     """The members of the array or object opening at or after ``text[start]`` (JSON bytes, read by orjson
-    already): each one's key (None in an array) and where its value's text starts and ends, so a writer can
-    emit a member exactly as the file spelled it, without decoding or parsing the text again. Raises
-    ValueError if the text there is not an array or an object."""
+    already): each one's key (None in an array), where the member starts (its key, or its value in an array)
+    and where its value's text starts and ends. Raises ValueError if the text there is not an array or an
+    object."""
     i = _BLANKS.match(text, start).end()  # type: ignore[union-attr]  # matches the empty string at worst
     opening = text[i : i + 1]
     if opening not in (b"[", b"{"):
         raise ValueError("not an array or an object")
     close = b"]" if opening == b"[" else b"}"
-    members: list[tuple[str | None, int, int]] = []
+    found: list[tuple[str | None, int, int, int]] = []
     i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
     if text[i : i + 1] == close:
-        return members
+        return found
     while True:
         key: str | None = None
+        begin = i
         if close == b"}":
-            found = _STRING_RE.match(text, i)
-            if found is None:
+            match = _STRING_RE.match(text, i)
+            if match is None:
                 raise ValueError("expected a key")
-            key = loads_or_lenient(found.group())
-            i = _BLANKS.match(text, found.end()).end()  # type: ignore[union-attr]
+            key = loads_or_lenient(match.group())
+            i = _BLANKS.match(text, match.end()).end()  # type: ignore[union-attr]
             if text[i : i + 1] != b":":
                 raise ValueError("expected ':'")
             i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
         end = _value_end(text, i)
         if end < 0:
             raise ValueError("a value without its end")
-        members.append((key, i, end))
+        found.append((key, begin, i, end))
         i = _BLANKS.match(text, end).end()  # type: ignore[union-attr]
         if text[i : i + 1] == b",":
             i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
             continue
         if text[i : i + 1] == close:
-            return members
+            return found
         raise ValueError(f"expected ',' or {close!r}")
+
+
+def member_spans(text: bytes, start: int = 0) -> list[tuple[str | None, int, int]]:
+    """The members of the array or object opening at or after ``text[start]`` (see ``members``): each one's
+    key (None in an array) and where its value's text starts and ends, so a writer can emit a member exactly
+    as the file spelled it, without decoding or parsing the text again."""
+    return [(key, a, b) for key, _, a, b in members(text, start)]
+
+
+# --------------------------------------------------------------------------
+# Spelled JSON: a value's text as the file held it, where that differs from compact JSON
+
+SPELLED = " "
+"""What opens a ``JsonText`` that holds a value as the file spelled it (``1E+2``, integers past 64 bits,
+repeated keys, spacing) rather than as compact JSON: compact JSON never starts with a blank, and the text
+still parses to the same value. Writers emit such a text as it is (``json_value``); what is counted is the
+compact form (``compact_of``)."""
+
+
+def spelled(text: bytes, compact: JsonText) -> JsonText:
+    """``compact``, or the file's ``text`` of the same value marked ``SPELLED`` where it differs."""
+    written = text.decode("utf-8", "surrogatepass")
+    return compact if written == compact else SPELLED + written
+
+
+def is_spelled(text: JsonText) -> bool:
+    return text[:1] == SPELLED
+
+
+def plain(text: JsonText) -> JsonText:
+    """``text`` without its ``SPELLED`` mark: JSON text to show or to embed."""
+    return text[1:] if text[:1] == SPELLED else text
+
+
+def json_value(text: JsonText) -> Any:
+    """What a writer puts in a dict for ``text``: the parsed value of compact JSON, or the file's spelling
+    as a fragment orjson writes as it is."""
+    return orjson.Fragment(text[1:]) if text[:1] == SPELLED else loads(text)
+
+
+def compact_of(text: JsonText) -> JsonText:
+    """``text`` as compact JSON."""
+    return dumps(loads(text[1:])) if text[:1] == SPELLED else text
+
+
+def spelled_extras(
+    text: bytes, found: list[tuple[str | None, int, int, int]], known: frozenset[str], compact: JsonText
+) -> JsonText:
+    """An object's members (``found`` in ``text``) that are not ``known``, as the file spelled them: ``compact``
+    (their compact JSON, as ``extras`` made it) when that is how the file has them, else the members' own
+    texts (repeated keys and all) in an object marked ``SPELLED``."""
+    if not compact:
+        return compact
+    kept = b",".join(text[begin:end] for key, begin, _, end in found if key not in known)
+    if kept == compact.encode()[1:-1]:
+        return compact
+    try:
+        same = loads_or_lenient(b"{" + kept + b"}") == loads(compact)
+    except (orjson.JSONDecodeError, ValueError, RecursionError):
+        same = False
+    return SPELLED + "{" + kept.decode("utf-8", "surrogatepass") + "}" if same else compact
+
+
+def with_extra(obj: dict[str, Any], extra: JsonText) -> Any:
+    """``obj`` with the keys of ``extra`` added back (modelled keys win): a dict, or where ``extra`` is the
+    file's spelling of them, the object's text with those members as they came (a fragment)."""
+    if extra[:1] != SPELLED:
+        return merge_extra(obj, extra)
+    inner = extra[2:-1]
+    head = encode(obj)[:-1]
+    return orjson.Fragment(head + (b"," if len(head) > 1 else b"") + inner.encode("utf-8", "surrogatepass") + b"}")
 
 
 def _escaped(text: bytes, quote: int) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from .._json import dumps, extras, list_field, loads, merge_extra, other_block, str_field
+from .._json import dumps, extras, is_spelled, json_value, list_field, loads, other_block, plain, str_field, with_extra
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
@@ -162,11 +162,11 @@ def request_from_json(body: dict[str, Any], source: Source, fmt: str) -> Transcr
 # Writing
 
 
-def image_to_json(image: Image) -> dict[str, Any]:
+def image_to_json(image: Image) -> Any:
     if image.raw:
-        raw = loads(image.raw)
+        raw = loads(plain(image.raw))
         if isinstance(raw, dict) and raw.get("type") == "image":
-            return raw
+            return json_value(image.raw)  # as the file spelled it, where it did otherwise than compact
         if isinstance(raw, dict) and raw.get("type") == "image_url":  # from OpenAI
             url = str((raw.get("image_url") or {}).get("url", ""))
             if url.startswith("data:") and ";base64," in url:
@@ -205,13 +205,15 @@ def keep_given_inputs(messages: tuple[Message, ...], objects: list[Any]) -> tupl
     return tuple(out)
 
 
-def block_to_json(block: Block) -> dict[str, Any]:
+def block_to_json(block: Block) -> Any:
+    """A block as the Messages API has it: a dict, or (read from a file that spelled its extra keys or
+    the block itself otherwise than compact JSON) a fragment holding the file's spelling of those."""
     if isinstance(block, Text):
-        return merge_extra({"type": "text", "text": block.text}, block.extra)
+        return with_extra({"type": "text", "text": block.text}, block.extra)
     if isinstance(block, Thinking):
-        return merge_extra({"type": "thinking", "thinking": block.text}, block.extra)
+        return with_extra({"type": "thinking", "thinking": block.text}, block.extra)
     if isinstance(block, ToolCall):
-        return merge_extra(
+        return with_extra(
             {"type": "tool_use", "id": block.id, "name": block.name, "input": input_value(block)}, block.extra
         )
     if isinstance(block, ToolResult):
@@ -222,11 +224,11 @@ def block_to_json(block: Block) -> dict[str, Any]:
         }
         if block.is_error:
             out["is_error"] = True
-        return merge_extra(out, block.extra)
+        return with_extra(out, block.extra)
     if isinstance(block, Image):
         return image_to_json(block)
-    raw = loads(block.raw)
-    return raw if isinstance(raw, dict) else {"type": "text", "text": block.raw}
+    raw = loads(plain(block.raw))
+    return json_value(block.raw) if isinstance(raw, dict) else {"type": "text", "text": plain(block.raw)}
 
 
 def _results_first(content: tuple[Block, ...]) -> tuple[Block, ...]:
@@ -234,11 +236,11 @@ def _results_first(content: tuple[Block, ...]) -> tuple[Block, ...]:
     return results + tuple(b for b in content if not isinstance(b, ToolResult))
 
 
-def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[dict[str, Any]]:
+def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[Any]:
     """Anthropic messages. ``tool`` messages (from OpenAI) join the user
     message that carries their siblings' results; ``system`` messages in the
     middle become user text, since Anthropic has no such role."""
-    out: list[dict[str, Any]] = []
+    out: list[Any] = []
     for m in messages:
         if m.role == "tool" or (m.role == "system"):
             blocks: tuple[Block, ...] = (
@@ -246,7 +248,7 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
                 if m.role == "tool"
                 else tuple(Text(f"[system] {b.text}") if isinstance(b, Text) else b for b in m.content)
             )
-            if out and out[-1]["role"] == "user" and m.role == "tool" and out[-1].get("_tool"):
+            if out and isinstance(out[-1], dict) and out[-1].get("_tool") and m.role == "tool":
                 out[-1]["content"].extend(block_to_json(b) for b in blocks)
                 continue
             out.append({"role": "user", "content": [block_to_json(b) for b in blocks], "_tool": m.role == "tool"})
@@ -256,17 +258,18 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
             # Reasoning from another provider has no Anthropic signature; Anthropic rejects it.
             content = tuple(b for b in content if not isinstance(b, Thinking))
         obj: dict[str, Any] = {"role": m.role, "content": [block_to_json(b) for b in content]}
-        out.append(merge_extra(obj, m.extra) if same_dialect else obj)
+        out.append(with_extra(obj, m.extra) if same_dialect else obj)
     for obj in out:
-        obj.pop("_tool", None)
+        if isinstance(obj, dict):
+            obj.pop("_tool", None)
     return out
 
 
-def tool_to_json(tool: ToolDef) -> dict[str, Any]:
+def tool_to_json(tool: ToolDef) -> Any:
     if tool.dialect == "anthropic" and tool.raw:
-        raw = loads(tool.raw)
+        raw = loads(plain(tool.raw))
         if isinstance(raw, dict):
-            return raw
+            return json_value(tool.raw) if is_spelled(tool.raw) else raw
     return {"name": tool.name, "description": tool.description, "input_schema": loads(tool.schema_json or "{}")}
 
 

@@ -14,12 +14,15 @@ from .._json import (
     dumps,
     extras,
     input_text_of,
+    is_spelled,
+    json_value,
     list_field,
     loads,
     loads_or_lenient,
-    merge_extra,
     other_block,
+    plain,
     str_field,
+    with_extra,
 )
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
@@ -160,13 +163,19 @@ def transcript_from_messages(
 # Writing
 
 
-def _part_to_json(block: Block) -> dict[str, Any]:
+def _part_to_json(block: Block, same: bool = False) -> Any:
+    """A content part. In the dialect it was read from (``same``), a part's extra keys and an unmodelled
+    part are written as they came (the file's spelling where it had one); from another, as text."""
     if isinstance(block, Text):
-        return {"type": "text", "text": block.text}
+        return (
+            with_extra({"type": "text", "text": block.text}, block.extra)
+            if same
+            else {"type": "text", "text": block.text}
+        )
     if isinstance(block, Image):
-        raw = loads(block.raw) if block.raw else {}
+        raw = loads(plain(block.raw)) if block.raw else {}
         if isinstance(raw, dict) and raw.get("type") == "image_url":
-            return raw
+            return json_value(block.raw) if is_spelled(block.raw) else raw
         source = raw.get("source") if isinstance(raw, dict) else None
         if isinstance(source, dict) and source.get("type") == "base64":
             url = f"data:{source.get('media_type', '')};base64,{source.get('data', '')}"
@@ -175,23 +184,26 @@ def _part_to_json(block: Block) -> dict[str, Any]:
     if isinstance(block, Thinking):
         return {"type": "text", "text": block.text}
     if isinstance(block, Other):
-        return {"type": "text", "text": block.raw}
+        if same and isinstance(loads(plain(block.raw)), dict):
+            return json_value(block.raw)
+        return {"type": "text", "text": plain(block.raw)}
     return {"type": "text", "text": dumps(block_to_json(block))}
 
 
-def _content_to_json(blocks: tuple[Block, ...]) -> str | list[dict[str, Any]]:
+def _content_to_json(blocks: tuple[Block, ...], same: bool = False) -> str | list[Any]:
     # A string only for zero or one text block: joining several would glue their texts together.
     if not blocks:
         return ""
-    if len(blocks) == 1 and isinstance(blocks[0], Text):
+    if len(blocks) == 1 and isinstance(blocks[0], Text) and not (same and blocks[0].extra):
         return blocks[0].text
-    return [_part_to_json(b) for b in blocks]
+    return [_part_to_json(b, same) for b in blocks]
 
 
-def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[dict[str, Any]]:
+def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[Any]:
     """OpenAI messages. A user message carrying tool results (Anthropic shape)
     becomes one ``tool`` message per result, then a user message for any rest."""
-    out: list[dict[str, Any]] = []
+    same = same_dialect
+    out: list[Any] = []
     for m in messages:
         extra = m.extra if same_dialect else ""
         if m.role in ("user", "tool"):
@@ -201,23 +213,23 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
                     obj: dict[str, Any] = {
                         "role": "tool",
                         "tool_call_id": b.call_id,
-                        "content": _content_to_json(b.content),
+                        "content": _content_to_json(b.content, same),
                     }
                     if b.name:
                         obj["name"] = b.name
-                    out.append(merge_extra(obj, extra) if m.role == "tool" else obj)
+                    out.append(with_extra(obj, extra) if m.role == "tool" else obj)
                 else:
                     rest.append(b)
             if rest or (m.role == "user" and not m.tool_results):
-                out.append(merge_extra({"role": "user", "content": _content_to_json(tuple(rest))}, extra))
+                out.append(with_extra({"role": "user", "content": _content_to_json(tuple(rest), same)}, extra))
             continue
         if m.role == "system":
-            out.append(merge_extra({"role": "system", "content": _content_to_json(m.content)}, extra))
+            out.append(with_extra({"role": "system", "content": _content_to_json(m.content, same)}, extra))
             continue
         text = tuple(b for b in m.content if not isinstance(b, (ToolCall, Thinking)))
-        obj = {"role": "assistant", "content": _content_to_json(text) if text else None}
+        obj = {"role": "assistant", "content": _content_to_json(text, same) if text else None}
         calls = [
-            merge_extra(
+            with_extra(
                 {
                     "id": c.id,
                     "type": "function",
@@ -229,15 +241,15 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
         ]
         if calls:
             obj["tool_calls"] = calls
-        out.append(merge_extra(obj, extra))
+        out.append(with_extra(obj, extra))
     return out
 
 
-def tool_to_json(tool: ToolDef) -> dict[str, Any]:
+def tool_to_json(tool: ToolDef) -> Any:
     if tool.dialect == "openai" and tool.raw:
-        raw = loads(tool.raw)
+        raw = loads(plain(tool.raw))
         if isinstance(raw, dict):
-            return raw
+            return json_value(tool.raw) if is_spelled(tool.raw) else raw
     return {
         "type": "function",
         "function": {"name": tool.name, "description": tool.description, "parameters": loads(tool.schema_json or "{}")},
@@ -254,7 +266,7 @@ def request_to_json(transcript: Transcript) -> dict[str, Any]:
         body.update(extra if same else request_keys(extra, limit_key="max_completion_tokens"))
     messages = messages_to_json(transcript.messages, same_dialect=same)
     if transcript.system:
-        messages.insert(0, {"role": "system", "content": _content_to_json(transcript.system)})
+        messages.insert(0, {"role": "system", "content": _content_to_json(transcript.system, same)})
     body["messages"] = messages
     if transcript.tools:
         body["tools"] = [tool_to_json(t) for t in transcript.tools]
