@@ -341,8 +341,12 @@ def plain(text: JsonText) -> JsonText:
 
 def json_value(text: JsonText) -> Any:
     """What a writer puts in a dict for ``text``: the parsed value of compact JSON, or the file's spelling
-    as a fragment orjson writes as it is."""
-    return orjson.Fragment(text[1:]) if text[:1] == SPELLED else loads(text)
+    as a fragment orjson writes as it is (so is compact JSON that orjson would read otherwise: an integer
+    past 64 bits, read exactly by the standard library)."""
+    if text[:1] == SPELLED:
+        return orjson.Fragment(text[1:])
+    value = loads(text)
+    return value if dumps(value) == text else orjson.Fragment(text)
 
 
 def compact_of(text: JsonText) -> JsonText:
@@ -361,19 +365,23 @@ def spelled_extras(
     kept = b",".join(text[begin:end] for key, begin, _, end in found if key not in known)
     if kept == compact.encode()[1:-1]:
         return compact
-    try:
-        same = loads_or_lenient(b"{" + kept + b"}") == loads(compact)
-    except (orjson.JSONDecodeError, ValueError, RecursionError):
-        same = False
-    return SPELLED + "{" + kept.decode("utf-8", "surrogatepass") + "}" if same else compact
+    whole = b"{" + kept + b"}"
+    same = _compact(whole) == compact or _compact_lenient(whole) == compact
+    return SPELLED + whole.decode("utf-8", "surrogatepass") if same else compact
 
 
 def with_extra(obj: dict[str, Any], extra: JsonText) -> Any:
     """``obj`` with the keys of ``extra`` added back (modelled keys win): a dict, or where ``extra`` is the
     file's spelling of them, the object's text with those members as they came (a fragment)."""
+    if not extra:
+        return obj
     if extra[:1] != SPELLED:
-        return merge_extra(obj, extra)
-    inner = extra[2:-1]
+        value = loads(extra)
+        if dumps(value) == extra:
+            for key, item in value.items():
+                obj.setdefault(key, item)
+            return obj
+    inner = plain(extra)[1:-1]
     head = encode(obj)[:-1]
     return orjson.Fragment(head + (b"," if len(head) > 1 else b"") + inner.encode("utf-8", "surrogatepass") + b"}")
 
@@ -390,6 +398,15 @@ def _compact(span: bytes) -> JsonText | None:
     try:
         return dumps(loads_or_lenient(span))
     except (orjson.JSONDecodeError, ValueError, RecursionError):
+        return None
+
+
+def _compact_lenient(span: bytes) -> JsonText | None:
+    """``span`` as compact JSON read by the standard library, which keeps integers past 64 bits exact: the
+    reading of a document orjson refused as a whole (for a ``NaN`` elsewhere in it)."""
+    try:
+        return dumps(loads_lenient(span))
+    except (ValueError, RecursionError):
         return None
 
 
@@ -418,7 +435,7 @@ class InputTexts:
             if end < 0:
                 continue
             span = self.text[start:end]
-            if span == wanted or _compact(span) == compact:
+            if span == wanted or _compact(span) == compact or _compact_lenient(span) == compact:
                 self.pos = end
                 return "" if span == wanted else span.decode()
         return None

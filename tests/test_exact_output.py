@@ -148,7 +148,7 @@ def _fit(path: Path, fraction: float, steps: bool = False) -> tuple[bytes, set[s
 
 def _answers(text: str) -> set[str]:
     """The call ids whose results a message text carries."""
-    value = orjson.loads(text)
+    value = json.loads(text)  # the standard library: NaN and lone surrogates too
     ids = {value.get("tool_call_id")} if value.get("role") == "tool" else set()
     content = value.get("content")
     if isinstance(content, list):
@@ -489,3 +489,195 @@ def test_a_command_that_never_writes_loads_no_message_texts(tmp_path: Path) -> N
     assert lean.messages[1].tool_calls[0].input_text == ""
     estimator = make_estimator()
     assert [estimator.message(m) for m in kept.messages] == [estimator.message(m) for m in lean.messages]
+
+
+# --------------------------------------------------------------------------
+# Tool inputs of the other loaders: Gemini CLI, Copilot CLI, ATIF, Inspect AI, opencode
+
+
+def _gemini_records(inputs: list[str]) -> list[str]:
+    out = ['{"id":"u","type":"user","content":"go"}']
+    for k, text in enumerate(inputs):
+        result = f'[{{"functionResponse":{{"id":"c{k}","name":"read","response":{{"output":"ok"}}}}}}]'
+        call = f'{{"id":"c{k}","name":"read","args":{text},"result":{result},"status":"success"}}'
+        out.append(f'{{"id":"g{k}","type":"gemini","content":"","toolCalls":[{call}]}}')
+    return out
+
+
+def _gemini_document(inputs: list[str]) -> bytes:
+    records = ",\n    ".join(_gemini_records(inputs))
+    return f'{{"sessionId": "s", "projectHash": "h",\n  "messages": [\n    {records}\n  ]\n}}\n'.encode()
+
+
+def _gemini_lines(inputs: list[str]) -> bytes:
+    lines = ['{"sessionId":"s","projectHash":"h","startTime":"t"}', *_gemini_records(inputs)]
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _copilot(inputs: list[str]) -> bytes:
+    lines = [
+        '{"type":"session.start","data":{"sessionId":"s","copilotVersion":"1","producer":"copilot-agent"}}',
+        '{"type":"user.message","data":{"content":"go"}}',
+    ]
+    for k, text in enumerate(inputs):
+        request = f'{{"toolCallId":"c{k}","name":"read","arguments":{text}}}'
+        lines.append(
+            f'{{"type":"assistant.message","data":{{"messageId":"m{k}","content":"","toolRequests":[{request}]}}}}'
+        )
+        lines.append(
+            f'{{"type":"tool.execution_complete","data":{{"toolCallId":"c{k}","success":true,"result":{{"content":"ok"}}}}}}'
+        )
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _atif(inputs: list[str]) -> bytes:
+    steps = ['{"step_id":0,"source":"user","message":"go"}']
+    for k, text in enumerate(inputs):
+        call = f'{{"tool_call_id":"c{k}","function_name":"read","arguments":{text}}}'
+        result = f'{{"results":[{{"source_call_id":"c{k}","content":"ok"}}]}}'
+        steps.append(
+            f'{{"step_id":{k + 1},"source":"agent","message":"","tool_calls":[{call}],"observation":{result}}}'
+        )
+    head = '"schema_version":"ATIF-v1.4","session_id":"s","agent":{"name":"a","version":"1"}'
+    return f'{{{head},"steps":[{",".join(steps)}]}}'.encode()
+
+
+def _inspect(inputs: list[str]) -> bytes:
+    messages = ['{"role":"user","content":"go"}']
+    for k, text in enumerate(inputs):
+        messages.append(
+            f'{{"role":"assistant","content":"","tool_calls":[{{"id":"c{k}","function":"read","arguments":{text}}}]}}'
+        )
+        messages.append(f'{{"role":"tool","tool_call_id":"c{k}","function":"read","content":"ok"}}')
+    sample = f'{{"id":1,"epoch":1,"messages":[{",".join(messages)}]}}'
+    return f'{{"version":2,"status":"success","eval":{{"task":"t"}},"samples":[{sample}]}}'.encode()
+
+
+LOADER_FORMATS = {
+    "gemini_cli": (_gemini_document, "in.json"),
+    "gemini_cli lines": (_gemini_lines, "in.jsonl"),
+    "copilot_cli": (_copilot, "in.jsonl"),
+    "atif": (_atif, "in.json"),
+    "inspect_ai": (_inspect, "in.json"),
+}
+
+
+def _same_inputs(found: list[str], inputs: list[str], to: str) -> bool:
+    """The written inputs are the file's texts: exactly (OpenAI ``arguments``), or token for token (an input
+    compact in the file is indented with an Anthropic body)."""
+    return found == inputs or (to == "anthropic" and [_tokens(t) for t in found] == [_tokens(t) for t in inputs])
+
+
+@PROPERTY
+@given(
+    st.sampled_from(sorted(LOADER_FORMATS)),
+    st.lists(odd_input(constants=True), min_size=1, max_size=4),
+    st.sampled_from(("anthropic", "openai")),
+)
+def test_every_loader_writes_tool_inputs_as_the_file_spelled_them(
+    tmp_path_factory: pytest.TempPathFactory, fmt: str, inputs: list[str], to: str
+) -> None:
+    build, name = LOADER_FORMATS[fmt]
+    path = tmp_path_factory.mktemp("loaders") / name
+    path.write_bytes(build(inputs))
+    (transcript,) = load_path(path, fmt=fmt.split()[0])
+    assert len(transcript.messages) == 1 + 2 * len(inputs)
+    found = _written_inputs(write_transcript(transcript, to=to), to)  # type: ignore[arg-type]
+    assert _same_inputs(found, inputs, to), (found, inputs)
+
+
+OPENCODE = Path(__file__).parent / "data" / "opencode" / "storage"
+
+
+@PROPERTY
+@given(odd_input(constants=True), st.sampled_from(("anthropic", "openai")))
+def test_opencode_tool_inputs_are_written_as_the_part_file_spelled_them(
+    tmp_path_factory: pytest.TempPathFactory, text: str, to: str
+) -> None:
+    import shutil
+
+    text = text if text.startswith("{") else '{"in":' + text + "}"  # opencode's input is an object
+    root = tmp_path_factory.mktemp("opencode") / "storage"
+    shutil.copytree(OPENCODE, root)
+    part = next(p for p in sorted(root.glob("part/*/*.json")) if '"type": "tool"' in p.read_text())
+    value = json.loads(part.read_text())
+    old = json.dumps(value["state"]["input"], indent=2).replace("\n", "\n    ")
+    assert old in part.read_text()
+    part.write_text(part.read_text().replace(old, text, 1))
+    written = [write_transcript(t, to=to) for t in load_path(root)]  # type: ignore[arg-type]
+    found = [i for data in written for i in _written_inputs(data, to)]
+    assert any(_same_inputs([f], [text], to) for f in found), (found, text)
+
+
+# --------------------------------------------------------------------------
+# Unmodelled content (extra keys, unknown blocks, images) inside messages the fit rebuilt
+
+
+@st.composite
+def odd_members(draw: st.DrawFn, prefix: str) -> list[str]:
+    """Members (``"key":value`` texts) a reader does not model: odd numbers, repeated keys, NaN, nesting."""
+    out = [f'"{prefix}_a":{draw(odd_input(constants=True))}']
+    if draw(st.booleans()):
+        number = draw(st.sampled_from((*INPUT_NUMBERS, *CONSTANTS)))
+        out += [f'"{prefix}_b":1', f'"{prefix}_b" : {number}']
+    return out
+
+
+@st.composite
+def unmodelled_conversation(draw: st.DrawFn, dialect: str) -> tuple[list[str], list[str]]:
+    """Message texts whose tool-result messages (the ones clearing rebuilds) carry extra keys and, in the
+    Anthropic shape, unknown blocks, images and text blocks with extra keys; and the texts the written
+    rebuilt messages must hold as they came."""
+    texts = ['{"role":"user","content":"Please look."}']
+    kept: list[str] = []
+    for k in range(draw(st.integers(4, 8))):
+        big = _s(f"line {k}: " + "data " * draw(st.integers(300, 900)))
+        extra = draw(odd_members("x"))
+        kept += extra
+        if dialect == "anthropic":
+            text_extra = draw(odd_members("t"))
+            text_block = '{"type":"text","text":"see",' + ",".join(text_extra) + "}"
+            other = (
+                '{"type":"document","source":{"type":"text","data":"doc"},"n":'
+                + draw(st.sampled_from(INPUT_NUMBERS))
+                + "}"
+            )
+            image = '{"type":"image","source":{"type":"url","url":"https://x/i.png"},"w":1.50}'
+            kept += [*text_extra, other, image]
+            call = f'{{"type":"tool_use","id":"c{k}","name":"Read","input":{draw(odd_input())}}}'
+            texts.append(f'{{"role":"assistant","content":[{call}]}}')
+            result = f'{{"type":"tool_result","tool_use_id":"c{k}","content":{big}}}'
+            blocks = draw(st.permutations([text_block, other, image]))
+            texts.append('{"role":"user",' + ",".join(extra) + f',"content":[{result},{",".join(blocks)}]}}')
+        else:
+            call = f'{{"id":"c{k}","type":"function","function":{{"name":"Read","arguments":{_s(draw(odd_input()))}}}}}'
+            texts.append(f'{{"role":"assistant","content":null,"tool_calls":[{call}]}}')
+            texts.append('{"role":"tool",' + ",".join(extra) + f',"tool_call_id":"c{k}","content":{big}}}')
+    texts.append('{"role":"assistant","content":"Done."}')
+    return texts, kept
+
+
+@PROPERTY
+@given(st.sampled_from(("anthropic", "openai")), st.data())
+def test_a_rebuilt_message_writes_what_it_does_not_model_as_the_file_spelled_it(
+    tmp_path_factory: pytest.TempPathFactory, dialect: str, data: st.DataObject
+) -> None:
+    texts, kept = data.draw(unmodelled_conversation(dialect))
+    path = tmp_path_factory.mktemp("unmodelled") / "in.jsonl"
+    path.write_bytes("".join(t + "\n" for t in texts).encode())
+    written, cleared, dropped = _fit(path, 0.5)
+    assert cleared, "the budget should have cleared something"
+    out = message_texts(written, body=False)
+    rebuilt = [t for t in out if t not in texts and json.loads(t).get("content") not in (TRUNCATION_NOTE, NOTE_BLOCKS)]
+    assert (rebuilt or dropped) and all(_answers(t) & cleared for t in rebuilt)
+    for text in rebuilt:
+        k = next(iter(_answers(text)))
+        original = texts[[_answers(t) for t in texts].index({k})]
+        for member in kept:
+            if member in original:
+                assert member in text, f"{member!r} was re-spelled in {text[:300]!r}"
+    (transcript,) = load_path(path)
+    if dialect == "anthropic":  # the whole file as a request body (every message rebuilt): the same holds,
+        # token for token (what the file spelled compact is indented with the body)
+        body = _tokens(write_transcript(transcript, to="anthropic").decode())
+        assert [member for member in kept if _tokens(member) not in body] == []

@@ -183,7 +183,7 @@ def input_value(call: ToolCall) -> Any:
         return call.given
     if call.input_text:
         return orjson.Fragment(call.input_text)
-    return loads(call.input_json)
+    return json_value(call.input_json)
 
 
 def keep_given_inputs(messages: tuple[Message, ...], objects: list[Any]) -> tuple[Message, ...]:
