@@ -195,7 +195,7 @@ def extras(obj: dict[str, Any], known: frozenset[str]) -> JsonText:
 def merge_extra(obj: dict[str, Any], extra: JsonText) -> dict[str, Any]:
     """``obj`` with the keys of ``extra`` added back (modelled keys win)."""
     if extra:
-        for key, value in loads_or_lenient(plain(extra)).items():
+        for key, value in loads(plain(extra)).items():
             obj.setdefault(key, value)
     return obj
 
@@ -234,7 +234,18 @@ def other_block(kind: str, obj: Any) -> Other:
     return Other(kind, raw, dumps(elided) if payloads else "", payloads)
 
 
+_LONG_INTEGER = re.compile(r"\d{20}")
+"""Twenty digits in a row: maybe an integer past 64 bits, which orjson reads as a float."""
+
+
 def loads(text: JsonText) -> Any:
+    """Compact JSON (as ``dumps`` made it) parsed back to the value it was made from: integers past 64 bits
+    stay exact integers (read by the standard library then), so writing the value again gives the same text."""
+    if _LONG_INTEGER.search(text):
+        try:
+            return loads_lenient(text)
+        except (ValueError, RecursionError):
+            pass
     return loads_or_lenient(text)
 
 
@@ -341,12 +352,8 @@ def plain(text: JsonText) -> JsonText:
 
 def json_value(text: JsonText) -> Any:
     """What a writer puts in a dict for ``text``: the parsed value of compact JSON, or the file's spelling
-    as a fragment orjson writes as it is (so is compact JSON that orjson would read otherwise: an integer
-    past 64 bits, read exactly by the standard library)."""
-    if text[:1] == SPELLED:
-        return orjson.Fragment(text[1:])
-    value = loads(text)
-    return value if dumps(value) == text else orjson.Fragment(text)
+    as a fragment orjson writes as it is."""
+    return orjson.Fragment(text[1:]) if text[:1] == SPELLED else loads(text)
 
 
 def compact_of(text: JsonText) -> JsonText:
@@ -373,15 +380,9 @@ def spelled_extras(
 def with_extra(obj: dict[str, Any], extra: JsonText) -> Any:
     """``obj`` with the keys of ``extra`` added back (modelled keys win): a dict, or where ``extra`` is the
     file's spelling of them, the object's text with those members as they came (a fragment)."""
-    if not extra:
-        return obj
     if extra[:1] != SPELLED:
-        value = loads(extra)
-        if dumps(value) == extra:
-            for key, item in value.items():
-                obj.setdefault(key, item)
-            return obj
-    inner = plain(extra)[1:-1]
+        return merge_extra(obj, extra)
+    inner = extra[2:-1]
     head = encode(obj)[:-1]
     return orjson.Fragment(head + (b"," if len(head) > 1 else b"") + inner.encode("utf-8", "surrogatepass") + b"}")
 

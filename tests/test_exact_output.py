@@ -7,6 +7,7 @@ compared byte for byte with the input's."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -681,3 +682,68 @@ def test_a_rebuilt_message_writes_what_it_does_not_model_as_the_file_spelled_it(
         # token for token (what the file spelled compact is indented with the body)
         body = _tokens(write_transcript(transcript, to="anthropic").decode())
         assert [member for member in kept if _tokens(member) not in body] == []
+
+
+# --------------------------------------------------------------------------
+# The library: a harness's dicts with values JSON text cannot spell the usual way
+
+
+ODD_VALUES = st.one_of(
+    st.integers(-(2**80), 2**80),
+    st.sampled_from((float("nan"), float("inf"), -0.0, 1e300, 0.1, "caf\u00e9", "\x1b[2J", True, None)),
+)
+ODD_DICTS = st.dictionaries(st.sampled_from(("n", "big", "x", "Z", "a b")), ODD_VALUES, min_size=1, max_size=4)
+
+
+def _fragments(value: Any) -> int:
+    """How many orjson fragments ``value`` holds (a harness must get plain JSON values back)."""
+    if isinstance(value, orjson.Fragment):
+        return 1
+    if isinstance(value, dict):
+        return sum(_fragments(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_fragments(v) for v in value)
+    return 0
+
+
+@PROPERTY
+@given(st.sampled_from(("anthropic", "openai")), st.lists(ODD_DICTS, min_size=4, max_size=8), st.data())
+def test_the_library_returns_untouched_messages_with_odd_values_as_the_objects_it_was_given(
+    dialect: str, odd: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go", "x_meta": odd[0]}]
+    answering: dict[str, dict[str, Any]] = {}
+    for k, values in enumerate(odd):
+        answering[f"c{k}"] = values
+        big = "w " * data.draw(st.integers(1500, 4000))
+        if dialect == "anthropic":
+            call = {"type": "tool_use", "id": f"c{k}", "name": "R", "input": values, "x_block": values}
+            messages.append({"role": "assistant", "content": [call], "x_meta": values})
+            result = {"type": "tool_result", "tool_use_id": f"c{k}", "content": big, "x_block": values}
+            text = {"type": "text", "text": "see", "cache_control": values}
+            messages.append({"role": "user", "x_meta": values, "content": [result, text]})
+        else:
+            call = {"id": f"c{k}", "type": "function", "function": {"name": "R", "arguments": "{}"}, "x_call": values}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call], "x_meta": values})
+            messages.append({"role": "tool", "tool_call_id": f"c{k}", "content": big, "x_meta": values})
+    messages.append({"role": "assistant", "content": "done"})
+    body = {"model": "m", "max_tokens": 5, "messages": messages}
+    fitted = Fitter(budget=3_000).fit(body)
+    assert fitted.plan.batches or fitted.plan.dropped, "the budget should have changed something"
+    out = fitted.body["messages"]
+    assert _fragments(fitted.body) == 0
+    assert out[0] is messages[0]
+    originals = {id(m) for m in messages}
+    rebuilt = [m for m in out if id(m) not in originals]
+    cleared = {r.call_id for b in fitted.plan.batches for r in b.results}
+    for message in rebuilt:
+        answers = {message.get("tool_call_id")} | {
+            b.get("tool_use_id") for b in message.get("content") or () if isinstance(b, dict)
+        }
+        assert answers & cleared or message.get("content") in (TRUNCATION_NOTE, NOTE_BLOCKS), message
+        original = next((answering[i] for i in answers if i in answering), None)
+        if original is not None:
+            # what it does not model comes back as the same JSON values: integers past 64 bits exact, and a
+            # NaN or an infinity what JSON makes of it (null)
+            expected = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in original.items()}
+            assert message["x_meta"] == expected
