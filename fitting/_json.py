@@ -259,11 +259,27 @@ _SCALAR = re.compile(_STRING + rb"|[^,\]}\s]+")
 _KEYS: dict[str, re.Pattern[bytes]] = {}
 
 
-def _value_end(text: bytes, start: int) -> int:
+def container_ends(text: bytes) -> dict[int, int]:
+    """Where each array and object of the JSON ``text`` ends, by where it starts: one pass over the text,
+    for a walk that visits containers inside containers (``members(text, start, ends)``)."""
+    ends: dict[int, int] = {}
+    opened: list[int] = []
+    for token in _TOKEN.finditer(text):
+        mark = token.group()
+        if mark in (b"{", b"["):
+            opened.append(token.start())
+        elif mark in (b"}", b"]") and opened:
+            ends[opened.pop()] = token.end()
+    return ends
+
+
+def _value_end(text: bytes, start: int, ends: dict[int, int] | None = None) -> int:
     """The end of the JSON value that starts at ``text[start]``, or -1."""
     if text[start : start + 1] not in (b"{", b"["):
         found = _SCALAR.match(text, start)
         return found.end() if found else -1
+    if ends is not None:
+        return ends.get(start, -1)
     depth = 0
     for token in _TOKEN.finditer(text, start):
         mark = token.group()
@@ -279,11 +295,11 @@ def _value_end(text: bytes, start: int) -> int:
 _BLANKS = re.compile(rb"[ \t\r\n]*")
 
 
-def members(text: bytes, start: int = 0) -> list[tuple[str | None, int, int, int]]:
+def members(text: bytes, start: int = 0, ends: dict[int, int] | None = None) -> list[tuple[str | None, int, int, int]]:
     """The members of the array or object opening at or after ``text[start]`` (JSON bytes, read by orjson
     already): each one's key (None in an array), where the member starts (its key, or its value in an array)
-    and where its value's text starts and ends. Raises ValueError if the text there is not an array or an
-    object."""
+    and where its value's text starts and ends (``ends``: ``container_ends(text)``, for a walk). Raises
+    ValueError if the text there is not an array or an object."""
     i = _BLANKS.match(text, start).end()  # type: ignore[union-attr]  # matches the empty string at worst
     opening = text[i : i + 1]
     if opening not in (b"[", b"{"):
@@ -305,7 +321,7 @@ def members(text: bytes, start: int = 0) -> list[tuple[str | None, int, int, int
             if text[i : i + 1] != b":":
                 raise ValueError("expected ':'")
             i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
-        end = _value_end(text, i)
+        end = _value_end(text, i, ends)
         if end < 0:
             raise ValueError("a value without its end")
         found.append((key, begin, i, end))

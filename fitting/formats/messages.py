@@ -10,12 +10,11 @@ from typing import Any
 
 import orjson
 
-from .._json import encode, member_spans, str_field
+from .._json import encode, member_spans, str_field, with_input_texts
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Dialect, Message, Skipped, Source, Transcript, Verbatim
 from ..wire import anthropic, openai
 from ..wire.bodies import body_from_transcript, messages_keeping, transcript_from_body
-from ..wire.spelling import spell_message
 from ._jsonl import BOM, LineReader, loads_document
 from .base import Format, Input
 
@@ -59,8 +58,8 @@ def transcript_from_objects(
             skipped.append(Skipped(source, exc.message))
             continue
         if text is not None and keep_text:
-            message = spell_message(message, text, openai_shape=dialect == "openai" or message.role == "system")
-            message = Message(message.role, message.content, source, message.extra, Verbatim((text,), message.content))
+            content = with_input_texts(message.content, text)
+            message = Message(message.role, content, source, message.extra, Verbatim((text,), content))
         messages.append(message)
         if dialect:
             dialects.add(dialect)
@@ -94,11 +93,10 @@ def _with_verbatim(transcript: Transcript, text: bytes, members: list[tuple[str 
     if leading < 0:
         return transcript
     spans = [text[a:b] for _, a, b in members]
-    openai_shape = transcript.dialect == "openai"
     messages = tuple(
-        Message(s.role, s.content, s.source, s.extra, Verbatim((raw,), s.content))
+        Message(m.role, content, m.source, m.extra, Verbatim((raw,), content))
         for m, raw in zip(transcript.messages, spans[leading:], strict=True)
-        for s in (spell_message(m, raw, openai_shape=openai_shape),)
+        for content in (with_input_texts(m.content, raw),)
     )
     return replace(transcript, messages=messages, system_verbatim=_verbatim_system(spans[:leading], transcript.system))
 

@@ -23,6 +23,7 @@ from ..transcript import (
     ToolResult,
     Transcript,
 )
+from .spelling import respelled
 
 _TEXT = frozenset({"type", "text"})
 _THINKING = frozenset({"type", "thinking"})
@@ -242,6 +243,8 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
     middle become user text, since Anthropic has no such role."""
     out: list[Any] = []
     for m in messages:
+        if same_dialect:
+            m = respelled(m, openai_shape=m.role == "system")
         if m.role == "tool" or (m.role == "system"):
             blocks: tuple[Block, ...] = (
                 m.content

@@ -40,6 +40,7 @@ from ..transcript import (
     Transcript,
 )
 from .anthropic import block_to_json, request_keys, tool_from_json
+from .spelling import respelled
 
 _MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 _REQUEST = frozenset({"messages", "tools"})
@@ -205,6 +206,8 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
     same = same_dialect
     out: list[Any] = []
     for m in messages:
+        if same_dialect:
+            m = respelled(m, openai_shape=True)
         extra = m.extra if same_dialect else ""
         if m.role in ("user", "tool"):
             rest: list[Block] = []
