@@ -347,34 +347,13 @@ def member_spans(text: bytes, start: int = 0) -> list[tuple[str | None, int, int
 SPELLED = " "
 """What opens a ``JsonText`` that holds a value as the file spelled it (``1E+2``, integers past 64 bits,
 repeated keys, spacing) rather than as compact JSON: compact JSON never starts with a blank, and the text
-still parses to the same value. Writers emit such a text as it is (``json_value``); what is counted is the
-compact form (``compact_of``)."""
-
-
-def spelled(text: bytes, compact: JsonText) -> JsonText:
-    """``compact``, or the file's ``text`` of the same value marked ``SPELLED`` where it differs."""
-    written = text.decode("utf-8", "surrogatepass")
-    return compact if written == compact else SPELLED + written
-
-
-def is_spelled(text: JsonText) -> bool:
-    return text[:1] == SPELLED
+still parses to the same value. Only extra keys are kept so (``spelled_extras``), and writers emit them as
+they are (``with_extra``); nothing counts them."""
 
 
 def plain(text: JsonText) -> JsonText:
-    """``text`` without its ``SPELLED`` mark: JSON text to show or to embed."""
+    """``text`` without its ``SPELLED`` mark: JSON text to parse, show or embed."""
     return text[1:] if text[:1] == SPELLED else text
-
-
-def json_value(text: JsonText) -> Any:
-    """What a writer puts in a dict for ``text``: the parsed value of compact JSON, or the file's spelling
-    as a fragment orjson writes as it is."""
-    return orjson.Fragment(text[1:]) if text[:1] == SPELLED else loads(text)
-
-
-def compact_of(text: JsonText) -> JsonText:
-    """``text`` as compact JSON."""
-    return dumps(loads(text[1:])) if text[:1] == SPELLED else text
 
 
 def spelled_extras(

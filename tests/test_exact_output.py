@@ -130,7 +130,7 @@ def input_files(draw: st.DrawFn) -> tuple[bytes, bool, list[str]]:
     return f'{{{head},\n  "messages": [\n    {items}\n  ]\n}}\n'.encode(), True, texts
 
 
-def _fit(path: Path, fraction: float, steps: bool = False) -> tuple[bytes, set[str], int]:
+def _fit(path: Path, fraction: float, steps: bool = False, to: str = "same") -> tuple[bytes, set[str], int]:
     """The bytes ``fit --to same`` writes with a budget of ``fraction`` of the
     request, the call ids of the results it cleared, and how many messages went;
     ``steps``: with the step rules (batches by a third of the budget, cuts at steps of a quarter)."""
@@ -141,7 +141,7 @@ def _fit(path: Path, fraction: float, steps: bool = False) -> tuple[bytes, set[s
     plan = plan_fit(transcript, budget=budget, estimator=estimator, **rules)
     cleared = {r.call_id for b in plan.batches for r in b.results}
     return (
-        write_transcript(apply_plan(transcript, plan), to="same"),
+        write_transcript(apply_plan(transcript, plan), to=to),  # type: ignore[arg-type]
         cleared,
         sum(d.stop - d.start for d in plan.dropped),
     )
@@ -377,17 +377,16 @@ def _tokens(text: str) -> str:
 
 def _written_inputs(data: bytes, to: str) -> list[str]:
     """The tool inputs' texts in a written body: the OpenAI ``arguments`` strings, or the text after
-    each ``"input": `` key of an Anthropic body, found with the standard library's decoder."""
+    each ``"input":`` key of an Anthropic body (after its ``"type": "tool_use"``, indented or as the file
+    spelled the block), found with the standard library's decoder."""
     if to == "openai":
         body = json.loads(data)
         return [c["function"]["arguments"] for m in body["messages"] for c in m.get("tool_calls") or ()]
-    text, out, key = data.decode(), [], '"type": "tool_use"'
-    pos = text.find(key)
-    while pos >= 0:
-        start = text.index('"input": ', pos) + len('"input": ')
+    text, out = data.decode(), []
+    for found in re.finditer(r'"type":\s*"tool_use"', text):
+        start = re.compile(r'"input":\s*').search(text, found.end()).end()  # type: ignore[union-attr]
         _, end = DECODER.raw_decode(text, start)
         out.append(text[start:end])
-        pos = text.find(key, end)
     return out
 
 
@@ -747,3 +746,67 @@ def test_the_library_returns_untouched_messages_with_odd_values_as_the_objects_i
             # NaN or an infinity what JSON makes of it (null)
             expected = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in original.items()}
             assert message["x_meta"] == expected
+
+
+# --------------------------------------------------------------------------
+# Cline: the '[tool for 'x'] Result:' texts become tool results (or observations), and come out as they came
+
+CLINE = sorted((Path(__file__).parent / "data" / "cline").glob("*.json"))
+
+
+def _user_texts(messages: list[Any]) -> list[str]:
+    """Every text the user messages carry, in order: text blocks, and the texts inside tool results."""
+    out: list[str] = []
+    for message in messages:
+        if message.get("role") != "user" or not isinstance(message.get("content"), list):
+            continue
+        for block in message["content"]:
+            inner = block.get("content") if block.get("type") == "tool_result" else [block]
+            out += [b["text"] for b in inner if isinstance(b, dict) and b.get("type") == "text"]
+    return out
+
+
+@pytest.mark.parametrize("path", CLINE, ids=lambda p: p.stem)
+@pytest.mark.parametrize("fraction", [2.0, 0.5])
+def test_cline_result_texts_are_written_as_they_came(path: Path, fraction: float) -> None:
+    given = _user_texts(json.loads(path.read_text()))
+    assert any("] Result:" in t for t in given)
+    written, cleared, dropped = _fit(path, fraction, to="anthropic")
+    texts = _user_texts(json.loads(written)["messages"])
+    if fraction > 1:
+        assert texts == given and not cleared
+        return
+    assert cleared or dropped
+    # Each text is one the file held, in the file's order, or the stub of a cleared result (or the note).
+    rest = iter(given)
+    for text in texts:
+        if text.startswith("[windowfit") or text == TRUNCATION_NOTE:
+            continue
+        assert any(text == t for t in rest), text[:120]
+
+
+_CACHE_CONTROL = re.compile(r'"cache_control":\s*\{[^{}]*\}')
+
+
+def test_corpus_request_bodies_written_from_the_model_keep_what_they_do_not_model(tmp_path: Path) -> None:
+    # Captured Claude Code requests written with --to anthropic: every message is built from the model (the
+    # way a fit rebuilds the messages it changes), and each keeps its blocks as they came: the same values,
+    # and the cache marks' texts as the capture spelled them.
+    bodies = [b for b in _bodies(require_shared(*CLAUDE_TRACE)) if b"cache_control" in b]
+    assert bodies
+    marks = 0
+    for k, data in enumerate(bodies):
+        path = tmp_path / f"body-{k}.json"
+        path.write_bytes(data)
+        written, cleared, dropped = _fit(path, 2.0, to="anthropic")
+        assert not cleared and not dropped
+        pairs = list(zip(message_texts(data, body=True), message_texts(written, body=True), strict=True))
+        for original, text in pairs:
+            before, after = json.loads(original), json.loads(text)
+            if isinstance(before["content"], str):
+                before["content"] = [{"type": "text", "text": before["content"]}]  # the one change of shape
+            assert before == after
+            for mark in _CACHE_CONTROL.findall(original):
+                assert mark in text
+                marks += 1
+    assert marks

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from .._json import dumps, extras, is_spelled, json_value, list_field, loads, other_block, plain, str_field, with_extra
+from .._json import dumps, extras, list_field, loads, other_block, str_field, with_extra
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
@@ -23,7 +23,7 @@ from ..transcript import (
     ToolResult,
     Transcript,
 )
-from .spelling import respelled
+from .spelling import Texts, respelled
 
 _TEXT = frozenset({"type", "text"})
 _THINKING = frozenset({"type", "thinking"})
@@ -163,11 +163,11 @@ def request_from_json(body: dict[str, Any], source: Source, fmt: str) -> Transcr
 # Writing
 
 
-def image_to_json(image: Image) -> Any:
+def image_to_json(image: Image) -> dict[str, Any]:
     if image.raw:
-        raw = loads(plain(image.raw))
+        raw = loads(image.raw)
         if isinstance(raw, dict) and raw.get("type") == "image":
-            return json_value(image.raw)  # as the file spelled it, where it did otherwise than compact
+            return raw
         if isinstance(raw, dict) and raw.get("type") == "image_url":  # from OpenAI
             url = str((raw.get("image_url") or {}).get("url", ""))
             if url.startswith("data:") and ";base64," in url:
@@ -184,7 +184,7 @@ def input_value(call: ToolCall) -> Any:
         return call.given
     if call.input_text:
         return orjson.Fragment(call.input_text)
-    return json_value(call.input_json)
+    return loads(call.input_json)
 
 
 def keep_given_inputs(messages: tuple[Message, ...], objects: list[Any]) -> tuple[Message, ...]:
@@ -206,9 +206,13 @@ def keep_given_inputs(messages: tuple[Message, ...], objects: list[Any]) -> tupl
     return tuple(out)
 
 
-def block_to_json(block: Block) -> Any:
-    """A block as the Messages API has it: a dict, or (read from a file that spelled its extra keys or
-    the block itself otherwise than compact JSON) a fragment holding the file's spelling of those."""
+def block_to_json(block: Block, texts: Texts | None = None) -> Any:
+    """A block as the Messages API has it: a dict, or a fragment holding the file's own text of it (a
+    block of ``texts``, written as it came) or of its extra keys (``with_extra``)."""
+    if texts:
+        found = texts.get(id(block))
+        if found is not None:
+            return orjson.Fragment(found)
     if isinstance(block, Text):
         return with_extra({"type": "text", "text": block.text}, block.extra)
     if isinstance(block, Thinking):
@@ -228,8 +232,8 @@ def block_to_json(block: Block) -> Any:
         return with_extra(out, block.extra)
     if isinstance(block, Image):
         return image_to_json(block)
-    raw = loads(plain(block.raw))
-    return json_value(block.raw) if isinstance(raw, dict) else {"type": "text", "text": plain(block.raw)}
+    raw = loads(block.raw)
+    return raw if isinstance(raw, dict) else {"type": "text", "text": block.raw}
 
 
 def _results_first(content: tuple[Block, ...]) -> tuple[Block, ...]:
@@ -237,14 +241,17 @@ def _results_first(content: tuple[Block, ...]) -> tuple[Block, ...]:
     return results + tuple(b for b in content if not isinstance(b, ToolResult))
 
 
-def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[Any]:
+def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact: bool = False) -> list[Any]:
     """Anthropic messages. ``tool`` messages (from OpenAI) join the user
     message that carries their siblings' results; ``system`` messages in the
-    middle become user text, since Anthropic has no such role."""
+    middle become user text, since Anthropic has no such role. ``exact`` (to be
+    written as bytes): what a message still holds as read is the file's own text
+    (fragments, ``wire.spelling``)."""
     out: list[Any] = []
     for m in messages:
-        if same_dialect:
-            m = respelled(m, openai_shape=m.role == "system")
+        texts: Texts = {}
+        if exact and same_dialect and m.role in ("user", "assistant"):
+            m, texts = respelled(m, openai_shape=False)
         if m.role == "tool" or (m.role == "system"):
             blocks: tuple[Block, ...] = (
                 m.content
@@ -260,7 +267,7 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
         if not same_dialect:
             # Reasoning from another provider has no Anthropic signature; Anthropic rejects it.
             content = tuple(b for b in content if not isinstance(b, Thinking))
-        obj: dict[str, Any] = {"role": m.role, "content": [block_to_json(b) for b in content]}
+        obj: dict[str, Any] = {"role": m.role, "content": [block_to_json(b, texts) for b in content]}
         out.append(with_extra(obj, m.extra) if same_dialect else obj)
     for obj in out:
         if isinstance(obj, dict):
@@ -268,11 +275,11 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
     return out
 
 
-def tool_to_json(tool: ToolDef) -> Any:
+def tool_to_json(tool: ToolDef) -> dict[str, Any]:
     if tool.dialect == "anthropic" and tool.raw:
-        raw = loads(plain(tool.raw))
+        raw = loads(tool.raw)
         if isinstance(raw, dict):
-            return json_value(tool.raw) if is_spelled(tool.raw) else raw
+            return raw
     return {"name": tool.name, "description": tool.description, "input_schema": loads(tool.schema_json or "{}")}
 
 
@@ -294,9 +301,10 @@ def request_keys(extra: dict[str, Any], *, limit_key: str = "max_tokens") -> dic
     return out
 
 
-def request_to_json(transcript: Transcript) -> dict[str, Any]:
+def request_to_json(transcript: Transcript, *, exact: bool = False) -> dict[str, Any]:
     """A Messages API body. Request-level keys the file recorded (model,
-    max_tokens, ...) come first; from another dialect only those that translate."""
+    max_tokens, ...) come first; from another dialect only those that translate.
+    ``exact``: see ``messages_to_json``."""
     same = transcript.dialect == "anthropic"
     body: dict[str, Any] = {}
     if transcript.extra:
@@ -306,7 +314,7 @@ def request_to_json(transcript: Transcript) -> dict[str, Any]:
         body["system"] = [block_to_json(b) for b in transcript.system]
     if transcript.tools:
         body["tools"] = [tool_to_json(t) for t in transcript.tools]
-    body["messages"] = messages_to_json(transcript.messages, same_dialect=same)
+    body["messages"] = messages_to_json(transcript.messages, same_dialect=same, exact=exact)
     return body
 
 

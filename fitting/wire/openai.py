@@ -14,13 +14,10 @@ from .._json import (
     dumps,
     extras,
     input_text_of,
-    is_spelled,
-    json_value,
     list_field,
     loads,
     loads_or_lenient,
     other_block,
-    plain,
     str_field,
     with_extra,
 )
@@ -40,7 +37,7 @@ from ..transcript import (
     Transcript,
 )
 from .anthropic import block_to_json, request_keys, tool_from_json
-from .spelling import respelled
+from .spelling import Texts, respelled
 
 _MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 _REQUEST = frozenset({"messages", "tools"})
@@ -164,9 +161,14 @@ def transcript_from_messages(
 # Writing
 
 
-def _part_to_json(block: Block, same: bool = False) -> Any:
-    """A content part. In the dialect it was read from (``same``), a part's extra keys and an unmodelled
-    part are written as they came (the file's spelling where it had one); from another, as text."""
+def _part_to_json(block: Block, same: bool = False, texts: Texts | None = None) -> Any:
+    """A content part. In the dialect it was read from (``same``), a part still as read is its file's text
+    (``texts``), and a text part keeps its extra keys and an unmodelled part its object; from another
+    dialect, those are text."""
+    if texts:
+        found = texts.get(id(block))
+        if found is not None and isinstance(block, (Text, Image, Other)):
+            return orjson.Fragment(found)
     if isinstance(block, Text):
         return (
             with_extra({"type": "text", "text": block.text}, block.extra)
@@ -174,9 +176,9 @@ def _part_to_json(block: Block, same: bool = False) -> Any:
             else {"type": "text", "text": block.text}
         )
     if isinstance(block, Image):
-        raw = loads(plain(block.raw)) if block.raw else {}
+        raw = loads(block.raw) if block.raw else {}
         if isinstance(raw, dict) and raw.get("type") == "image_url":
-            return json_value(block.raw) if is_spelled(block.raw) else raw
+            return raw
         source = raw.get("source") if isinstance(raw, dict) else None
         if isinstance(source, dict) and source.get("type") == "base64":
             url = f"data:{source.get('media_type', '')};base64,{source.get('data', '')}"
@@ -185,29 +187,33 @@ def _part_to_json(block: Block, same: bool = False) -> Any:
     if isinstance(block, Thinking):
         return {"type": "text", "text": block.text}
     if isinstance(block, Other):
-        if same and isinstance(loads(plain(block.raw)), dict):
-            return json_value(block.raw)
-        return {"type": "text", "text": plain(block.raw)}
+        raw = loads(block.raw) if same else None
+        return raw if isinstance(raw, dict) else {"type": "text", "text": block.raw}
     return {"type": "text", "text": dumps(block_to_json(block))}
 
 
-def _content_to_json(blocks: tuple[Block, ...], same: bool = False) -> str | list[Any]:
-    # A string only for zero or one text block: joining several would glue their texts together.
+def _content_to_json(blocks: tuple[Block, ...], same: bool = False, texts: Texts | None = None) -> str | list[Any]:
+    # A string only for zero or one text block: joining several would glue their texts together; and not
+    # for a text part kept as it came (in a list, with its extra keys).
     if not blocks:
         return ""
-    if len(blocks) == 1 and isinstance(blocks[0], Text) and not (same and blocks[0].extra):
-        return blocks[0].text
-    return [_part_to_json(b, same) for b in blocks]
+    only = blocks[0]
+    if len(blocks) == 1 and isinstance(only, Text) and not (same and (only.extra or (texts and id(only) in texts))):
+        return only.text
+    return [_part_to_json(b, same, texts) for b in blocks]
 
 
-def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[Any]:
+def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact: bool = False) -> list[Any]:
     """OpenAI messages. A user message carrying tool results (Anthropic shape)
-    becomes one ``tool`` message per result, then a user message for any rest."""
+    becomes one ``tool`` message per result, then a user message for any rest.
+    ``exact`` (to be written as bytes): what a message still holds as read is the
+    file's own text (fragments, ``wire.spelling``)."""
     same = same_dialect
     out: list[Any] = []
     for m in messages:
-        if same_dialect:
-            m = respelled(m, openai_shape=True)
+        texts: Texts = {}
+        if exact and same_dialect:
+            m, texts = respelled(m, openai_shape=True)
         extra = m.extra if same_dialect else ""
         if m.role in ("user", "tool"):
             rest: list[Block] = []
@@ -224,15 +230,17 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
                 else:
                     rest.append(b)
             if rest or (m.role == "user" and not m.tool_results):
-                out.append(with_extra({"role": "user", "content": _content_to_json(tuple(rest), same)}, extra))
+                out.append(with_extra({"role": "user", "content": _content_to_json(tuple(rest), same, texts)}, extra))
             continue
         if m.role == "system":
-            out.append(with_extra({"role": "system", "content": _content_to_json(m.content, same)}, extra))
+            out.append(with_extra({"role": "system", "content": _content_to_json(m.content, same, texts)}, extra))
             continue
         text = tuple(b for b in m.content if not isinstance(b, (ToolCall, Thinking)))
-        obj = {"role": "assistant", "content": _content_to_json(text, same) if text else None}
+        obj = {"role": "assistant", "content": _content_to_json(text, same, texts) if text else None}
         calls = [
-            with_extra(
+            orjson.Fragment(texts[id(c)])
+            if id(c) in texts
+            else with_extra(
                 {
                     "id": c.id,
                     "type": "function",
@@ -248,26 +256,27 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
     return out
 
 
-def tool_to_json(tool: ToolDef) -> Any:
+def tool_to_json(tool: ToolDef) -> dict[str, Any]:
     if tool.dialect == "openai" and tool.raw:
-        raw = loads(plain(tool.raw))
+        raw = loads(tool.raw)
         if isinstance(raw, dict):
-            return json_value(tool.raw) if is_spelled(tool.raw) else raw
+            return raw
     return {
         "type": "function",
         "function": {"name": tool.name, "description": tool.description, "parameters": loads(tool.schema_json or "{}")},
     }
 
 
-def request_to_json(transcript: Transcript) -> dict[str, Any]:
+def request_to_json(transcript: Transcript, *, exact: bool = False) -> dict[str, Any]:
     """A Chat Completions body. Request-level keys the file recorded (model,
-    max_tokens, ...) come first; from another dialect only those that translate."""
+    max_tokens, ...) come first; from another dialect only those that translate.
+    ``exact``: see ``messages_to_json``."""
     same = transcript.dialect == "openai"
     body: dict[str, Any] = {}
     if transcript.extra:
         extra = loads(transcript.extra)
         body.update(extra if same else request_keys(extra, limit_key="max_completion_tokens"))
-    messages = messages_to_json(transcript.messages, same_dialect=same)
+    messages = messages_to_json(transcript.messages, same_dialect=same, exact=exact)
     if transcript.system:
         messages.insert(0, {"role": "system", "content": _content_to_json(transcript.system, same)})
     body["messages"] = messages
