@@ -553,7 +553,18 @@ def _inspect(inputs: list[str]) -> bytes:
     return f'{{"version":2,"status":"success","eval":{{"task":"t"}},"samples":[{sample}]}}'.encode()
 
 
+def _cline(inputs: list[str]) -> bytes:
+    messages = ['{"role":"user","content":[{"type":"text","text":"<task>go</task>"}]}']
+    for k, text in enumerate(inputs):
+        call = f'{{"type":"tool_use","id":"c{k}","name":"read_file","input":{text}}}'
+        messages.append(f'{{"role":"assistant","content":[{call}]}}')
+        result = f'{{"type":"text","text":"[read_file for \'f{k}\'] Result:"}},{{"type":"text","text":"ok"}}'
+        messages.append(f'{{"role":"user","content":[{result}]}}')
+    return ("[" + ",\n".join(messages) + "]").encode()
+
+
 LOADER_FORMATS = {
+    "cline": (_cline, "in.json"),
     "gemini_cli": (_gemini_document, "in.json"),
     "gemini_cli lines": (_gemini_lines, "in.jsonl"),
     "copilot_cli": (_copilot, "in.jsonl"),
