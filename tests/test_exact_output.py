@@ -821,3 +821,23 @@ def test_corpus_request_bodies_written_from_the_model_keep_what_they_do_not_mode
                 assert mark in text
                 marks += 1
     assert marks
+
+
+@PROPERTY
+@given(st.sampled_from(("anthropic", "openai")), st.data())
+def test_a_captured_request_written_again_keeps_what_it_does_not_model_as_captured(
+    tmp_path_factory: pytest.TempPathFactory, dialect: str, data: st.DataObject
+) -> None:
+    # An HTTP capture is a log: its request is written from the model (every message rebuilt), and each
+    # message still writes its blocks and its extra keys as the capture spelled them.
+    texts, kept = data.draw(unmodelled_conversation(dialect))
+    body = '{"model":"m","max_tokens":100,"messages":[' + ",".join(texts) + "]}"
+    if data.draw(st.booleans()):
+        body = _s(body)  # the body as the JSON text sent
+    capture = '{"method":"POST","path":"/v1/messages","headers":{},"body":' + body + ',"response":{"status":200}}'
+    path = tmp_path_factory.mktemp("capture") / "capture.json"
+    path.write_text(capture)
+    (transcript,) = load_path(path, fmt="http_capture")
+    written = _tokens(write_transcript(transcript, to=dialect).decode())  # type: ignore[arg-type]
+    # (token for token: what the capture spelled compact is indented with the body)
+    assert [member for member in kept if _tokens(member) not in written] == []
