@@ -108,7 +108,10 @@ def _number(spelling: str) -> float:
     return value if math.isfinite(value) else Constant(spelling)
 
 
-_LENIENT = json.JSONDecoder(parse_constant=Constant, parse_float=_number)
+LENIENT_DECODER = json.JSONDecoder(parse_constant=Constant, parse_float=_number)
+"""The standard library's decoder, keeping ``NaN``, ``Infinity`` and numbers past a double's range
+(``1E400``) as ``Constant`` spellings: for readers that decode JSON text themselves."""
+_LENIENT = LENIENT_DECODER
 _LENIENT_HINTS = (b"NaN", b"Infinity", b"\\ud", b"\\uD")
 """What a text orjson refuses must hold for the lenient parser to be worth a try."""
 

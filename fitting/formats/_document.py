@@ -11,14 +11,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from .._json import Constant, check_depth
+from .._json import LENIENT_DECODER, check_depth
 from ..errors import InvalidJson, InvalidUtf8, Location
 from ._sniff import scan_head
 from .base import SNIFF_BYTES, Input
 
 CHUNK_CHARS = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder(parse_constant=Constant)
+_DECODER = LENIENT_DECODER  # 1E400 kept as it is spelled, not read as inf (which JSON writes as null)
 
 
 @dataclass(frozen=True, slots=True)

@@ -222,7 +222,7 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact
                     obj: dict[str, Any] = {
                         "role": "tool",
                         "tool_call_id": b.call_id,
-                        "content": _content_to_json(b.content, same),
+                        "content": _content_to_json(b.content, same, texts),
                     }
                     if b.name:
                         obj["name"] = b.name

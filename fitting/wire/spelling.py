@@ -97,7 +97,9 @@ def respelled(message: Message, *, openai_shape: bool) -> tuple[Message, Texts]:
         if openai_shape:
             thinking = 1 if read and isinstance(read[0], Thinking) else 0
             calls = sum(1 for b in read if isinstance(b, ToolCall)) if message.role == "assistant" else 0
-            if message.role != "tool":
+            if message.role == "tool" and len(read) == 1 and isinstance(read[0], ToolResult):
+                _map(texts, read[0].content, text, _items(text, found, "content", ends))
+            elif message.role != "tool":
                 _map(texts, read[thinking : len(read) - calls], text, _items(text, found, "content", ends))
                 if calls:
                     _map(texts, read[len(read) - calls :], text, _items(text, found, "tool_calls", ends))
