@@ -841,3 +841,28 @@ def test_a_captured_request_written_again_keeps_what_it_does_not_model_as_captur
     written = _tokens(write_transcript(transcript, to=dialect).decode())  # type: ignore[arg-type]
     # (token for token: what the capture spelled compact is indented with the body)
     assert [member for member in kept if _tokens(member) not in written] == []
+
+
+def test_corpus_messages_written_from_the_model_keep_what_they_do_not_model(tmp_path: Path) -> None:
+    # tau-bench trajectories (OpenAI messages) written as a body with --to openai: every message is built
+    # from the model, and each comes out with the values it had, its tool calls as the file spelled them.
+    items = json.loads(require_shared(*TAU_BENCH).read_bytes())
+    runs = [item["traj"] for item in items if isinstance(item, dict) and isinstance(item.get("traj"), list)][:20]
+    assert runs
+    calls = 0
+    for k, traj in enumerate(runs):
+        lines = [json.dumps(m, ensure_ascii=False) for m in traj]
+        path = tmp_path / f"run-{k}.jsonl"
+        path.write_text("".join(line + "\n" for line in lines))
+        (transcript,) = load_path(path)
+        if plan_fit(transcript, budget=10**9, estimator=make_estimator()).repairs:
+            continue  # a repaired message is rebuilt otherwise
+        written = write_transcript(transcript, to="openai").decode()
+        body = json.loads(written)
+        assert body["messages"] == traj
+        for line, message in zip(lines, traj, strict=True):
+            for call in message.get("tool_calls") or ():
+                text = json.dumps(call, ensure_ascii=False)
+                assert text in line and text in written  # the call object as the file spelled it
+                calls += 1
+    assert calls
