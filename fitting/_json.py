@@ -377,7 +377,8 @@ def spelled_extras(
 
 def with_extra(obj: dict[str, Any], extra: JsonText) -> Any:
     """``obj`` with the keys of ``extra`` added back (modelled keys win): a dict, or where ``extra`` is the
-    file's spelling of them, the object's text with those members as they came (a fragment)."""
+    file's spelling of them, the object's text with those members after its own, as they came (a
+    fragment; ``spelled_extras`` left the modelled keys out, so none is repeated)."""
     if extra[:1] != SPELLED:
         return merge_extra(obj, extra)
     inner = extra[2:-1]
