@@ -17,7 +17,7 @@ from strategies import subagents, transcripts
 from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, load_path, make_estimator
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import Estimator
-from windowfit.fitting.fit import FitOptions, clear_results, plan_fit
+from windowfit.fitting.fit import FitOptions, Plan, clear_results, plan_fit
 from windowfit.fitting.replay import (
     POLICIES,
     POLICY_NAMES,
@@ -30,6 +30,7 @@ from windowfit.fitting.replay import (
     replay,
     standard_policies,
 )
+from windowfit.fitting.replay.session import NOTE
 
 PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -57,6 +58,11 @@ def run_of(transcript: Transcript, factory: object, budget: int, window: int | N
 # The incremental policy is plan_fit, request by request
 
 
+def plan_segments(plan: Plan) -> tuple[tuple[int, int], ...]:
+    """A plan's request as replay's segments: the head, the note, the kept ranges."""
+    return (plan.head, (NOTE, NOTE), *plan.kept)
+
+
 @pytest.mark.slow
 @PROPERTY
 @given(
@@ -78,6 +84,7 @@ def test_incremental_windowfit_equals_plan_fit_on_every_request(
     batch = 0 if batch_tokens and batch == 1 else batch
     event(f"batch_tokens {batch_share}, cut_step {step_share}")
     policy = WindowfitPolicy(session, budget, batch_size=batch, batch_tokens=batch_tokens, cut_step=cut_step)
+    carried = None  # with cut steps, the policy carries each cut to the next request
     for n in session.steps:
         sent = policy.request(n)
         plan = plan_fit(
@@ -87,11 +94,15 @@ def test_incremental_windowfit_equals_plan_fit_on_every_request(
             estimator=estimator,
             batch_tokens=batch_tokens,
             cut_step=cut_step,
+            carried_cut=carried,
         )
         event(plan.outcome)
         assert (sent.outcome, sent.tokens, sent.cleared) == (plan.outcome, plan.tokens_after, len(plan.cleared))
         if plan.outcome in ("turns-dropped", "rounds-dropped"):  # the same cut: the kept tail starts alike
             assert sent.segments[-1][0] == plan.kept[-1][0]
+            assert sent.segments == plan_segments(plan)
+        if cut_step is not None and plan.cut is not None:
+            carried = plan.cut
 
 
 @pytest.mark.slow
@@ -119,6 +130,7 @@ def test_incremental_windowfit_equals_plan_fit_where_the_step_rules_cut(
     policy = WindowfitPolicy(
         session, budget, batch_size=0 if batch_tokens else 4, batch_tokens=batch_tokens, cut_step=cut_step
     )
+    carried = None
     for n in session.steps:
         sent = policy.request(n)
         plan = plan_fit(
@@ -128,11 +140,14 @@ def test_incremental_windowfit_equals_plan_fit_where_the_step_rules_cut(
             estimator=estimator,
             batch_tokens=batch_tokens,
             cut_step=cut_step,
+            carried_cut=carried,
         )
-        event(plan.outcome)
+        event(plan.outcome + (" from a carried cut" if carried is not None else ""))
         assert (sent.outcome, sent.tokens, sent.cleared) == (plan.outcome, plan.tokens_after, len(plan.cleared))
         if plan.outcome in ("turns-dropped", "rounds-dropped"):
             assert sent.segments[-1][0] == plan.kept[-1][0]
+            assert sent.segments == plan_segments(plan)
+        carried = plan.cut if plan.cut is not None else carried
 
 
 @pytest.mark.slow
