@@ -754,7 +754,7 @@ def _check_cut(transcript: Transcript, cut: int, head: tuple[int, int]) -> None:
         return
     line = messages[cut].source.line if cut < len(messages) else None
     at = f"{where}:{line}" if line is not None else where
-    error = OptionError(f"{at}: the carried cut {cut:,} is not a cut position of this transcript: {problem}")
+    error = OptionError(f"{at}: the carried cut {cut} is not a cut position of this transcript: {problem}")
     error.hint = "pass the cut (Plan.cut, the plan JSON's kept tail start) of an earlier request of this conversation"
     raise error
 
