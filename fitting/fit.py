@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
-from .errors import OptionError
+from .errors import Location, OptionError
 from .estimate import Estimator, make_estimator
 from .notice import with_notice
 from .repair import Repair, repair
@@ -752,8 +752,10 @@ def _check_cut(transcript: Transcript, cut: int, head: tuple[int, int]) -> None:
         problem = "it is inside a tool round: the cut would separate a call from its results"
     else:
         return
-    line = messages[cut].source.line if cut < len(messages) else None
-    at = f"{where}:{line}" if line is not None else where
+    at = str(Location(where))
+    if cut < len(messages):
+        source = messages[cut].source  # a message's own file and line, where it has them
+        at = str(Location(source.path or where, source.line))
     error = OptionError(f"{at}: the carried cut {cut} is not a cut position of this transcript: {problem}")
     error.hint = "pass the cut (Plan.cut, the plan JSON's kept tail start) of an earlier request of this conversation"
     raise error
