@@ -444,6 +444,28 @@ def test_windowfit_cache_breaks_the_prefix_on_at_most_a_tenth_of_a_long_single_t
     assert cache.uncached_tokens < default.uncached_tokens
 
 
+@pytest.mark.parametrize("name", ["windowfit-cache", "windowfit --cut-step"])
+def test_with_cut_steps_the_cut_never_moves_back_on_a_long_single_turn_session(tmp_path: Path, name: str) -> None:
+    # SPEC invariant 10 with no exception left: the policies that cut at steps carry the cut, so
+    # the kept tail's start never moves back (without the carried cut it moved back 18 times on the
+    # 600-round session: docs/contract.md, "The cut is carried").
+    t = long_session(450, tmp_path)
+    session = Session.of(t, make_estimator())
+    if name == "windowfit-cache":
+        policy = policy_named(name).factory()(session, 60_000)
+    else:
+        policy = WindowfitPolicy(session, 20_000, cut_step=5_000)  # batches of 4 clear enough at 60,000
+    cuts = []
+    for n in session.steps:
+        sent = policy.request(n)
+        if sent.outcome in ("turns-dropped", "rounds-dropped"):
+            cuts.append(sent.segments[-1][0])
+        else:
+            assert not cuts, f"request {n}: back to {sent.outcome} after a cut"
+    assert len(cuts) > 50  # the cuts are exercised
+    assert cuts == sorted(cuts)
+
+
 @pytest.mark.slow
 def test_the_600_round_session_of_the_issue_at_60000_tokens(tmp_path: Path) -> None:
     cache = cache_runs(600, tmp_path)["windowfit-cache"]
