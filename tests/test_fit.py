@@ -257,8 +257,16 @@ def assert_stages_from_the_carried_cut(case: Case, plan: Plan) -> None:
     assert plan.cut is not None and plan.cut > cut, "the cut moves forward, never back"
     event(f"carried: the cut moves forward, {plan.outcome}")
     if plan.outcome == "rounds-dropped":
-        # stage 2 could not keep even the newest turn from the cut on
-        later = [t.start for t in split_turns(messages) if t.start >= max(head, cut)]
+        # stage 2 could not keep even the newest turn from the cut on (with cut steps: the newest
+        # turn at a step position; the turn starts' steps are counted from message 0, as in stage 2)
+        starts = [t.start for t in split_turns(messages) if t.start >= head]
+        step = plan.options.cut_step
+        if step is not None:
+            held = [0]
+            for m in stubbed:
+                held.append(held[-1] + make_estimator().message(m).tokens)
+            starts = [b for i, b in enumerate(starts) if i == 0 or held[b] // step > held[starts[i - 1]] // step]
+        later = [b for b in starts if b >= cut]
         if later:
             newest = replace(transcript, messages=(*stubbed[:head], note, *stubbed[later[-1] :]))
             assert total(newest) > budget
