@@ -216,14 +216,27 @@ def test_inv4_stages_run_in_order_and_only_when_needed(case: Case) -> None:
     if plan.outcome == "turns-dropped":
         assert plan.stages[-1] == 2
     if plan.outcome == "rounds-dropped":
-        # stage 2 could not keep even the newest turn after the first message
+        # stage 2 could not keep even the newest turn after the first message (at a step position)
         messages = all_cleared.messages
         head_stop = plan.head[1]
-        turns = [t for t in split_turns(messages) if t.start >= head_stop]
+        turns = turn_steps(messages, head_stop, plan.options.cut_step)
         note = Message("user", (Text(TRUNCATION_NOTE),))
         if turns:
-            newest = replace(all_cleared, messages=(*messages[:head_stop], note, *messages[turns[-1].start :]))
+            newest = replace(all_cleared, messages=(*messages[:head_stop], note, *messages[turns[-1] :]))
             assert total(newest) > budget
+
+
+def turn_steps(messages: Sequence[Message], head: int, step: int | None) -> list[int]:
+    """The turn starts after the head stage 2 may cut at: every one without cut
+    steps; with them, the step positions (sizes counted from message 0, over
+    ``messages`` as stage 1 left them, estimated afresh here)."""
+    starts = [t.start for t in split_turns(messages) if t.start >= head]
+    if step is None:
+        return starts
+    held = [0]
+    for m in messages:
+        held.append(held[-1] + make_estimator().message(m).tokens)
+    return [b for i, b in enumerate(starts) if i == 0 or held[b] // step > held[starts[i - 1]] // step]
 
 
 def assert_stages_from_the_carried_cut(case: Case, plan: Plan) -> None:
@@ -257,16 +270,8 @@ def assert_stages_from_the_carried_cut(case: Case, plan: Plan) -> None:
     assert plan.cut is not None and plan.cut > cut, "the cut moves forward, never back"
     event(f"carried: the cut moves forward, {plan.outcome}")
     if plan.outcome == "rounds-dropped":
-        # stage 2 could not keep even the newest turn from the cut on (with cut steps: the newest
-        # turn at a step position; the turn starts' steps are counted from message 0, as in stage 2)
-        starts = [t.start for t in split_turns(messages) if t.start >= head]
-        step = plan.options.cut_step
-        if step is not None:
-            held = [0]
-            for m in stubbed:
-                held.append(held[-1] + make_estimator().message(m).tokens)
-            starts = [b for i, b in enumerate(starts) if i == 0 or held[b] // step > held[starts[i - 1]] // step]
-        later = [b for b in starts if b >= cut]
+        # stage 2 could not keep even the newest turn from the cut on (at a step position)
+        later = [b for b in turn_steps(stubbed, head, plan.options.cut_step) if b >= cut]
         if later:
             newest = replace(transcript, messages=(*stubbed[:head], note, *stubbed[later[-1] :]))
             assert total(newest) > budget
