@@ -299,6 +299,7 @@ class FitOptionsJson(TypedDict):
     page_tokens: int | None
     batch_tokens: int | None
     cut_step: int | None
+    carried_cut: int | None
 
 
 class PlanMessageJson(TypedDict):
@@ -433,6 +434,7 @@ class FitDocument(TypedDict):
     head: list[int]
     kept: list[list[int]]
     cut_at: int | None
+    cut: int | None
     dropped: list[DroppedJson]
     repairs: list[RepairJson]
     note: str | None
@@ -509,6 +511,7 @@ def plan_document(
             "page_tokens": plan.options.page_tokens,
             "batch_tokens": plan.options.batch_tokens,
             "cut_step": plan.options.cut_step,
+            "carried_cut": plan.options.carried_cut,
         },
         "window": window,
         "outcome": plan.outcome,
@@ -549,6 +552,7 @@ def plan_document(
         "head": list(plan.head),
         "kept": [list(k) for k in plan.kept],
         "cut_at": plan.cut_at,
+        "cut": plan.cut,
         "dropped": [{"kind": d.kind, "start": d.start, "stop": d.stop, "tokens": d.tokens} for d in plan.dropped],
         "repairs": [_repair(r) for r in plan.repairs],
         "note": plan.note or None,
