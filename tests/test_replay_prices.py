@@ -256,22 +256,83 @@ def test_the_presets_defaults_are_the_documented_ones() -> None:
     assert OpenHandsObservationMasking(s, 1).window == 10
 
 
+def gemini_reference(s: Session, n: int, masked: set[int], protect: int, prunable: int, worth: set[int]) -> set[int]:
+    """Gemini CLI's ToolOutputMaskingService.mask, as its source reads, on the history before request ``n``:
+    the outputs it masks (``worth``: the outputs whose snippet is smaller, the only ones it replaces)."""
+    cumulative, boundary, total, parts = 0, False, 0, []
+    for r in reversed(range(len(s.results))):
+        if s.results[r].message_index >= n - 1 or r in masked:  # the latest message is skipped; masked: skipped
+            continue
+        t = s.results[r].tokens
+        if not boundary:
+            cumulative += t
+            if cumulative > protect:
+                boundary = True
+                total += t
+                parts.append(r)
+        else:
+            total += t
+            parts.append(r)
+    if total < prunable:
+        return set()
+    return {r for r in parts if r in worth}
+
+
 @PROPERTY
 @given(st.one_of(transcripts(), subagents()), st.integers(1, 3_000), st.integers(0, 3_000))
-def test_gemini_never_masks_the_newest_protected_tokens_and_masks_only_enough_at_once(
-    t: Transcript, protect: int, prunable: int
-) -> None:
+def test_gemini_masks_what_gemini_clis_own_scan_masks(t: Transcript, protect: int, prunable: int) -> None:
     s = session_of(t)
     policy = GeminiCliMasking(s, 10**9, protect=protect, prunable=prunable)
+    # Which outputs are worth masking (the snippet is smaller) is the policy's; the scan is checked against
+    # the reference, the snippet's size below and by the tiny-output property.
+    worth = set()
+    for r in range(len(s.results)):
+        probe = GeminiCliMasking(s, 10**9)
+        if probe._mask(r):
+            worth.add(r)
+    masked: set[int] = set()
     for n in s.steps:
+        expected = gemini_reference(s, n, masked, protect, prunable, worth)
         sent = policy.request(n)
-        scanned = bisect_left(s.result_messages, n - 1)  # the latest message is never scanned
-        assert all(s.results[r].message_index < n - 1 for r in range(policy.cleared))
-        for r in range(policy.cleared):
-            # a masked output and the newer ones, before the latest message, hold more than `protect` tokens
-            assert sum(s.results[j].tokens for j in range(r, scanned)) > protect
-        if sent.newly_cleared:
-            assert sum(s.results[r].tokens for r in sent.newly_cleared) >= prunable
+        assert set(sent.newly_cleared) == expected
+        masked |= expected
+        assert policy.masked == masked
+        for r in masked:  # never inside the latest message, never in the newest `protect` tokens of outputs
+            assert s.results[r].message_index < n - 1
+
+
+def test_gemini_never_masks_a_short_output_and_its_snippet_is_gemini_clis() -> None:
+    from windowfit.fitting.replay.presets import gemini_snippet
+    from windowfit.fitting.transcript import Message, Text, ToolCall, ToolResult
+
+    short = "ok"
+    long = "x" * 2000
+    messages = [Message("user", (Text("go"),))]
+    for i, out in enumerate([long, short, long, short, long]):
+        messages.append(Message("assistant", (ToolCall(f"c{i}", "read_file", "{}"),)))
+        messages.append(Message("user", (ToolResult(f"c{i}", (Text(out),)),)))
+    messages.append(Message("assistant", (Text("done"),)))
+    s = session_of(Transcript((), (), tuple(messages)))
+    policy = GeminiCliMasking(s, 10**9, protect=1, prunable=1)
+    for n in s.steps:
+        policy.request(n)
+    assert policy.masked == {0, 2}  # the long outputs before the protected newest one; the short never
+    # A general tool: the response as indented JSON, its first and last 250 characters.
+    body = '{\n  "output": "' + long + '"\n}'
+    assert gemini_snippet("read_file", "C0", long) == (
+        "<tool_output_masked>\n"
+        + body[:250]
+        + "\n... [TRUNCATED] ...\n"
+        + body[-250:]
+        + "\n\nOutput too large. Full output available at: /home/user/.gemini/tmp/"
+        + "0" * 64
+        + "/tool-outputs/read_file_c0_xxxxxx.txt\n</tool_output_masked>"
+    )
+    # The shell tool: the first and last 10 lines of its Output section, the other sections whole.
+    shell = "Output: " + "\n".join(f"l{i}" for i in range(30)) + "\nExit Code: 1"
+    snippet = gemini_snippet("run_shell_command", "c", shell)
+    assert "Output: l0\nl1" in snippet and "l9\n\n... [10 lines omitted] ...\n\nl20" in snippet
+    assert "l29\nExit Code: 1\n" in snippet and "l15" not in snippet
 
 
 @PROPERTY
