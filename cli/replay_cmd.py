@@ -115,7 +115,7 @@ def check_line(c: CacheCheck) -> str:
         f"{c.predicted_read:,} vs recorded {c.recorded_read:,}{error}; writes predicted {c.predicted_write:,} "
         f"vs recorded {c.recorded_write:,}"
     )
-    if c.misses:
+    if c.misses and c.recorded_write:  # misses rewrite only where writes are recorded (Anthropic)
         tail = f" ({c.tail_write_error:+.1%})" if c.tail_write_error is not None else ""
         line += (
             f"; {c.misses:,} recorded misses (a request read less than the one before had cached) wrote "
