@@ -93,8 +93,15 @@ def gemini_preview(tool: str, output: str) -> str:
             name, section = parts[i], parts[i + 1].strip() if i + 1 < len(parts) else ""
             previews.append(f"Output: {_gemini_simple_preview(section)}" if name == "Output" else f"{name}: {section}")
         return "\n".join(previews)
-    content = json.dumps({"output": output}, indent=2, ensure_ascii=False)
-    return f"{content[:250]}\n... [TRUNCATED] ...\n{content[-250:]}" if len(content) > 500 else content
+    opening, closing = '{\n  "output": "', '"\n}'
+    if len(output) <= 600:
+        content = json.dumps({"output": output}, indent=2, ensure_ascii=False)
+        return f"{content[:250]}\n... [TRUNCATED] ...\n{content[-250:]}" if len(content) > 500 else content
+    # Longer than 500 once quoted: only its ends are kept, and JSON escapes each character on its own, so
+    # the ends of the quoted whole are the quoted ends (no need to quote a whole large output).
+    head = (opening + json.dumps(output[:250], ensure_ascii=False)[1:-1])[:250]
+    tail = (json.dumps(output[-250:], ensure_ascii=False)[1:-1] + closing)[-250:]
+    return f"{head}\n... [TRUNCATED] ...\n{tail}"
 
 
 def gemini_snippet(tool: str, call_id: str, output: str) -> str:
