@@ -467,3 +467,13 @@ def test_replaying_the_recorded_requests_of_an_anthropic_log_reproduces_its_cach
     assert abs(checked["read_error"]) <= 0.10, checked
     recorded = checked["recorded_cache_write_tokens"]
     assert abs(checked["predicted_cache_write_tokens"] / recorded - 1) <= 0.10, checked
+
+
+@PROPERTY
+@given(st.text(alphabet=st.sampled_from('ab\n"\\\té\u2028'), max_size=1500))
+def test_gemini_preview_is_the_ends_of_the_response_as_indented_json(output: str) -> None:
+    from windowfit.fitting.replay.presets import gemini_preview
+
+    whole = json.dumps({"output": output}, indent=2, ensure_ascii=False)  # JSON.stringify(response, null, 2)
+    expected = f"{whole[:250]}\n... [TRUNCATED] ...\n{whole[-250:]}" if len(whole) > 500 else whole
+    assert gemini_preview("read_file", output) == expected
