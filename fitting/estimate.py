@@ -133,6 +133,24 @@ class CharCounts:
 ZERO = CharCounts()
 
 
+def sum_counts(parts: Iterable[CharCounts]) -> CharCounts:
+    """The sum of ``parts``: what adding them one by one gives (``ZERO`` for none), without the
+    objects in between."""
+    items = list(parts)
+    if not items:
+        return ZERO
+    if len(items) == 1:
+        return items[0]
+    splits = [c.classes for c in items if c.classes]
+    if not splits:
+        classes: tuple[int, ...] = ()
+    else:
+        if any(len(c) != len(splits[0]) for c in splits):
+            raise ValueError("cannot add counts made for rules with different classes")
+        classes = splits[0] if len(splits) == 1 else tuple(map(sum, zip(*splits, strict=True)))
+    return CharCounts(sum(c.ascii for c in items), sum(c.cjk for c in items), sum(c.other for c in items), classes)
+
+
 def count_chars(text: str) -> CharCounts:
     """Count ASCII, CJK and other characters of ``text``."""
     if text.isascii():
@@ -721,6 +739,10 @@ class Estimator:
 
     rule: Rule = SEED
     _memo: dict[Message, MessageEstimate] = field(default_factory=dict, repr=False)
+    _by_id: dict[int, MessageEstimate] = field(default_factory=dict, repr=False)
+    """The estimates of the very messages that are ``_memo``'s keys, by ``id``: a message asked for again (a
+    report asks for each several times) is found without hashing its content again. Safe because ``_memo``
+    keeps those messages alive as long as this estimator, so no other object can take their ids."""
     handles: dict[tuple[Block, str, str, int], tuple[str, int]] = field(default_factory=dict, repr=False)
     """Fitting with a store: each result's handle and page count (``fit.result_refs``),
     remembered like the estimates, so refitting a growing conversation hashes each result once."""
@@ -753,19 +775,28 @@ class Estimator:
 
     def blocks(self, blocks: tuple[Block, ...]) -> MessageEstimate:
         """Estimate a sequence of blocks as one message (not memoised)."""
-        counts, fixed = ZERO, self.rule.message_overhead_tokens
-        per_block = []
-        for block in blocks:
-            c, f = self.block_parts(block)
-            counts, fixed = counts + c, fixed + f
-            per_block.append(self.rule.text_tokens(c) + f)
-        return MessageEstimate(self.rule.text_tokens(counts) + fixed, counts, fixed, tuple(per_block))
+        rule = self.rule
+        text_tokens = rule.text_tokens
+        fixed = rule.message_overhead_tokens
+        if len(blocks) == 1:  # most messages: no sum to make
+            counts, f = self.block_parts(blocks[0])
+            return MessageEstimate(text_tokens(counts) + fixed + f, counts, fixed + f, (text_tokens(counts) + f,))
+        parts = [self.block_parts(block) for block in blocks]
+        counts = sum_counts([c for c, _ in parts])
+        fixed += sum(f for _, f in parts)
+        return MessageEstimate(
+            text_tokens(counts) + fixed, counts, fixed, tuple([text_tokens(c) + f for c, f in parts])
+        )
 
     def message(self, message: Message) -> MessageEstimate:
         """A message's estimate, computed once per distinct message."""
+        hit = self._by_id.get(id(message))
+        if hit is not None:
+            return hit
         hit = self._memo.get(message)
         if hit is None:
             hit = self._memo[message] = self.blocks(message.content)
+            self._by_id[id(message)] = hit  # this very object is now a key of _memo
         return hit
 
     def tool_def(self, tool: ToolDef) -> MessageEstimate:
