@@ -208,3 +208,10 @@ def session_lines(draw: st.DrawFn) -> bytes:
 def test_fast_reader_matches_the_general_one_on_generated_sessions(data: bytes, skip: bool, keep_text: bool) -> None:
     fast, general = both(Input("session.jsonl", data, keep_text=keep_text), skip_invalid=skip)
     assert fast == general
+
+
+@given(
+    st.binary(max_size=300) | st.lists(st.sampled_from([b"[", b"{", b"]", b"}", b"a", b"\xdb", b"\xfb"])).map(b"".join)
+)
+def test_bracket_count_is_two_counts(raw: bytes) -> None:
+    assert claude_code._brackets(raw) == claude_code._brackets_pure(raw) == raw.count(b"[") + raw.count(b"{")
