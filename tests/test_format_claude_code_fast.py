@@ -14,6 +14,7 @@ from conftest import DATA, require_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from windowfit.fitting._json import bracket_count, bracket_count_pure
 from windowfit.fitting.errors import InputError
 from windowfit.fitting.formats import Input, claude_code
 
@@ -214,4 +215,4 @@ def test_fast_reader_matches_the_general_one_on_generated_sessions(data: bytes, 
     st.binary(max_size=300) | st.lists(st.sampled_from([b"[", b"{", b"]", b"}", b"a", b"\xdb", b"\xfb"])).map(b"".join)
 )
 def test_bracket_count_is_two_counts(raw: bytes) -> None:
-    assert claude_code._brackets(raw) == claude_code._brackets_pure(raw) == raw.count(b"[") + raw.count(b"{")
+    assert bracket_count(raw) == bracket_count_pure(raw) == raw.count(b"[") + raw.count(b"{")

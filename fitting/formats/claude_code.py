@@ -14,9 +14,18 @@ from typing import Any, Literal, TypedDict, cast
 
 import orjson
 
-from .._json import MAX_DEPTH, depth_error, dumps, extras, loads_or_lenient, other_block, str_field, with_input_texts
+from .._json import (
+    MAX_DEPTH,
+    bracket_count,
+    depth_error,
+    dumps,
+    extras,
+    loads_or_lenient,
+    other_block,
+    str_field,
+    with_input_texts,
+)
 from ..errors import EmptyTranscript, InvalidJson, InvalidUtf8, Location, UnknownShape
-from ..estimate import COMPILED
 from ..transcript import (
     Block,
     Defect,
@@ -254,20 +263,6 @@ def _read_general(source: Input, *, skip_invalid: bool) -> _File:
 # refuses as it is (blank, a comment, a byte order mark, NaN, broken) goes the general way.
 
 
-def _brackets_pure(raw: bytes) -> int:
-    return raw.count(b"[") + raw.count(b"{")
-
-
-if COMPILED:
-    try:
-        from .._classcount import brackets as _brackets
-    except ImportError:  # pragma: no cover - an extension built before brackets() was added
-        _brackets = _brackets_pure
-else:
-    _brackets = _brackets_pure
-"""How many ``[`` and ``{`` a line holds, the bound its nesting is checked against: one pass in C (two
-``bytes.count`` calls took a third of the time of parsing the line)."""
-
 _TEXT_KEYS = frozenset({"type", "text"})
 _TOOL_USE_KEYS = frozenset({"type", "id", "name", "input"})
 _TOOL_RESULT_KEYS = frozenset({"type", "tool_use_id", "content", "is_error"})
@@ -429,7 +424,7 @@ def _read(source: Input, *, skip_invalid: bool) -> _File:
                 value, text = entry
             else:
                 text = raw.strip() if keep else raw
-                if len(raw) > MAX_DEPTH and _brackets(raw) > MAX_DEPTH:
+                if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH:
                     deep = depth_error(value, Location(path, line))
                     if deep is not None:
                         if not skip_invalid:
