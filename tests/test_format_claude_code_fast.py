@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from windowfit.fitting._json import bracket_count, bracket_count_pure
 from windowfit.fitting.errors import InputError
-from windowfit.fitting.formats import Input, claude_code
+from windowfit.fitting.formats import Input, claude_code, load
 
 CORPUS = ("corpus", "transcripts", "claude_code")
 
@@ -216,3 +216,42 @@ def test_fast_reader_matches_the_general_one_on_generated_sessions(data: bytes, 
 )
 def test_bracket_count_is_two_counts(raw: bytes) -> None:
     assert bracket_count(raw) == bracket_count_pure(raw) == raw.count(b"[") + raw.count(b"{")
+
+
+@pytest.mark.parametrize(
+    ("folder", "fmt"), [("claude_code", "claude_code"), ("codex", "codex"), ("claude_code", None), ("codex", None)]
+)
+def test_jsonl_sessions_are_streamed_not_read_whole(
+    folder: str, fmt: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15: a JSON Lines session is read line by line from the file object, never as one bytes object
+    (detecting the format reads the first 64 KiB only)."""
+    files = sorted(DATA.joinpath(folder).glob("*.jsonl"))
+    assert files
+    expected = [load(Input(str(f)), fmt=fmt, skip_invalid=True) for f in files]
+
+    def whole(*_: Any, **__: Any) -> bytes:
+        raise AssertionError("read whole")
+
+    monkeypatch.setattr(Input, "read_all", whole)
+    monkeypatch.setattr(Path, "read_bytes", whole)
+    reads: list[int] = []
+    opened: list[str] = []
+    real_open = Input.open
+
+    def counting_open(self: Input) -> Any:
+        opened.append(self.path)
+        stream = real_open(self)
+        real_read = stream.read
+
+        def read(size: int = -1) -> bytes:
+            reads.append(size)
+            return real_read(size)
+
+        stream.read = read  # type: ignore[method-assign]
+        return stream
+
+    monkeypatch.setattr(Input, "open", counting_open)
+    assert [load(Input(str(f)), fmt=fmt, skip_invalid=True) for f in files] == expected
+    assert set(opened) == {str(f) for f in files}  # the loader read each file through its stream
+    assert -1 not in reads  # and never read() the rest of it at once
