@@ -781,6 +781,15 @@ class Estimator:
 
     def block(self, block: Block) -> int:
         """One block's tokens on its own, rounded up."""
+        rule = self.rule
+        if type(rule) is ScriptRule:  # the seed: in integers, as ``_script_blocks``
+            a, c, o, fixed = self._script_parts(rule, block)
+            wa, wc, wo, denominator = rule._weights
+            return -(-(a * wa + c * wc + o * wo) // denominator) + fixed
+        return self._block_general(block)
+
+    def _block_general(self, block: Block) -> int:
+        """``block`` for any rule."""
         counts, fixed = self.block_parts(block)
         return self.rule.text_tokens(counts) + fixed
 

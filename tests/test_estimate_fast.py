@@ -16,7 +16,7 @@ from windowfit.fitting.estimate import SAFE, SEED, ZERO, CharCounts, make_estima
 
 RULES = ("seed", "custom:ascii=3.7,cjk=1.1,other=2.5", "custom:ascii=4")
 
-_text = texts(0, 12)
+_text = texts(0, 12) | st.text(max_size=40)  # long ASCII runs too
 _leaf = st.one_of(
     _text.map(Text),
     _text.map(Thinking),
@@ -40,6 +40,7 @@ def test_script_rule_fast_path_matches_the_general_one(
     assert type(est.rule) is type(SEED)
     fast = est.blocks(blocks)
     assert fast == est._blocks_general(blocks)
+    assert [est.block(b) for b in blocks] == [est._block_general(b) for b in blocks] == list(fast.block_tokens)
 
 
 @settings(max_examples=50, deadline=None)
