@@ -6,19 +6,28 @@ from __future__ import annotations
 
 import codecs
 import json
+import mmap
+import os
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeAlias
 
-from .._json import Constant, check_depth
+import orjson
+
+from .._json import MAX_DEPTH, Constant, check_depth, depth_error, loads_or_lenient, member_spans
 from ..errors import InvalidJson, InvalidUtf8, Location
+from ._jsonl import BOM
 from ._sniff import scan_head
 from .base import SNIFF_BYTES, Input
 
 CHUNK_CHARS = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder(parse_constant=Constant)
+_BLANK_BYTES = re.compile(rb"[ \t\r\n]*")
+Buffer: TypeAlias = bytes | mmap.mmap
+"""A document's bytes: read (stdin) or a mapped file; both slice into bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,4 +190,118 @@ def is_document(source: Input) -> bool:
         return False
     if shape.multiline or (shape.complete and len(head) < SNIFF_BYTES):
         return True
-    return source.is_document()
+    found = long_line_document(source)
+    return source.is_document() if found is None else found
+
+
+# --------------------------------------------------------------------------
+# One document on one long line, read from its bytes member by member
+
+
+@contextmanager
+def document_bytes(source: Input) -> Iterator[Buffer]:
+    """The input's bytes: stdin's as read, a file's mapped rather than read (a 500 MB body is not copied into
+    the process; the pages it touches can be handed back with ``release``)."""
+    if source.data is not None:
+        yield source.data
+        return
+    with open(source.path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if not size:
+            yield b""
+            return
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            yield mapped
+
+
+def release(buf: Buffer, end: int) -> None:
+    """Hand the pages of a mapped file before ``end`` back to the system: parsed, they are not read again, and
+    a mapped file's resident pages count in the process's memory. Bytes in memory are left alone."""
+    if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        end -= end % mmap.PAGESIZE
+        if end > 0:
+            buf.madvise(mmap.MADV_DONTNEED, 0, end)
+
+
+def _blank_end(buf: Buffer, pos: int) -> int:
+    return _BLANK_BYTES.match(buf, pos).end()  # type: ignore[union-attr]  # matches the empty string at worst
+
+
+def document_start(buf: Buffer) -> int:
+    """Where the document's value opens: after a byte order mark and blanks."""
+    return _blank_end(buf, len(BOM) if buf[: len(BOM)] == BOM else 0)
+
+
+def parse_member(raw: bytes, path: str, levels: int) -> Any:
+    """One member's value, parsed from its text; ValueError if it is not JSON, or if, ``levels`` deep inside
+    the document, it nests deeper than the document may (the whole document's reading decides then)."""
+    try:
+        value = loads_or_lenient(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(str(exc)) from None
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH - levels:
+        nested: Any = value
+        for _ in range(levels):
+            nested = [nested]
+        if depth_error(nested, Location(path)) is not None:
+            raise ValueError("nested too deep")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Spans:
+    """A document's top-level members (key or None, start, end of each value's text) and, for an object, the
+    element spans of its ``messages`` array (the last ``messages`` key's, as the parsed value has it)."""
+
+    opening: bytes
+    members: list[tuple[str | None, int, int]]
+    elements: list[tuple[str | None, int, int]] | None
+
+
+def one_line_spans(buf: Buffer, path: str) -> Spans | None:
+    """The spans of a document that is one JSON value alone on its first line, without parsing it whole; None
+    when it is not that (or its text is not plainly well-formed: the ordinary reading decides then, with its
+    own errors). Every member is parsed once to be sure it is JSON, one at a time, and dropped."""
+    start = document_start(buf)
+    opening = buf[start : start + 1]
+    if opening not in (b"{", b"["):
+        return None
+    try:
+        members = member_spans(buf, start)  # type: ignore[arg-type]  # an mmap reads as bytes do
+    except ValueError:
+        return None
+    close = _blank_end(buf, members[-1][2] if members else start + 1)
+    if buf[close : close + 1] != (b"}" if opening == b"{" else b"]"):
+        return None
+    end = close + 1
+    if _blank_end(buf, end) != len(buf) or buf.find(b"\n", start, end) >= 0:
+        return None  # more after it, or a value over several lines: not this case
+    keys = [key for key, _, _ in members]
+    if opening == b"{" and len(set(keys)) != len(keys):
+        return None  # a repeated key: the parser's own reading says which one counts, and in which place
+    elements: list[tuple[str | None, int, int]] | None = None
+    try:
+        for key, a, b in members:
+            if key == "messages" and buf[a : a + 1] == b"[":
+                elements = member_spans(buf, a)  # type: ignore[arg-type]
+                for _, x, y in elements:
+                    parse_member(buf[x:y], path, 2)
+            else:
+                parse_member(buf[a:b], path, 1)
+    except ValueError:
+        return None
+    return Spans(opening, members, elements)
+
+
+def long_line_document(source: Input) -> bool | None:
+    """``source.is_document()`` for one JSON value longer than the sniffed head on a line of its own, told by
+    scanning its bytes instead of parsing the line whole (which held the line, the parser's work and every
+    string of it at once); None when the head does not show that case or the scan cannot tell."""
+    shape = scan_head(source.head())
+    if not shape.opening or shape.complete or shape.multiline or shape.more:
+        return None
+    with document_bytes(source) as buf:
+        spans = one_line_spans(buf, source.path)
+        if spans is None:
+            return None
+        return spans.opening == b"[" or "role" not in {key for key, _, _ in spans.members}
