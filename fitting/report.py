@@ -344,8 +344,6 @@ class ReportFold:
     by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     turns: int = 0
     rounds: int = 0
-    pending: set[str] = field(default_factory=set)
-    """The calls of the open tool round still waiting for a result (``iter_units``)."""
     names: dict[str, str] = field(default_factory=dict)
     calls_per_tool: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     calls: int = 0
@@ -366,15 +364,8 @@ class ReportFold:
             self.by_kind["message overhead"] += self.estimator.rule.message_overhead_tokens
         starts = message.starts_turn
         self.turns += 1 if starts or index == 0 else 0
-        calls = [b for b in message.content if isinstance(b, ToolCall)]
-        answered = {b.call_id for b in message.content if isinstance(b, ToolResult)}
-        if self.pending and answered and message.role in ("user", "tool"):
-            self.pending -= answered
-        else:
-            self.pending = set()
-            if calls and message.role == "assistant":
-                self.rounds += 1
-                self.pending = {c.id for c in calls}
+        if message.role == "assistant" and any(isinstance(b, ToolCall) for b in message.content):
+            self.rounds += 1  # a round opens at each (results are never in an assistant message: ``iter_units``)
         kept: list[Block] = []
         for bi, block in enumerate(message.content):
             if isinstance(block, ToolCall):
