@@ -95,9 +95,10 @@ def _streamed(path: Path, *, skip_invalid: bool = False) -> Report | None:
     return fold_report(found.messages, found.header, ESTIMATORS[0])
 
 
-def _loaded(path: Path, *, skip_invalid: bool = False) -> Report:
-    (transcript,) = load(Input(str(path), keep_text=False), skip_invalid=skip_invalid)
-    return build_report(transcript, ESTIMATORS[0])
+def _loaded(path: Path, *, skip_invalid: bool = False) -> Report | None:
+    """The report of the file's one transcript (None for a file of several: not a messages file)."""
+    found = load(Input(str(path), keep_text=False), skip_invalid=skip_invalid)
+    return build_report(found[0], ESTIMATORS[0]) if len(found) == 1 else None
 
 
 def _lines(transcript: Transcript) -> bytes:
