@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from .content import (
     CONTENT_KINDS,
@@ -31,7 +32,7 @@ from .estimate import ZERO, CharCounts, Estimator
 from .report import UsageRow, build_report
 from .suggest import Sample, plausible, usage_growth_samples
 from .tokenizers import Tokenizer, count_texts
-from .transcript import Image, Transcript, block_kind
+from .transcript import Image, Message, Transcript, block_kind
 
 TOP = 10
 """How many of the worst blocks, messages and provider points to keep."""
@@ -251,6 +252,19 @@ _Texts = Iterable[tuple[int, str, tuple[str, ...]]]
 
 def _messages(transcript: Transcript) -> Iterator[tuple[int | None, str, int | None, _Texts]]:
     """Each message's index, role, line and blocks, the system prompt and the tool definitions first."""
+    yield from _preamble_items(transcript)
+    yield from _message_items(transcript.messages)
+
+
+def _message_items(messages: Iterable[Message]) -> Iterator[tuple[int | None, str, int | None, _Texts]]:
+    for mi, message in enumerate(messages):
+        blocks = (
+            (bi, block_kind(b), block_texts(b)) for bi, b in enumerate(message.content) if not isinstance(b, Image)
+        )
+        yield mi, message.role, message.source.line, blocks
+
+
+def _preamble_items(transcript: Transcript) -> Iterator[tuple[int | None, str, int | None, _Texts]]:
     if transcript.system:
         yield None, "system", None, ((i, block_kind(b), block_texts(b)) for i, b in enumerate(transcript.system))
     if transcript.tools:
@@ -258,11 +272,6 @@ def _messages(transcript: Transcript) -> Iterator[tuple[int | None, str, int | N
             (i, "tool_definition", (t.name, t.description, t.schema_json)) for i, t in enumerate(transcript.tools)
         )
         yield None, "tool definitions", None, definitions
-    for mi, message in enumerate(transcript.messages):
-        blocks = (
-            (bi, block_kind(b), block_texts(b)) for bi, b in enumerate(message.content) if not isinstance(b, Image)
-        )
-        yield mi, message.role, message.source.line, blocks
 
 
 def _ratio_rows(
@@ -294,15 +303,25 @@ def audit_tokenizer(
 def _audit_tokenizers(
     transcript: Transcript, estimator: Estimator, tokenizers: Sequence[Tokenizer], *, top: int
 ) -> tuple[TokenizerAudit, ...]:
+    return _audit_items(_messages(transcript), estimator, tokenizers, top=top)
+
+
+def _audit_items(
+    items: Iterable[tuple[int | None, str, int | None, _Texts]],
+    estimator: Estimator,
+    tokenizers: Sequence[Tokenizer],
+    *,
+    top: int,
+) -> tuple[TokenizerAudit, ...]:
     # One message at a time, every tokenizer on its texts in one batch: what is held grows with the audit's
     # rows, not with the tokenizations or the texts of the whole transcript (memory, issue 8).
     rule = estimator.rule
     blocks: list[list[BlockAudit]] = [[] for _ in tokenizers]
     messages: list[list[MessageAudit]] = [[] for _ in tokenizers]
-    for index, role, line, items in _messages(transcript):
+    for index, role, line, texts_of in items:
         total = ZERO
         units: list[tuple[int, str, tuple[str, ...], CharCounts]] = []
-        for block_index, kind, texts in items:
+        for block_index, kind, texts in texts_of:
             counts = ZERO
             for text in texts:
                 counts = counts + rule.count(text)
@@ -367,4 +386,38 @@ def audit_transcript(
         usage=audit_usage(transcript, estimator, top=top),
         usage_samples=tuple(s for s in growth if plausible(s)),
         usage_discarded=sum(1 for s in growth if not plausible(s)),
+    )
+
+
+def audit_messages(
+    messages: Iterator[Message],
+    header: Callable[[], Transcript],
+    estimator: Estimator,
+    tokenizers: Sequence[Tokenizer],
+    *,
+    top: int = TOP,
+) -> TranscriptAudit:
+    """``audit_transcript`` of a transcript without measured usage (the messages format) whose messages come
+    one at a time and are dropped once counted; ``header()`` gives it without its messages once the first
+    message is read (a stream puts leading system messages into its system prompt until then)."""
+    first = next(messages, None)
+    head = header()
+    if head.usage:
+        raise ValueError("a streamed audit is for a transcript without usage")
+    seen = [0]
+
+    def counted() -> Iterator[Message]:
+        for message in chain(() if first is None else (first,), messages):
+            seen[0] += 1
+            yield message
+
+    items = chain(_preamble_items(head), _message_items(counted()))
+    audits = _audit_items(items, estimator, tokenizers, top=top)
+    return TranscriptAudit(
+        path=head.source.path,
+        name=head.name,
+        estimator=estimator.rule.name,
+        messages=seen[0],
+        tokenizers=audits,
+        usage=None,
     )

@@ -9,14 +9,15 @@ import json
 import mmap
 import os
 import re
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TypeAlias
 
 import orjson
 
-from .._json import MAX_DEPTH, Constant, check_depth, depth_error, loads_or_lenient, member_spans
+from .._json import _STRING_RE, MAX_DEPTH, Constant, _value_end, check_depth, depth_error, loads_or_lenient
 from ..errors import InvalidJson, InvalidUtf8, Location
 from ._jsonl import BOM
 from ._sniff import scan_head
@@ -250,47 +251,120 @@ def parse_member(raw: bytes, path: str, levels: int) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Spans:
-    """A document's top-level members (key or None, start, end of each value's text) and, for an object, the
-    element spans of its ``messages`` array (the last ``messages`` key's, as the parsed value has it)."""
+    """A document's top-level members (an object's: key, start, end of each value's text) and the spans of its
+    messages (an array document's items, or an object's ``messages`` items), as arrays of offsets."""
 
     opening: bytes
     members: list[tuple[str | None, int, int]]
-    elements: list[tuple[str | None, int, int]] | None
+    starts: array[int] | None
+    ends: array[int] | None
+
+    @property
+    def elements(self) -> Iterator[tuple[int, int]]:
+        return zip(self.starts or (), self.ends or (), strict=True)
+
+    @property
+    def has_messages(self) -> bool:
+        return self.starts is not None
+
+
+def _blank(buf: Buffer, pos: int) -> int:
+    """The end of the blanks at ``pos``; ValueError if they hold a line break (not one line then)."""
+    end = _blank_end(buf, pos)
+    if end > pos and b"\n" in buf[pos:end]:
+        raise ValueError("a line break")
+    return end
+
+
+def _walk(buf: Buffer, start: int, member: Callable[[str | None, int], int]) -> int:
+    """Walk the array or object opening at ``buf[start]`` member by member, never scanning it whole:
+    ``member(key, start)`` reads each value and says where it ends. The end of the container; ValueError
+    where its punctuation is not JSON's."""
+    close = b"}" if buf[start : start + 1] == b"{" else b"]"
+    i = _blank(buf, start + 1)
+    if buf[i : i + 1] == close:
+        return i + 1
+    while True:
+        key: str | None = None
+        if close == b"}":
+            found = _STRING_RE.match(buf, i)
+            if found is None:
+                raise ValueError("expected a key")
+            try:
+                key = loads_or_lenient(found.group())
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(str(exc)) from None
+            i = _blank(buf, found.end())
+            if buf[i : i + 1] != b":":
+                raise ValueError("expected ':'")
+            i = _blank(buf, i + 1)
+        i = _blank(buf, member(key, i))
+        mark = buf[i : i + 1]
+        if mark == b",":
+            i = _blank(buf, i + 1)
+        elif mark == close:
+            return i + 1
+        else:
+            raise ValueError("expected ',' or the end")
 
 
 def one_line_spans(buf: Buffer, path: str) -> Spans | None:
-    """The spans of a document that is one JSON value alone on its first line, without parsing it whole; None
-    when it is not that (or its text is not plainly well-formed: the ordinary reading decides then, with its
-    own errors). Every member is parsed once to be sure it is JSON, one at a time, and dropped."""
+    """The spans of a document that is one JSON value alone on its first line, without parsing or scanning it
+    whole; None when it is not that (or its text is not plainly well-formed: the ordinary reading decides
+    then, with its own errors). Every member is parsed once to be sure it is JSON, one at a time, and dropped,
+    and the pages behind are handed back as it goes."""
     start = document_start(buf)
     opening = buf[start : start + 1]
     if opening not in (b"{", b"["):
         return None
+    members: list[tuple[str | None, int, int]] = []
+    starts: array[int] | None = None
+    ends: array[int] | None = None
+
+    def value(raw: bytes, levels: int) -> None:
+        if b"\n" in raw:
+            raise ValueError("a line break")
+        parse_member(raw, path, levels)
+
+    def element(_: str | None, a: int) -> int:
+        b = _value_end(buf, a)  # type: ignore[arg-type]
+        if b < 0:
+            raise ValueError("a value without its end")
+        value(buf[a:b], 2)
+        release(buf, b)
+        assert starts is not None and ends is not None
+        starts.append(a)
+        ends.append(b)
+        return b
+
+    def member(key: str | None, a: int) -> int:
+        nonlocal starts, ends
+        if key == "messages" and buf[a : a + 1] == b"[":
+            starts, ends = array("q"), array("q")
+            b = _walk(buf, a, element)
+        else:
+            b = _value_end(buf, a)  # type: ignore[arg-type]
+            if b < 0:
+                raise ValueError("a value without its end")
+            value(buf[a:b], 1)
+            release(buf, b)
+        members.append((key, a, b))
+        return b
+
     try:
-        members = member_spans(buf, start)  # type: ignore[arg-type]  # an mmap reads as bytes do
+        if opening == b"[":
+            starts, ends = array("q"), array("q")
+            end = _walk(buf, start, element)
+        else:
+            end = _walk(buf, start, member)
     except ValueError:
         return None
-    close = _blank_end(buf, members[-1][2] if members else start + 1)
-    if buf[close : close + 1] != (b"}" if opening == b"{" else b"]"):
-        return None
-    end = close + 1
-    if _blank_end(buf, end) != len(buf) or buf.find(b"\n", start, end) >= 0:
-        return None  # more after it, or a value over several lines: not this case
+    if _blank_end(buf, end) != len(buf):
+        return None  # more after it: not this case
     keys = [key for key, _, _ in members]
-    if opening == b"{" and len(set(keys)) != len(keys):
+    if len(set(keys)) != len(keys):
         return None  # a repeated key: the parser's own reading says which one counts, and in which place
-    elements: list[tuple[str | None, int, int]] | None = None
-    try:
-        for key, a, b in members:
-            if key == "messages" and buf[a : a + 1] == b"[":
-                elements = member_spans(buf, a)  # type: ignore[arg-type]
-                for _, x, y in elements:
-                    parse_member(buf[x:y], path, 2)
-            else:
-                parse_member(buf[a:b], path, 1)
-    except ValueError:
-        return None
-    return Spans(opening, members, elements)
+    return Spans(opening, members, starts, ends)
 
 
 def long_line_document(source: Input) -> bool | None:

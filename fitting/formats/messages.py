@@ -163,13 +163,12 @@ def _one_line(source: Input, *, skip_invalid: bool) -> Transcript | None:
     a text the scan cannot vouch for, a single message)."""
     with document_bytes(source) as buf:
         spans = one_line_spans(buf, source.path)
-        if spans is None or (spans.opening == b"{" and spans.elements is None):
+        if spans is None or not spans.has_messages:
             return None
         path, keep_text = source.path, source.keep_text
-        elements = spans.elements if spans.elements is not None else spans.members
         texts: list[bytes] = []  # each message's JSON text, for a writer
         values = []
-        for _, a, b in elements:
+        for a, b in spans.elements:
             raw = buf[a:b]
             values.append(parse_member(raw, path, 2))
             release(buf, b)
@@ -308,12 +307,11 @@ def stream(source: Input, *, skip_invalid: bool) -> MessageStream | None:
         return None
     with document_bytes(source) as buf:
         spans = one_line_spans(buf, source.path)
-        if spans is None or (spans.opening == b"{" and spans.elements is None):
+        if spans is None or not spans.has_messages:
             return None
         head = _head(buf, spans, source.path) if spans.opening == b"{" else None
     found = MessageStream(source.path, NAME if head is None else REQUEST, iter(()))
-    elements = [(a, b) for _, a, b in (spans.elements if spans.elements is not None else spans.members)]
-    values = _elements(source, elements)
+    values = _elements(source, spans)
     if head is None:
         found.messages = _objects(found, ((None, v) for v in values), skip_invalid=skip_invalid, openai_leading=True)
         return found
@@ -325,14 +323,14 @@ def stream(source: Input, *, skip_invalid: bool) -> MessageStream | None:
         dialect = body_dialect(head)
     empty = transcript_from_body(head, dialect=dialect, source=Source(source.path), fmt=REQUEST)
     found.tools, found.extra, found.system, found.dialect = empty.tools, empty.extra, list(empty.system), dialect
-    found.messages = _body_messages(found, _elements(source, elements), dialect)
+    found.messages = _body_messages(found, _elements(source, spans), dialect)
     return found
 
 
-def _elements(source: Input, spans: list[tuple[int, int]]) -> Iterator[Any]:
-    """The values at ``spans`` of the document, parsed one at a time, the pages behind handed back."""
+def _elements(source: Input, spans: Spans) -> Iterator[Any]:
+    """The document's messages, parsed one at a time, the pages behind handed back."""
     with document_bytes(source) as buf:
-        for a, b in spans:
+        for a, b in spans.elements:
             value = parse_member(buf[a:b], source.path, 2)
             release(buf, b)
             yield value
