@@ -1,10 +1,10 @@
-"""``fold_report`` and the messages stream (issue 8, memory): ``report`` on a messages file folds over its
-messages as they are read instead of loading them, and a request body alone on one long line is read member
-by member. Both must give exactly what loading the file and ``build_report`` give."""
+"""``fold_report``, ``audit_messages`` and the messages stream (issue 8, memory): ``report`` and ``audit`` on a
+messages file fold over its messages as they are read instead of loading them, and a request body alone on one
+long line is read member by member. Each must give exactly what loading the file gives."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import orjson
@@ -28,6 +28,7 @@ from windowfit.fitting import (
     WindowfitError,
     build_report,
 )
+from windowfit.fitting.audit import audit_messages, audit_transcript
 from windowfit.fitting.estimate import make_estimator
 from windowfit.fitting.formats import Input, detect, load
 from windowfit.fitting.formats import messages as messages_format
@@ -228,3 +229,38 @@ def test_the_report_command_streams_the_same_output(tmp_path: Path, monkeypatch:
     assert _report(monkeypatch, [str(tmp_path), str(ROOT / "sample_transcripts")], stream=True) == _report(
         monkeypatch, [str(tmp_path), str(ROOT / "sample_transcripts")], stream=False
     )
+
+
+@dataclass(frozen=True)
+class Words:
+    """A fake tokenizer: one token per whitespace-separated word."""
+
+    name: str = "words"
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(st.one_of(transcripts(), damaged_transcripts()), st.booleans(), st.booleans())
+def test_a_streamed_audit_is_the_loaded_audit(
+    tmp_path: Path, transcript: Transcript, one_line: bool, system_line: bool
+) -> None:
+    """``audit`` of a messages file (JSON Lines, with or without a leading system line, or a one-line body),
+    its messages counted as they stream: every row of the audit of the loaded file."""
+    path = tmp_path / "t.jsonl"
+    if one_line:
+        body = request_to_json(transcript)
+        body["metadata"] = {"padding": "x" * SNIFF_BYTES}
+        path.write_bytes(orjson.dumps(body) + b"\n")
+    else:
+        system = orjson.dumps({"role": "system", "content": "Be terse."}) + b"\n" if system_line else b""
+        path.write_bytes(system + _lines(transcript))
+    source = Input(str(path), keep_text=False)
+    found = messages_format.stream_messages(source, detect(source).name, skip_invalid=False)
+    assert found is not None
+    streamed = audit_messages(found.messages, found.header, ESTIMATORS[0], [Words()], top=3)
+    (loaded,) = load(source, skip_invalid=False)
+    assert streamed == audit_transcript(loaded, ESTIMATORS[0], [Words()], top=3)
