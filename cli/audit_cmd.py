@@ -56,17 +56,25 @@ def audit_work(
 
 
 def audit_stream(
-    item: Input, chosen: Format, skip_invalid: bool, *, estimator: str, tokenizers: tuple[str, ...], top: int
+    item: Input,
+    chosen: Format,
+    skip_invalid: bool,
+    *,
+    estimator: str,
+    tokenizers: tuple[str, ...],
+    top: int,
+    keep_rows: bool,
 ) -> list[TranscriptAudit] | None:
-    """``audit_work``'s audit of a messages file, its messages counted as they are read and dropped; None for
-    another format, or when the stream stops on an error (the file is then loaded, and the loader words it)."""
+    """``audit_work``'s audit of a messages file, its messages counted as they are read and dropped (and their
+    rows too unless ``keep_rows``, which ``--suggest`` needs); None for another format, or when the stream stops
+    on an error (the file is then loaded, and the loader words it)."""
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
         if found is None:
             return None
         est = estimator_from(estimator, 1.0)
         loaded = load_tokenizers(list(tokenizers)) if tokenizers else []
-        return [audit_messages(found.messages, found.header, est, loaded, top=top)]
+        return [audit_messages(found.messages, found.header, est, loaded, top=top, keep_rows=keep_rows)]
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
 
@@ -120,7 +128,7 @@ def audit_command(
     names = () if provider_only else tuple(dict.fromkeys(tokenizer or [DEFAULT_TOKENIZER]))
     tokenizers = load_tokenizers(list(names)) if names else []
     work = partial(audit_work, estimator=estimator, tokenizers=names, top=top)
-    stream = partial(audit_stream, estimator=estimator, tokenizers=names, top=top)
+    stream = partial(audit_stream, estimator=estimator, tokenizers=names, top=top, keep_rows=suggest)
     progress = not json_
     loaded = scan_all(
         files,

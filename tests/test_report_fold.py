@@ -102,6 +102,11 @@ def _loaded(path: Path, *, skip_invalid: bool = False) -> Report | None:
     return build_report(found[0], ESTIMATORS[0]) if len(found) == 1 else None
 
 
+def _long_body(transcript: Transcript) -> dict[str, object]:
+    """An Anthropic request body (as a harness logs it) longer than the sniffed head: the long-line path."""
+    return {"model": "claude-sonnet-4-5", "max_tokens": 100, **request_to_json(transcript), "pad": "x" * SNIFF_BYTES}
+
+
 def _lines(transcript: Transcript) -> bytes:
     return messages_format.write(replace(transcript, format=messages_format.NAME))
 
@@ -115,8 +120,7 @@ def test_a_streamed_messages_file_reports_as_loaded(tmp_path: Path, transcript: 
     member-by-member path), then streamed: the report of the loaded file."""
     path = tmp_path / "t.jsonl"
     if one_line:
-        body = request_to_json(transcript)
-        body["metadata"] = {"padding": "x" * SNIFF_BYTES}  # longer than the head: the long-line path
+        body = _long_body(transcript)
         path.write_bytes(orjson.dumps(body) + b"\n")
         assert long_line_document(Input(str(path))) is True
     else:
@@ -252,8 +256,7 @@ def test_a_streamed_audit_is_the_loaded_audit(
     its messages counted as they stream: every row of the audit of the loaded file."""
     path = tmp_path / "t.jsonl"
     if one_line:
-        body = request_to_json(transcript)
-        body["metadata"] = {"padding": "x" * SNIFF_BYTES}
+        body = _long_body(transcript)
         path.write_bytes(orjson.dumps(body) + b"\n")
     else:
         system = orjson.dumps({"role": "system", "content": "Be terse."}) + b"\n" if system_line else b""
@@ -264,3 +267,35 @@ def test_a_streamed_audit_is_the_loaded_audit(
     streamed = audit_messages(found.messages, found.header, ESTIMATORS[0], [Words()], top=3)
     (loaded,) = load(source, skip_invalid=False)
     assert streamed == audit_transcript(loaded, ESTIMATORS[0], [Words()], top=3)
+    # Without --suggest the CLI keeps no row per message and block: the same sums, groups and worst rows.
+    again = messages_format.stream_messages(source, detect(source).name, skip_invalid=False)
+    assert again is not None
+    lean = audit_messages(again.messages, again.header, ESTIMATORS[0], [Words()], top=3, keep_rows=False)
+    expected = audit_transcript(loaded, ESTIMATORS[0], [Words()], top=3)
+    rows_left_out = tuple(replace(t, messages=(), blocks=()) for t in expected.tokenizers)
+    assert lean == replace(expected, tokenizers=rows_left_out)
+
+
+def test_the_audit_command_streams_the_same_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``audit --provider-only`` and ``audit -t cl100k_base``, text and JSON, with and without ``--suggest``
+    (rows kept or not): streamed as loaded."""
+    path = tmp_path / "t.jsonl"
+    lines = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} Съешь же 東京 {'x' * i}"} for i in range(40)
+    ]
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    for extra in (
+        ["--provider-only"],
+        ["-t", "cl100k_base"],
+        ["--json", "--top", "2"],
+        ["--suggest", "--top", "1"],
+        ["--top", "0"],
+    ):
+        runs = []
+        for stream in (True, False):
+            with monkeypatch.context() as patch:
+                if not stream:
+                    patch.setattr("windowfit.cli.audit_cmd.stream_messages", lambda *a, **k: None)
+                result = CliRunner().invoke(app, ["audit", str(path), *extra])
+            runs.append((result.exit_code, result.stdout, result.stderr))
+        assert runs[0] == runs[1]
