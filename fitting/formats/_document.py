@@ -211,7 +211,14 @@ def document_bytes(source: Input) -> Iterator[Buffer]:
         if not size:
             yield b""
             return
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        try:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # a file system that cannot map it: read it then
+            mapped = None
+        if mapped is None:
+            yield f.read()
+            return
+        with mapped:
             yield mapped
 
 
@@ -374,8 +381,31 @@ def long_line_document(source: Input) -> bool | None:
     shape = scan_head(source.head())
     if not shape.opening or shape.complete or shape.multiline or shape.more:
         return None
+    spans = spans_of(source)
+    if spans is None:
+        return None
+    return spans.opening == b"[" or "role" not in {key for key, _, _ in spans.members}
+
+
+_LAST: list[tuple[object, Spans | None]] = []
+"""The last input ``spans_of`` scanned, and its spans: detecting, handing over and reading one file ask for
+them up to three times, and each scan parses every member."""
+
+
+def spans_of(source: Input) -> Spans | None:
+    """``one_line_spans`` of the input, remembered for the last input asked about (the same bytes, or the same
+    file unchanged: path, inode, size and modification time)."""
+    if source.data is not None:
+        key: object = source.data
+    else:
+        try:
+            st = os.stat(source.path)
+        except OSError:
+            return None
+        key = (source.path, st.st_ino, st.st_size, st.st_mtime_ns)
+    if _LAST and (_LAST[0][0] is key if source.data is not None else _LAST[0][0] == key):
+        return _LAST[0][1]
     with document_bytes(source) as buf:
         spans = one_line_spans(buf, source.path)
-        if spans is None:
-            return None
-        return spans.opening == b"[" or "role" not in {key for key, _, _ in spans.members}
+    _LAST[:] = [(key, spans)]
+    return spans

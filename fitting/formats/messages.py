@@ -15,7 +15,7 @@ from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Dialect, Message, Skipped, Source, ToolDef, Transcript, Verbatim
 from ..wire import anthropic, openai
 from ..wire.bodies import body_dialect, body_from_transcript, messages_keeping, transcript_from_body
-from ._document import Buffer, Spans, document_bytes, long_line_document, one_line_spans, parse_member, release
+from ._document import Buffer, Spans, document_bytes, long_line_document, parse_member, release, spans_of
 from ._jsonl import BOM, LineReader, loads_document
 from .base import Format, Input
 
@@ -161,10 +161,10 @@ def _one_line(source: Input, *, skip_invalid: bool) -> Transcript | None:
     are read) instead of parsed whole: the file's bytes, the parser's work and the strings are never all held
     at once. The same transcript as ``_document``; None where that reading must decide (not such a document,
     a text the scan cannot vouch for, a single message)."""
+    spans = spans_of(source)
+    if spans is None or not spans.has_messages:
+        return None
     with document_bytes(source) as buf:
-        spans = one_line_spans(buf, source.path)
-        if spans is None or not spans.has_messages:
-            return None
         path, keep_text = source.path, source.keep_text
         texts: list[bytes] = []  # each message's JSON text, for a writer
         values = []
@@ -305,10 +305,10 @@ def stream(source: Input, *, skip_invalid: bool) -> MessageStream | None:
         return found
     if not long_line:
         return None
+    spans = spans_of(source)
+    if spans is None or not spans.has_messages:
+        return None
     with document_bytes(source) as buf:
-        spans = one_line_spans(buf, source.path)
-        if spans is None or not spans.has_messages:
-            return None
         head = _head(buf, spans, source.path) if spans.opening == b"{" else None
     found = MessageStream(source.path, NAME if head is None else REQUEST, iter(()))
     values = _elements(source, spans)
