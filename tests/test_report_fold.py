@@ -299,3 +299,66 @@ def test_the_audit_command_streams_the_same_output(tmp_path: Path, monkeypatch: 
                 result = CliRunner().invoke(app, ["audit", str(path), *extra])
             runs.append((result.exit_code, result.stdout, result.stderr))
         assert runs[0] == runs[1]
+
+
+def _hostile_bodies() -> dict[str, bytes]:
+    pad = "x" * SNIFF_BYTES
+    user = {"role": "user", "content": "hi"}
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "ls", "input": {"n": 1}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "ok"}]}
+    deep = {"role": "user", "content": "x", "meta": orjson.loads("[" * 199 + "]" * 199)}
+
+    def body(messages: list[object], **keys: object) -> str:
+        return orjson.dumps({"model": "claude-sonnet-4-5", **keys, "messages": messages, "pad": pad}).decode()
+
+    plain = body([user, call, result])
+    texts = {
+        "nan": plain.replace('"n":1', '"n":NaN'),
+        "bigint": plain.replace('"n":1', '"n":123456789012345678901234567890'),
+        "exponent": plain.replace('"n":1', '"n":1E+2'),
+        "surrogate": plain.replace('"ok"', '"\\ud800"'),
+        "bom": "\ufeff" + plain,
+        "blank-lines-after": plain + "\n\n  \n",
+        "crlf-inside": plain.replace(',"pad"', ',\r\n"pad"'),
+        "repeated-key": plain.replace('"model":"claude-sonnet-4-5"', '"model":"a","model":"b"'),
+        "deep": body([user, deep]),
+        "not-a-list": orjson.dumps({"model": "m", "messages": {"a": 1}, "pad": pad}).decode(),
+        "not-an-object": body([user, 7, result]),
+        "bad-system": body([user, 7], system=5),
+        "orphans": body([user, result, result]),
+        "array": orjson.dumps([user, call, result, {"x": pad}]).decode(),
+        "openai": orjson.dumps(
+            {"model": "gpt-4o", "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": pad}]}
+        ).decode(),
+    }
+    found = {name: text.encode("utf-8", "surrogatepass") for name, text in texts.items()}
+    found["invalid-utf8"] = plain.encode().replace(b'"ok"', b'"o\xff"')
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(_hostile_bodies()))
+@pytest.mark.parametrize("keep_text", [True, False])
+def test_a_long_line_reads_as_parsed_whole_or_fails_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, keep_text: bool
+) -> None:
+    """Odd one-line documents (constants, long integers, escapes, a byte order mark, repeated keys, nesting at
+    the limit, wrong shapes, broken UTF-8): the member-by-member reading gives the transcript, each message's
+    text and the error that reading the line whole gives."""
+    path = tmp_path / f"{name}.json"
+    path.write_bytes(_hostile_bodies()[name])
+    refused = {"crlf-inside", "deep", "invalid-utf8", "repeated-key"}  # left to the whole reading
+    assert long_line_document(Input(str(path))) is (None if name in refused else True)
+
+    def read() -> tuple[object, ...]:
+        try:
+            found = load(Input(str(path), keep_text=keep_text), skip_invalid=False)
+        except WindowfitError as exc:
+            return (type(exc).__name__, str(exc))
+        return tuple((t, [m.exact_json for m in t.messages], t.system_verbatim, t.extra) for t in found)
+
+    fast = read()
+    with monkeypatch.context() as patch:
+        patch.setattr("windowfit.fitting.formats._document.long_line_document", lambda source: None)
+        patch.setattr("windowfit.fitting.formats.messages.long_line_document", lambda source: None)
+        whole = read()
+    assert fast == whole
