@@ -387,23 +387,23 @@ def long_line_document(source: Input) -> bool | None:
     return spans.opening == b"[" or "role" not in {key for key, _, _ in spans.members}
 
 
-_LAST: list[tuple[object, Spans | None]] = []
+_LAST: list[tuple[tuple[str, int, int, int], Spans | None]] = []
 """The last input ``spans_of`` scanned, and its spans: detecting, handing over and reading one file ask for
 them up to three times, and each scan parses every member."""
 
 
 def spans_of(source: Input) -> Spans | None:
-    """``one_line_spans`` of the input, remembered for the last input asked about (the same bytes, or the same
-    file unchanged: path, inode, size and modification time)."""
+    """``one_line_spans`` of the input, remembered for the last file asked about while it is unchanged (path,
+    inode, size and modification time; bytes in memory are scanned each time, and never kept here)."""
     if source.data is not None:
-        key: object = source.data
-    else:
-        try:
-            st = os.stat(source.path)
-        except OSError:
-            return None
-        key = (source.path, st.st_ino, st.st_size, st.st_mtime_ns)
-    if _LAST and (_LAST[0][0] is key if source.data is not None else _LAST[0][0] == key):
+        with document_bytes(source) as buf:
+            return one_line_spans(buf, source.path)
+    try:
+        st = os.stat(source.path)
+    except OSError:
+        return None
+    key = (source.path, st.st_ino, st.st_size, st.st_mtime_ns)
+    if _LAST and _LAST[0][0] == key:
         return _LAST[0][1]
     with document_bytes(source) as buf:
         spans = one_line_spans(buf, source.path)
