@@ -108,7 +108,10 @@ def _number(spelling: str) -> float:
     return value if math.isfinite(value) else Constant(spelling)
 
 
-_LENIENT = json.JSONDecoder(parse_constant=Constant, parse_float=_number)
+LENIENT_DECODER = json.JSONDecoder(parse_constant=Constant, parse_float=_number)
+"""The standard library's decoder, keeping ``NaN``, ``Infinity`` and numbers past a double's range
+(``1E400``) as ``Constant`` spellings: for readers that decode JSON text themselves."""
+_LENIENT = LENIENT_DECODER
 _LENIENT_HINTS = (b"NaN", b"Infinity", b"\\ud", b"\\uD")
 """What a text orjson refuses must hold for the lenient parser to be worth a try."""
 
@@ -195,7 +198,7 @@ def extras(obj: dict[str, Any], known: frozenset[str]) -> JsonText:
 def merge_extra(obj: dict[str, Any], extra: JsonText) -> dict[str, Any]:
     """``obj`` with the keys of ``extra`` added back (modelled keys win)."""
     if extra:
-        for key, value in loads_or_lenient(extra).items():
+        for key, value in loads(plain(extra)).items():
             obj.setdefault(key, value)
     return obj
 
@@ -234,7 +237,18 @@ def other_block(kind: str, obj: Any) -> Other:
     return Other(kind, raw, dumps(elided) if payloads else "", payloads)
 
 
+_LONG_INTEGER = re.compile(r"\d{20}")
+"""Twenty digits in a row: maybe an integer past 64 bits, which orjson reads as a float."""
+
+
 def loads(text: JsonText) -> Any:
+    """Compact JSON (as ``dumps`` made it) parsed back to the value it was made from: integers past 64 bits
+    stay exact integers (read by the standard library then), so writing the value again gives the same text."""
+    if _LONG_INTEGER.search(text):
+        try:
+            return loads_lenient(text)
+        except (ValueError, RecursionError):
+            pass
     return loads_or_lenient(text)
 
 
@@ -248,11 +262,27 @@ _SCALAR = re.compile(_STRING + rb"|[^,\]}\s]+")
 _KEYS: dict[str, re.Pattern[bytes]] = {}
 
 
-def _value_end(text: bytes, start: int) -> int:
+def container_ends(text: bytes) -> dict[int, int]:
+    """Where each array and object of the JSON ``text`` ends, by where it starts: one pass over the text,
+    for a walk that visits containers inside containers (``members(text, start, ends)``)."""
+    ends: dict[int, int] = {}
+    opened: list[int] = []
+    for token in _TOKEN.finditer(text):
+        mark = token.group()
+        if mark in (b"{", b"["):
+            opened.append(token.start())
+        elif mark in (b"}", b"]") and opened:
+            ends[opened.pop()] = token.end()
+    return ends
+
+
+def _value_end(text: bytes, start: int, ends: dict[int, int] | None = None) -> int:
     """The end of the JSON value that starts at ``text[start]``, or -1."""
     if text[start : start + 1] not in (b"{", b"["):
         found = _SCALAR.match(text, start)
         return found.end() if found else -1
+    if ends is not None:
+        return ends.get(start, -1)
     depth = 0
     for token in _TOKEN.finditer(text, start):
         mark = token.group()
@@ -268,42 +298,92 @@ def _value_end(text: bytes, start: int) -> int:
 _BLANKS = re.compile(rb"[ \t\r\n]*")
 
 
-def member_spans(text: bytes, start: int = 0) -> list[tuple[str | None, int, int]]:
+def members(text: bytes, start: int = 0, ends: dict[int, int] | None = None) -> list[tuple[str | None, int, int, int]]:
     """The members of the array or object opening at or after ``text[start]`` (JSON bytes, read by orjson
-    already): each one's key (None in an array) and where its value's text starts and ends, so a writer can
-    emit a member exactly as the file spelled it, without decoding or parsing the text again. Raises
+    already): each one's key (None in an array), where the member starts (its key, or its value in an array)
+    and where its value's text starts and ends (``ends``: ``container_ends(text)``, for a walk). Raises
     ValueError if the text there is not an array or an object."""
     i = _BLANKS.match(text, start).end()  # type: ignore[union-attr]  # matches the empty string at worst
     opening = text[i : i + 1]
     if opening not in (b"[", b"{"):
         raise ValueError("not an array or an object")
     close = b"]" if opening == b"[" else b"}"
-    members: list[tuple[str | None, int, int]] = []
+    found: list[tuple[str | None, int, int, int]] = []
     i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
     if text[i : i + 1] == close:
-        return members
+        return found
     while True:
         key: str | None = None
+        begin = i
         if close == b"}":
-            found = _STRING_RE.match(text, i)
-            if found is None:
+            match = _STRING_RE.match(text, i)
+            if match is None:
                 raise ValueError("expected a key")
-            key = loads_or_lenient(found.group())
-            i = _BLANKS.match(text, found.end()).end()  # type: ignore[union-attr]
+            key = loads_or_lenient(match.group())
+            i = _BLANKS.match(text, match.end()).end()  # type: ignore[union-attr]
             if text[i : i + 1] != b":":
                 raise ValueError("expected ':'")
             i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
-        end = _value_end(text, i)
+        end = _value_end(text, i, ends)
         if end < 0:
             raise ValueError("a value without its end")
-        members.append((key, i, end))
+        found.append((key, begin, i, end))
         i = _BLANKS.match(text, end).end()  # type: ignore[union-attr]
         if text[i : i + 1] == b",":
             i = _BLANKS.match(text, i + 1).end()  # type: ignore[union-attr]
             continue
         if text[i : i + 1] == close:
-            return members
+            return found
         raise ValueError(f"expected ',' or {close!r}")
+
+
+def member_spans(text: bytes, start: int = 0) -> list[tuple[str | None, int, int]]:
+    """The members of the array or object opening at or after ``text[start]`` (see ``members``): each one's
+    key (None in an array) and where its value's text starts and ends, so a writer can emit a member exactly
+    as the file spelled it, without decoding or parsing the text again."""
+    return [(key, a, b) for key, _, a, b in members(text, start)]
+
+
+# --------------------------------------------------------------------------
+# Spelled JSON: a value's text as the file held it, where that differs from compact JSON
+
+SPELLED = " "
+"""What opens a ``JsonText`` that holds a value as the file spelled it (``1E+2``, integers past 64 bits,
+repeated keys, spacing) rather than as compact JSON: compact JSON never starts with a blank, and the text
+still parses to the same value. Only extra keys are kept so (``spelled_extras``), and writers emit them as
+they are (``with_extra``); nothing counts them."""
+
+
+def plain(text: JsonText) -> JsonText:
+    """``text`` without its ``SPELLED`` mark: JSON text to parse, show or embed."""
+    return text[1:] if text[:1] == SPELLED else text
+
+
+def spelled_extras(
+    text: bytes, found: list[tuple[str | None, int, int, int]], known: frozenset[str], compact: JsonText
+) -> JsonText:
+    """An object's members (``found`` in ``text``) that are not ``known``, as the file spelled them: ``compact``
+    (their compact JSON, as ``extras`` made it) when that is how the file has them, else the members' own
+    texts (repeated keys and all) in an object marked ``SPELLED``."""
+    if not compact:
+        return compact
+    kept = b",".join(text[begin:end] for key, begin, _, end in found if key not in known)
+    if kept == compact.encode()[1:-1]:
+        return compact
+    whole = b"{" + kept + b"}"
+    same = _compact(whole) == compact or _compact_lenient(whole) == compact
+    return SPELLED + whole.decode("utf-8", "surrogatepass") if same else compact
+
+
+def with_extra(obj: dict[str, Any], extra: JsonText) -> Any:
+    """``obj`` with the keys of ``extra`` added back (modelled keys win): a dict, or where ``extra`` is the
+    file's spelling of them, the object's text with those members after its own, as they came (a
+    fragment; ``spelled_extras`` left the modelled keys out, so none is repeated)."""
+    if extra[:1] != SPELLED:
+        return merge_extra(obj, extra)
+    inner = extra[2:-1]
+    head = encode(obj)[:-1]
+    return orjson.Fragment(head + (b"," if len(head) > 1 else b"") + inner.encode("utf-8", "surrogatepass") + b"}")
 
 
 def _escaped(text: bytes, quote: int) -> bool:
@@ -318,6 +398,15 @@ def _compact(span: bytes) -> JsonText | None:
     try:
         return dumps(loads_or_lenient(span))
     except (orjson.JSONDecodeError, ValueError, RecursionError):
+        return None
+
+
+def _compact_lenient(span: bytes) -> JsonText | None:
+    """``span`` as compact JSON read by the standard library, which keeps integers past 64 bits exact: the
+    reading of a document orjson refused as a whole (for a ``NaN`` elsewhere in it)."""
+    try:
+        return dumps(loads_lenient(span))
+    except (ValueError, RecursionError):
         return None
 
 
@@ -346,7 +435,7 @@ class InputTexts:
             if end < 0:
                 continue
             span = self.text[start:end]
-            if span == wanted or _compact(span) == compact:
+            if span == wanted or _compact(span) == compact or _compact_lenient(span) == compact:
                 self.pos = end
                 return "" if span == wanted else span.decode()
         return None

@@ -383,7 +383,9 @@ def clear_into(messages: list[Message], refs: Sequence[ResultRef]) -> set[int]:
                 assert isinstance(block, ToolResult) and block.call_id == ref.call_id
             content[ref.block_index] = _stub(block, ref)
         old = messages[mi]
-        messages[mi] = Message(old.role, tuple(content), old.source, old.extra)
+        messages[mi] = Message(
+            old.role, tuple(content), old.source, old.extra, old.verbatim
+        )  # its text, to respell what it kept
     return set(by_message)
 
 

@@ -46,7 +46,7 @@ def write_transcript(transcript: Transcript, *, to: Target = "auto") -> bytes:
     if to == "auto":
         to = "same" if fmt is not None and fmt.writes_back else transcript.dialect
     if to != "same":
-        return encode(body_from_transcript(transcript, to=to), indent=True) + b"\n"
+        return encode(body_from_transcript(transcript, to=to, exact=True), indent=True) + b"\n"
     if fmt is None or fmt.write is None:
         error = OptionError(f"{transcript.format} files are logs, not requests: '--to same' cannot write one")
         error.hint = f"leave --to out to write an {transcript.dialect} request body, or pass --to anthropic|openai"
@@ -238,7 +238,7 @@ def body_keeping(body: Mapping[str, Any], read: Transcript, fitted: Transcript) 
     originals = list(body["messages"])
     leading = len(originals) - len(read.messages)  # OpenAI system messages: the system prompt now
     by_identity = {id(m): o for m, o in zip(read.messages, originals[leading:], strict=True)}
-    messages = messages_keeping(fitted, lambda m: by_identity.get(id(m)))
+    messages = messages_keeping(fitted, lambda m: by_identity.get(id(m)), exact=False)
     system_kept = fitted.system is read.system
     if fitted.dialect == "openai":
         system = originals[:leading] if system_kept else out["messages"][: 1 if fitted.system else 0]

@@ -7,6 +7,7 @@ compared byte for byte with the input's."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,7 @@ def input_files(draw: st.DrawFn) -> tuple[bytes, bool, list[str]]:
     return f'{{{head},\n  "messages": [\n    {items}\n  ]\n}}\n'.encode(), True, texts
 
 
-def _fit(path: Path, fraction: float, steps: bool = False) -> tuple[bytes, set[str], int]:
+def _fit(path: Path, fraction: float, steps: bool = False, to: str = "same") -> tuple[bytes, set[str], int]:
     """The bytes ``fit --to same`` writes with a budget of ``fraction`` of the
     request, the call ids of the results it cleared, and how many messages went;
     ``steps``: with the step rules (batches by a third of the budget, cuts at steps of a quarter)."""
@@ -140,7 +141,7 @@ def _fit(path: Path, fraction: float, steps: bool = False) -> tuple[bytes, set[s
     plan = plan_fit(transcript, budget=budget, estimator=estimator, **rules)
     cleared = {r.call_id for b in plan.batches for r in b.results}
     return (
-        write_transcript(apply_plan(transcript, plan), to="same"),
+        write_transcript(apply_plan(transcript, plan), to=to),  # type: ignore[arg-type]
         cleared,
         sum(d.stop - d.start for d in plan.dropped),
     )
@@ -148,7 +149,7 @@ def _fit(path: Path, fraction: float, steps: bool = False) -> tuple[bytes, set[s
 
 def _answers(text: str) -> set[str]:
     """The call ids whose results a message text carries."""
-    value = orjson.loads(text)
+    value = json.loads(text)  # the standard library: NaN and lone surrogates too
     ids = {value.get("tool_call_id")} if value.get("role") == "tool" else set()
     content = value.get("content")
     if isinstance(content, list):
@@ -376,17 +377,16 @@ def _tokens(text: str) -> str:
 
 def _written_inputs(data: bytes, to: str) -> list[str]:
     """The tool inputs' texts in a written body: the OpenAI ``arguments`` strings, or the text after
-    each ``"input": `` key of an Anthropic body, found with the standard library's decoder."""
+    each ``"input":`` key of an Anthropic body (after its ``"type": "tool_use"``, indented or as the file
+    spelled the block), found with the standard library's decoder."""
     if to == "openai":
         body = json.loads(data)
         return [c["function"]["arguments"] for m in body["messages"] for c in m.get("tool_calls") or ()]
-    text, out, key = data.decode(), [], '"type": "tool_use"'
-    pos = text.find(key)
-    while pos >= 0:
-        start = text.index('"input": ', pos) + len('"input": ')
+    text, out = data.decode(), []
+    for found in re.finditer(r'"type":\s*"tool_use"', text):
+        start = re.compile(r'"input":\s*').search(text, found.end()).end()  # type: ignore[union-attr]
         _, end = DECODER.raw_decode(text, start)
         out.append(text[start:end])
-        pos = text.find(key, end)
     return out
 
 
@@ -489,3 +489,380 @@ def test_a_command_that_never_writes_loads_no_message_texts(tmp_path: Path) -> N
     assert lean.messages[1].tool_calls[0].input_text == ""
     estimator = make_estimator()
     assert [estimator.message(m) for m in kept.messages] == [estimator.message(m) for m in lean.messages]
+
+
+# --------------------------------------------------------------------------
+# Tool inputs of the other loaders: Gemini CLI, Copilot CLI, ATIF, Inspect AI, opencode
+
+
+def _gemini_records(inputs: list[str]) -> list[str]:
+    out = ['{"id":"u","type":"user","content":"go"}']
+    for k, text in enumerate(inputs):
+        result = f'[{{"functionResponse":{{"id":"c{k}","name":"read","response":{{"output":"ok"}}}}}}]'
+        call = f'{{"id":"c{k}","name":"read","args":{text},"result":{result},"status":"success"}}'
+        out.append(f'{{"id":"g{k}","type":"gemini","content":"","toolCalls":[{call}]}}')
+    return out
+
+
+def _gemini_document(inputs: list[str]) -> bytes:
+    records = ",\n    ".join(_gemini_records(inputs))
+    return f'{{"sessionId": "s", "projectHash": "h",\n  "messages": [\n    {records}\n  ]\n}}\n'.encode()
+
+
+def _gemini_lines(inputs: list[str]) -> bytes:
+    lines = ['{"sessionId":"s","projectHash":"h","startTime":"t"}', *_gemini_records(inputs)]
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _copilot(inputs: list[str]) -> bytes:
+    lines = [
+        '{"type":"session.start","data":{"sessionId":"s","copilotVersion":"1","producer":"copilot-agent"}}',
+        '{"type":"user.message","data":{"content":"go"}}',
+    ]
+    for k, text in enumerate(inputs):
+        request = f'{{"toolCallId":"c{k}","name":"read","arguments":{text}}}'
+        lines.append(
+            f'{{"type":"assistant.message","data":{{"messageId":"m{k}","content":"","toolRequests":[{request}]}}}}'
+        )
+        lines.append(
+            f'{{"type":"tool.execution_complete","data":{{"toolCallId":"c{k}","success":true,"result":{{"content":"ok"}}}}}}'
+        )
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _atif(inputs: list[str]) -> bytes:
+    steps = ['{"step_id":0,"source":"user","message":"go"}']
+    for k, text in enumerate(inputs):
+        call = f'{{"tool_call_id":"c{k}","function_name":"read","arguments":{text}}}'
+        result = f'{{"results":[{{"source_call_id":"c{k}","content":"ok"}}]}}'
+        steps.append(
+            f'{{"step_id":{k + 1},"source":"agent","message":"","tool_calls":[{call}],"observation":{result}}}'
+        )
+    head = '"schema_version":"ATIF-v1.4","session_id":"s","agent":{"name":"a","version":"1"}'
+    return f'{{{head},"steps":[{",".join(steps)}]}}'.encode()
+
+
+def _inspect(inputs: list[str]) -> bytes:
+    messages = ['{"role":"user","content":"go"}']
+    for k, text in enumerate(inputs):
+        messages.append(
+            f'{{"role":"assistant","content":"","tool_calls":[{{"id":"c{k}","function":"read","arguments":{text}}}]}}'
+        )
+        messages.append(f'{{"role":"tool","tool_call_id":"c{k}","function":"read","content":"ok"}}')
+    sample = f'{{"id":1,"epoch":1,"messages":[{",".join(messages)}]}}'
+    return f'{{"version":2,"status":"success","eval":{{"task":"t"}},"samples":[{sample}]}}'.encode()
+
+
+def _cline(inputs: list[str]) -> bytes:
+    messages = ['{"role":"user","content":[{"type":"text","text":"<task>go</task>"}]}']
+    for k, text in enumerate(inputs):
+        call = f'{{"type":"tool_use","id":"c{k}","name":"read_file","input":{text}}}'
+        messages.append(f'{{"role":"assistant","content":[{call}]}}')
+        result = f'{{"type":"text","text":"[read_file for \'f{k}\'] Result:"}},{{"type":"text","text":"ok"}}'
+        messages.append(f'{{"role":"user","content":[{result}]}}')
+    return ("[" + ",\n".join(messages) + "]").encode()
+
+
+LOADER_FORMATS = {
+    "cline": (_cline, "in.json"),
+    "gemini_cli": (_gemini_document, "in.json"),
+    "gemini_cli lines": (_gemini_lines, "in.jsonl"),
+    "copilot_cli": (_copilot, "in.jsonl"),
+    "atif": (_atif, "in.json"),
+    "inspect_ai": (_inspect, "in.json"),
+}
+
+
+def _same_inputs(found: list[str], inputs: list[str], to: str) -> bool:
+    """The written inputs are the file's texts: exactly (OpenAI ``arguments``), or token for token (an input
+    compact in the file is indented with an Anthropic body)."""
+    return found == inputs or (to == "anthropic" and [_tokens(t) for t in found] == [_tokens(t) for t in inputs])
+
+
+@PROPERTY
+@given(
+    st.sampled_from(sorted(LOADER_FORMATS)),
+    st.lists(odd_input(constants=True), min_size=1, max_size=4),
+    st.sampled_from(("anthropic", "openai")),
+)
+def test_every_loader_writes_tool_inputs_as_the_file_spelled_them(
+    tmp_path_factory: pytest.TempPathFactory, fmt: str, inputs: list[str], to: str
+) -> None:
+    build, name = LOADER_FORMATS[fmt]
+    path = tmp_path_factory.mktemp("loaders") / name
+    path.write_bytes(build(inputs))
+    (transcript,) = load_path(path, fmt=fmt.split()[0])
+    assert len(transcript.messages) == 1 + 2 * len(inputs)
+    found = _written_inputs(write_transcript(transcript, to=to), to)  # type: ignore[arg-type]
+    assert _same_inputs(found, inputs, to), (found, inputs)
+
+
+OPENCODE = Path(__file__).parent / "data" / "opencode" / "storage"
+
+
+@PROPERTY
+@given(odd_input(constants=True), st.sampled_from(("anthropic", "openai")))
+def test_opencode_tool_inputs_are_written_as_the_part_file_spelled_them(
+    tmp_path_factory: pytest.TempPathFactory, text: str, to: str
+) -> None:
+    import shutil
+
+    text = text if text.startswith("{") else '{"in":' + text + "}"  # opencode's input is an object
+    root = tmp_path_factory.mktemp("opencode") / "storage"
+    shutil.copytree(OPENCODE, root)
+    part = next(p for p in sorted(root.glob("part/*/*.json")) if '"type": "tool"' in p.read_text())
+    value = json.loads(part.read_text())
+    old = json.dumps(value["state"]["input"], indent=2).replace("\n", "\n    ")
+    assert old in part.read_text()
+    part.write_text(part.read_text().replace(old, text, 1))
+    written = [write_transcript(t, to=to) for t in load_path(root)]  # type: ignore[arg-type]
+    found = [i for data in written for i in _written_inputs(data, to)]
+    assert any(_same_inputs([f], [text], to) for f in found), (found, text)
+
+
+# --------------------------------------------------------------------------
+# Unmodelled content (extra keys, unknown blocks, images) inside messages the fit rebuilt
+
+
+@st.composite
+def odd_members(draw: st.DrawFn, prefix: str) -> list[str]:
+    """Members (``"key":value`` texts) a reader does not model: odd numbers, repeated keys, NaN, nesting."""
+    out = [f'"{prefix}_a":{draw(odd_input(constants=True))}']
+    if draw(st.booleans()):
+        number = draw(st.sampled_from((*INPUT_NUMBERS, *CONSTANTS)))
+        out += [f'"{prefix}_b":1', f'"{prefix}_b" : {number}']
+    return out
+
+
+@st.composite
+def unmodelled_conversation(draw: st.DrawFn, dialect: str) -> tuple[list[str], list[str]]:
+    """Message texts whose tool-result messages (the ones clearing rebuilds) carry extra keys and, in the
+    Anthropic shape, unknown blocks, images and text blocks with extra keys; and the texts the written
+    rebuilt messages must hold as they came."""
+    texts = ['{"role":"user","content":"Please look."}']
+    kept: list[str] = []
+    for k in range(draw(st.integers(4, 8))):
+        big = _s(f"line {k}: " + "data " * draw(st.integers(300, 900)))
+        extra = draw(odd_members("x"))
+        kept += extra
+        if dialect == "anthropic":
+            text_extra = draw(odd_members("t"))
+            text_block = '{"type":"text","text":"see",' + ",".join(text_extra) + "}"
+            other = (
+                '{"type":"document","source":{"type":"text","data":"doc"},"n":'
+                + draw(st.sampled_from(INPUT_NUMBERS))
+                + "}"
+            )
+            image = '{"type":"image","source":{"type":"url","url":"https://x/i.png"},"w":1.50}'
+            kept += [*text_extra, other, image]
+            call = f'{{"type":"tool_use","id":"c{k}","name":"Read","input":{draw(odd_input())}}}'
+            texts.append(f'{{"role":"assistant","content":[{call}]}}')
+            result = f'{{"type":"tool_result","tool_use_id":"c{k}","content":{big}}}'
+            blocks = draw(st.permutations([text_block, other, image]))
+            texts.append('{"role":"user",' + ",".join(extra) + f',"content":[{result},{",".join(blocks)}]}}')
+        else:
+            call = f'{{"id":"c{k}","type":"function","function":{{"name":"Read","arguments":{_s(draw(odd_input()))}}}}}'
+            texts.append(f'{{"role":"assistant","content":null,"tool_calls":[{call}]}}')
+            texts.append('{"role":"tool",' + ",".join(extra) + f',"tool_call_id":"c{k}","content":{big}}}')
+    texts.append('{"role":"assistant","content":"Done."}')
+    return texts, kept
+
+
+@PROPERTY
+@given(st.sampled_from(("anthropic", "openai")), st.data())
+def test_a_rebuilt_message_writes_what_it_does_not_model_as_the_file_spelled_it(
+    tmp_path_factory: pytest.TempPathFactory, dialect: str, data: st.DataObject
+) -> None:
+    texts, kept = data.draw(unmodelled_conversation(dialect))
+    path = tmp_path_factory.mktemp("unmodelled") / "in.jsonl"
+    path.write_bytes("".join(t + "\n" for t in texts).encode())
+    written, cleared, dropped = _fit(path, 0.5)
+    assert cleared, "the budget should have cleared something"
+    out = message_texts(written, body=False)
+    rebuilt = [t for t in out if t not in texts and json.loads(t).get("content") not in (TRUNCATION_NOTE, NOTE_BLOCKS)]
+    assert (rebuilt or dropped) and all(_answers(t) & cleared for t in rebuilt)
+    for text in rebuilt:
+        k = next(iter(_answers(text)))
+        original = texts[[_answers(t) for t in texts].index({k})]
+        for member in kept:
+            if member in original:
+                assert member in text, f"{member!r} was re-spelled in {text[:300]!r}"
+    (transcript,) = load_path(path)
+    if dialect == "anthropic":  # the whole file as a request body (every message rebuilt): the same holds,
+        # token for token (what the file spelled compact is indented with the body)
+        body = _tokens(write_transcript(transcript, to="anthropic").decode())
+        assert [member for member in kept if _tokens(member) not in body] == []
+
+
+# --------------------------------------------------------------------------
+# The library: a harness's dicts with values JSON text cannot spell the usual way
+
+
+ODD_VALUES = st.one_of(
+    st.integers(-(2**80), 2**80),
+    st.sampled_from((float("nan"), float("inf"), -0.0, 1e300, 0.1, "caf\u00e9", "\x1b[2J", True, None)),
+)
+ODD_DICTS = st.dictionaries(st.sampled_from(("n", "big", "x", "Z", "a b")), ODD_VALUES, min_size=1, max_size=4)
+
+
+def _fragments(value: Any) -> int:
+    """How many orjson fragments ``value`` holds (a harness must get plain JSON values back)."""
+    if isinstance(value, orjson.Fragment):
+        return 1
+    if isinstance(value, dict):
+        return sum(_fragments(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_fragments(v) for v in value)
+    return 0
+
+
+@PROPERTY
+@given(st.sampled_from(("anthropic", "openai")), st.lists(ODD_DICTS, min_size=4, max_size=8), st.data())
+def test_the_library_returns_untouched_messages_with_odd_values_as_the_objects_it_was_given(
+    dialect: str, odd: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go", "x_meta": odd[0]}]
+    answering: dict[str, dict[str, Any]] = {}
+    for k, values in enumerate(odd):
+        answering[f"c{k}"] = values
+        big = "w " * data.draw(st.integers(1500, 4000))
+        if dialect == "anthropic":
+            call = {"type": "tool_use", "id": f"c{k}", "name": "R", "input": values, "x_block": values}
+            messages.append({"role": "assistant", "content": [call], "x_meta": values})
+            result = {"type": "tool_result", "tool_use_id": f"c{k}", "content": big, "x_block": values}
+            text = {"type": "text", "text": "see", "cache_control": values}
+            messages.append({"role": "user", "x_meta": values, "content": [result, text]})
+        else:
+            call = {"id": f"c{k}", "type": "function", "function": {"name": "R", "arguments": "{}"}, "x_call": values}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call], "x_meta": values})
+            messages.append({"role": "tool", "tool_call_id": f"c{k}", "content": big, "x_meta": values})
+    messages.append({"role": "assistant", "content": "done"})
+    body = {"model": "m", "max_tokens": 5, "messages": messages}
+    fitted = Fitter(budget=3_000).fit(body)
+    assert fitted.plan.batches or fitted.plan.dropped, "the budget should have changed something"
+    out = fitted.body["messages"]
+    assert _fragments(fitted.body) == 0
+    assert out[0] is messages[0]
+    originals = {id(m) for m in messages}
+    rebuilt = [m for m in out if id(m) not in originals]
+    cleared = {r.call_id for b in fitted.plan.batches for r in b.results}
+    for message in rebuilt:
+        answers = {message.get("tool_call_id")} | {
+            b.get("tool_use_id") for b in message.get("content") or () if isinstance(b, dict)
+        }
+        assert answers & cleared or message.get("content") in (TRUNCATION_NOTE, NOTE_BLOCKS), message
+        original = next((answering[i] for i in answers if i in answering), None)
+        if original is not None:
+            # what it does not model comes back as the same JSON values: integers past 64 bits exact, and a
+            # NaN or an infinity what JSON makes of it (null)
+            expected = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in original.items()}
+            assert message["x_meta"] == expected
+
+
+# --------------------------------------------------------------------------
+# Cline: the '[tool for 'x'] Result:' texts become tool results (or observations), and come out as they came
+
+CLINE = sorted((Path(__file__).parent / "data" / "cline").glob("*.json"))
+
+
+def _user_texts(messages: list[Any]) -> list[str]:
+    """Every text the user messages carry, in order: text blocks, and the texts inside tool results."""
+    out: list[str] = []
+    for message in messages:
+        if message.get("role") != "user" or not isinstance(message.get("content"), list):
+            continue
+        for block in message["content"]:
+            inner = block.get("content") if block.get("type") == "tool_result" else [block]
+            out += [b["text"] for b in inner if isinstance(b, dict) and b.get("type") == "text"]
+    return out
+
+
+@pytest.mark.parametrize("path", CLINE, ids=lambda p: p.stem)
+@pytest.mark.parametrize("fraction", [2.0, 0.5])
+def test_cline_result_texts_are_written_as_they_came(path: Path, fraction: float) -> None:
+    given = _user_texts(json.loads(path.read_text()))
+    assert any("] Result:" in t for t in given)
+    written, cleared, dropped = _fit(path, fraction, to="anthropic")
+    texts = _user_texts(json.loads(written)["messages"])
+    if fraction > 1:
+        assert texts == given and not cleared
+        return
+    assert cleared or dropped
+    # Each text is one the file held, in the file's order, or the stub of a cleared result (or the note).
+    rest = iter(given)
+    for text in texts:
+        if text.startswith("[windowfit") or text == TRUNCATION_NOTE:
+            continue
+        assert any(text == t for t in rest), text[:120]
+
+
+_CACHE_CONTROL = re.compile(r'"cache_control":\s*\{[^{}]*\}')
+
+
+def test_corpus_request_bodies_written_from_the_model_keep_what_they_do_not_model(tmp_path: Path) -> None:
+    # Captured Claude Code requests written with --to anthropic: every message is built from the model (the
+    # way a fit rebuilds the messages it changes), and each keeps its blocks as they came: the same values,
+    # and the cache marks' texts as the capture spelled them.
+    bodies = [b for b in _bodies(require_shared(*CLAUDE_TRACE)) if b"cache_control" in b]
+    assert bodies
+    marks = 0
+    for k, data in enumerate(bodies):
+        path = tmp_path / f"body-{k}.json"
+        path.write_bytes(data)
+        written, cleared, dropped = _fit(path, 2.0, to="anthropic")
+        assert not cleared and not dropped
+        pairs = list(zip(message_texts(data, body=True), message_texts(written, body=True), strict=True))
+        for original, text in pairs:
+            before, after = json.loads(original), json.loads(text)
+            if isinstance(before["content"], str):
+                before["content"] = [{"type": "text", "text": before["content"]}]  # the one change of shape
+            assert before == after
+            for mark in _CACHE_CONTROL.findall(original):
+                assert mark in text
+                marks += 1
+    assert marks
+
+
+@PROPERTY
+@given(st.sampled_from(("anthropic", "openai")), st.data())
+def test_a_captured_request_written_again_keeps_what_it_does_not_model_as_captured(
+    tmp_path_factory: pytest.TempPathFactory, dialect: str, data: st.DataObject
+) -> None:
+    # An HTTP capture is a log: its request is written from the model (every message rebuilt), and each
+    # message still writes its blocks and its extra keys as the capture spelled them.
+    texts, kept = data.draw(unmodelled_conversation(dialect))
+    body = '{"model":"m","max_tokens":100,"messages":[' + ",".join(texts) + "]}"
+    if data.draw(st.booleans()):
+        body = _s(body)  # the body as the JSON text sent
+    capture = '{"method":"POST","path":"/v1/messages","headers":{},"body":' + body + ',"response":{"status":200}}'
+    path = tmp_path_factory.mktemp("capture") / "capture.json"
+    path.write_text(capture)
+    (transcript,) = load_path(path, fmt="http_capture")
+    written = _tokens(write_transcript(transcript, to=dialect).decode())  # type: ignore[arg-type]
+    # (token for token: what the capture spelled compact is indented with the body)
+    assert [member for member in kept if _tokens(member) not in written] == []
+
+
+def test_corpus_messages_written_from_the_model_keep_what_they_do_not_model(tmp_path: Path) -> None:
+    # tau-bench trajectories (OpenAI messages) written as a body with --to openai: every message is built
+    # from the model, and each comes out with the values it had, its tool calls as the file spelled them.
+    items = json.loads(require_shared(*TAU_BENCH).read_bytes())
+    runs = [item["traj"] for item in items if isinstance(item, dict) and isinstance(item.get("traj"), list)][:20]
+    assert runs
+    calls = 0
+    for k, traj in enumerate(runs):
+        lines = [json.dumps(m, ensure_ascii=False) for m in traj]
+        path = tmp_path / f"run-{k}.jsonl"
+        path.write_text("".join(line + "\n" for line in lines))
+        (transcript,) = load_path(path)
+        if plan_fit(transcript, budget=10**9, estimator=make_estimator()).repairs:
+            continue  # a repaired message is rebuilt otherwise
+        written = write_transcript(transcript, to="openai").decode()
+        body = json.loads(written)
+        assert body["messages"] == traj
+        for line, message in zip(lines, traj, strict=True):
+            for call in message.get("tool_calls") or ():
+                text = json.dumps(call, ensure_ascii=False)
+                assert text in line and text in written  # the call object as the file spelled it
+                calls += 1
+    assert calls

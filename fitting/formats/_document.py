@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, TypeAlias
 
 import orjson
 
-from .._json import _STRING_RE, MAX_DEPTH, Constant, _value_end, check_depth, depth_error, loads_or_lenient
+from .._json import _STRING_RE, LENIENT_DECODER, MAX_DEPTH, _value_end, check_depth, depth_error, loads_or_lenient
 from ..errors import InvalidJson, InvalidUtf8, Location
 from ._jsonl import BOM
 from ._sniff import scan_head
@@ -25,7 +25,7 @@ from .base import SNIFF_BYTES, Input
 
 CHUNK_CHARS = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder(parse_constant=Constant)
+_DECODER = LENIENT_DECODER  # 1E400 kept as it is spelled, not read as inf (which JSON writes as null)
 _BLANK_BYTES = re.compile(rb"[ \t\r\n]*")
 Buffer: TypeAlias = bytes | mmap.mmap
 """A document's bytes: read (stdin) or a mapped file; both slice into bytes."""

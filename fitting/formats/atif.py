@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .._json import check_depth, dumps, loads_or_lenient
+from .._json import InputTexts, check_depth, dumps, loads_or_lenient
 from ..errors import EmptyTranscript, InvalidJson, Location, UnknownShape
 from ..transcript import Message, Source, Transcript, Usage
 from ..wire import openai
@@ -46,8 +46,9 @@ def _text(value: Any) -> Any:
     return value if isinstance(value, (str, list)) or value is None else dumps(value)
 
 
-def _step_messages(step: dict[str, Any], where: Location) -> list[dict[str, Any]]:
-    """A step as Chat Completions messages."""
+def _step_messages(step: dict[str, Any], where: Location, inputs: InputTexts | None = None) -> list[dict[str, Any]]:
+    """A step as Chat Completions messages; ``inputs``: the trajectory's text, where each call's
+    ``arguments`` is found as the file spelled it (written back so, SPEC section 6, invariant 9)."""
     source = step.get("source")
     if source in ("system", "user"):
         return [{"role": source, "content": _text(step.get("message"))}]
@@ -61,7 +62,7 @@ def _step_messages(step: dict[str, Any], where: Location) -> list[dict[str, Any]
             {
                 "id": c.get("tool_call_id"),
                 "type": "function",
-                "function": {"name": c.get("function_name", ""), "arguments": dumps(c.get("arguments", {}))},
+                "function": {"name": c.get("function_name", ""), "arguments": _arguments(c, inputs)},
             }
             for c in calls
         ]
@@ -87,6 +88,11 @@ def _step_messages(step: dict[str, Any], where: Location) -> list[dict[str, Any]
     return out
 
 
+def _arguments(call: dict[str, Any], inputs: InputTexts | None) -> str:
+    compact = dumps(call.get("arguments", {}))
+    return (inputs.find(compact) or compact) if inputs is not None and "arguments" in call else compact
+
+
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     try:
         data = source.read_all()
@@ -96,13 +102,14 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
         raise UnknownShape(Location(source.path, 1), "an ATIF trajectory is an object with a 'steps' list")
     src = Source(source.path)
+    inputs = InputTexts(data, "arguments") if source.keep_text and b'"arguments"' in data else None
     messages: list[Message] = []
     measured: list[tuple[int, dict[str, Any]]] = []
     for number, step in enumerate(doc["steps"], 1):
         where = Location(f"{source.path} step {number}")
         if not isinstance(step, dict):
             raise UnknownShape(where, "the step is not an object")
-        chat = _step_messages(step, where)
+        chat = _step_messages(step, where, inputs)
         if step.get("source") == "agent" and isinstance(step.get("metrics"), dict):
             measured.append((len(messages), step["metrics"]))
         for m in chat:

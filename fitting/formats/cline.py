@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from .._json import with_input_texts
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript, Usage
 from ..wire import anthropic
@@ -177,7 +178,10 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
                 usage = _metrics_usage(obj.get("metrics"), len(messages), where)
                 if usage is not None and obj.get("role") == "assistant":
                     measured.append(usage)
-                messages.append(anthropic.message_from_json(kept, where))
+                message = anthropic.message_from_json(kept, where)
+                if source.keep_text and message.tool_calls:  # each call's input as the file spelled it
+                    message = replace(message, content=with_input_texts(message.content, member.text))
+                messages.append(message)
             except UnknownShape as exc:
                 if not skip_invalid:
                     raise

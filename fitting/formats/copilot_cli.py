@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .._json import dumps
+from .._json import InputTexts, dumps
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript
 from ..validate import check_messages
@@ -68,7 +68,9 @@ class _Events:
         self.messages.extend(self.pending)
         self.pending.clear()
 
-    def read(self, lineno: int, obj: Any) -> None:
+    def read(self, lineno: int, obj: Any, line: bytes | None = None) -> None:
+        """Read one event; ``line``: its text, to find each tool request's ``arguments`` as the file
+        spelled them (written back so, SPEC section 6, invariant 9)."""
         where = Location(self.path, lineno)
         source = Source(self.path, lineno)
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
@@ -89,7 +91,7 @@ class _Events:
             self.flush()
             self.messages.append(Message("user", (Text(text),), source))
         elif kind == "assistant.message":
-            self._assistant(data, where, source)
+            self._assistant(data, where, source, line)
         elif kind == "tool.execution_complete":
             self._result(data, where, source)
         else:
@@ -99,7 +101,7 @@ class _Events:
             elif kind == "session.model_change" and isinstance(data.get("newModel"), str):
                 self.model = data["newModel"]
 
-    def _assistant(self, data: dict[str, Any], where: Location, source: Source) -> None:
+    def _assistant(self, data: dict[str, Any], where: Location, source: Source, line: bytes | None) -> None:
         if data.get("parentToolCallId"):
             self.kinds["assistant.message/subagent"] += 1  # a sub-agent's own conversation, not this one's
             return
@@ -123,7 +125,8 @@ class _Events:
             )
             self.names[req["toolCallId"]] = name
         if blocks:
-            self.messages.append(Message("assistant", tuple(blocks), source))
+            spelled = InputTexts(line, "arguments").blocks(tuple(blocks)) if line and requests else tuple(blocks)
+            self.messages.append(Message("assistant", spelled, source))
         else:
             self.kinds["assistant.message/empty"] += 1
 
@@ -222,9 +225,9 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     reader = LineReader(source.path, skip_invalid)
     events = _Events(source.path)
     tail = _Tail()
-    for lineno, obj in reader.values(tail.follow(source.lines())):
+    for lineno, obj, text in reader.entries(tail.follow(source.lines())):
         try:
-            events.read(lineno, obj)
+            events.read(lineno, obj, text if source.keep_text else None)
         except UnknownShape as exc:
             if not skip_invalid:
                 raise

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .._json import dumps, other_block
+from .._json import InputTexts, dumps, other_block
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall, ToolResult, Transcript, Usage
 from ..validate import check_messages
@@ -96,7 +96,9 @@ class _Session:
     measured: int = 0
     model: str = ""
 
-    def add(self, record: dict[str, Any], line: int | None) -> None:
+    def add(self, record: dict[str, Any], line: int | None, inputs: InputTexts | None = None) -> None:
+        """Read one message record; ``inputs``: the text it was read from, to find each call's ``args``
+        as the file spelled them (written back so, SPEC section 6, invariant 9)."""
         kind = record.get("type")
         source = Source(self.path, line)
         where = Location(self.path, line)
@@ -131,7 +133,8 @@ class _Session:
         for call in calls:
             name = str(call.get("name", ""))
             blocks.append(ToolCall(call["id"], name, dumps(call.get("args", {}))))
-        self.messages.append(Message("assistant", tuple(blocks), source))
+        spelled = inputs.blocks(tuple(blocks)) if inputs is not None and calls else tuple(blocks)
+        self.messages.append(Message("assistant", spelled, source))
         for call in calls:
             if call.get("result") is None:
                 continue  # never answered (interrupted): left for the repair, reported as a defect
@@ -195,6 +198,7 @@ def _load_document(source: Input, skip_invalid: bool) -> Transcript:
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         raise UnknownShape(Location(source.path, 1), "not a Gemini CLI session: no messages list")
     lines = _Lines(data.decode("utf-8", "replace"))
+    inputs = InputTexts(data, "args") if source.keep_text and b'"args"' in data else None
     session = _Session(source.path)
     skipped: list[Skipped] = []
     for record in doc["messages"]:
@@ -202,7 +206,7 @@ def _load_document(source: Input, skip_invalid: bool) -> Transcript:
         try:
             if not isinstance(record, dict):
                 raise UnknownShape(Location(source.path, line), "a message record is not an object")
-            session.add(record, line)
+            session.add(record, line, inputs)
         except UnknownShape as exc:
             if not skip_invalid:
                 raise
@@ -213,13 +217,14 @@ def _load_document(source: Input, skip_invalid: bool) -> Transcript:
 def _load_lines(source: Input, skip_invalid: bool) -> Transcript:
     reader = LineReader(source.path, skip_invalid)
     tail = _Tail()
-    records: dict[str, tuple[int, dict[str, Any]]] = {}
+    records: dict[str, tuple[int, dict[str, Any], bytes | None]] = {}
+    """Each message record by id: its line, its value and (for ``fit``) its text, where it has calls."""
     kinds: Counter[str] = Counter()
     rewinds = 0
     replaced = 0
     listed: list[Any] | None = None
     first = True
-    for lineno, obj in reader.values(tail.follow(source.lines())):
+    for lineno, obj, text in reader.entries(tail.follow(source.lines())):
         if first and not (isinstance(obj, dict) and isinstance(obj.get("sessionId"), str)):
             raise UnknownShape(
                 Location(source.path, lineno),
@@ -240,11 +245,10 @@ def _load_lines(source: Input, skip_invalid: bool) -> Transcript:
             for key in ids[cut:]:
                 del records[key]
         elif isinstance(obj.get("id"), str):
+            kept = text if source.keep_text and b'"args"' in text else None
             if obj["id"] in records:
                 replaced += 1
-                records[obj["id"]] = (lineno, obj)  # the last copy wins, in the first copy's place
-            else:
-                records[obj["id"]] = (lineno, obj)
+            records[obj["id"]] = (lineno, obj, kept)  # the last copy wins, in the first copy's place
         elif isinstance(obj.get("$set"), dict):
             kinds["$set"] += 1
             if isinstance(obj["$set"].get("messages"), list):
@@ -254,12 +258,14 @@ def _load_lines(source: Input, skip_invalid: bool) -> Transcript:
         else:
             kinds["unknown"] += 1
     session = _Session(source.path, kinds=kinds)
-    items: list[tuple[int | None, Any]] = [(None, m) for m in listed] if listed else list(records.values())
-    for line, record in items:
+    items: list[tuple[int | None, Any, bytes | None]] = (
+        [(None, m, None) for m in listed] if listed else list(records.values())
+    )
+    for line, record, spelt in items:
         try:
             if not isinstance(record, dict):
                 raise UnknownShape(Location(source.path, line), "a message record is not an object")
-            session.add(record, line)
+            session.add(record, line, InputTexts(spelt, "args") if spelt is not None else None)
         except UnknownShape as exc:
             if not skip_invalid:
                 raise

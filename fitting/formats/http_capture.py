@@ -13,9 +13,9 @@ from typing import Any
 
 import orjson
 
-from .._json import InputTexts, check_depth, loads_or_lenient
+from .._json import InputTexts, check_depth, loads_or_lenient, member_spans
 from ..errors import InvalidJson, Location, UnknownShape
-from ..transcript import Defect, Source, Transcript, Usage
+from ..transcript import Defect, Source, Transcript, Usage, Verbatim
 from ..wire import bodies
 from ._sniff import scan_head
 from .base import Format, Input
@@ -68,6 +68,28 @@ def usage_of(response: Any, before: int, source: Source) -> Usage | None:
     return None
 
 
+def _with_texts(t: Transcript, text: bytes) -> Transcript:
+    """``t`` with each message's JSON text as the capture holds it, so a message written from the model
+    keeps the blocks it still holds as the capture spelled them (``wire.spelling``)."""
+    try:
+        top = member_spans(text)
+        found = {key: (a, b) for key, a, b in top}  # a repeated key: the last one counts, as when parsed
+        if "body" in found and text[found["body"][0] : found["body"][0] + 1] == b"{":
+            top = member_spans(text, found["body"][0])
+            found = {key: (a, b) for key, a, b in top}
+        spans = member_spans(text, found["messages"][0])
+    except (KeyError, ValueError):
+        return t
+    leading = len(spans) - len(t.messages)  # OpenAI system messages: the system prompt now
+    if leading < 0:
+        return t
+    messages = tuple(
+        replace(m, verbatim=Verbatim((text[a:b],), m.content))
+        for m, (_, a, b) in zip(t.messages, spans[leading:], strict=True)
+    )
+    return replace(t, messages=messages)
+
+
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     try:
         data = source.read_all()
@@ -98,6 +120,8 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     if source.keep_text and t.dialect == "anthropic" and any(m.tool_calls for m in t.messages):
         inputs = InputTexts(text)
         t = replace(t, messages=tuple(replace(m, content=inputs.blocks(m.content)) for m in t.messages))
+    if source.keep_text:
+        t = _with_texts(t, text.encode() if isinstance(text, str) else text)
     defects: list[Defect] = []
     response = capture.get("response")
     if isinstance(response, dict):

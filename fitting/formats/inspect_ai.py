@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from .._json import check_depth, dumps, list_field, loads_or_lenient
+from .._json import InputTexts, check_depth, dumps, list_field, loads_or_lenient
 from ..errors import EmptyTranscript, InvalidJson, Location, UnknownShape
 from ..transcript import Message, Source, ToolDef, Transcript, Usage
 from ..wire import openai
@@ -51,9 +51,11 @@ def _part(part: Any) -> Any:
     return part
 
 
-def _chat_message(obj: dict[str, Any]) -> dict[str, Any]:
+def _chat_message(obj: dict[str, Any], inputs: InputTexts | None = None) -> dict[str, Any]:
     """An Inspect ``ChatMessage`` in the Chat Completions shape; Inspect's own
-    keys (``id``, ``source``, ``metadata``, ``model``, ...) are not part of a request."""
+    keys (``id``, ``source``, ``metadata``, ``model``, ...) are not part of a request.
+    ``inputs``: the log's text, where each call's ``arguments`` object is found as the file
+    spelled it (written back so, SPEC section 6, invariant 9)."""
     role = obj.get("role")
     content = obj.get("content")
     reasoning: list[str] = []
@@ -79,7 +81,7 @@ def _chat_message(obj: dict[str, Any]) -> dict[str, Any]:
                     "type": "function",
                     "function": {
                         "name": call.get("function", ""),
-                        "arguments": args if isinstance(args, str) else dumps(args),
+                        "arguments": args if isinstance(args, str) else _arguments(args, inputs),
                     },
                 }
             )
@@ -97,10 +99,16 @@ def _chat_message(obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _message(obj: Any, source: Source) -> Message:
+def _arguments(args: Any, inputs: InputTexts | None) -> str:
+    """A call's ``arguments`` object as a JSON string: the file's own text of it where found, else compact."""
+    compact = dumps(args)
+    return (inputs.find(compact) or compact) if inputs is not None else compact
+
+
+def _message(obj: Any, source: Source, inputs: InputTexts | None = None) -> Message:
     if not isinstance(obj, dict):
         raise UnknownShape(Location(source.path, source.line), "a sample message must be an object")
-    message = openai.message_from_json(_chat_message(obj), source)
+    message = openai.message_from_json(_chat_message(obj, inputs), source)
     if message.role == "tool" and obj.get("error"):
         message = replace(message, content=tuple(replace(r, is_error=True) for r in message.tool_results))
         if not message.tool_results:
@@ -145,13 +153,13 @@ def _count(usage: dict[str, Any], key: str) -> int:
     return value if isinstance(value, int) else 0
 
 
-def sample_transcript(sample: Any, source: Source) -> Transcript:
-    """One sample of an eval log as a transcript."""
+def sample_transcript(sample: Any, source: Source, inputs: InputTexts | None = None) -> Transcript:
+    """One sample of an eval log as a transcript; ``inputs``: the text it was read from (see ``_chat_message``)."""
     where = Location(source.path, source.line)
     if not isinstance(sample, dict) or not isinstance(sample.get("messages"), list):
         raise UnknownShape(where, "an eval sample needs a 'messages' list")
     raw = sample["messages"]
-    t = openai.transcript_from_messages([_message(m, source) for m in raw], source=source, fmt=NAME)
+    t = openai.transcript_from_messages([_message(m, source, inputs) for m in raw], source=source, fmt=NAME)
     usage: list[Usage] = []
     tools: tuple[ToolDef, ...] = ()
     data = sample.get("events_data")
@@ -235,7 +243,12 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, path: 
     return out
 
 
-def _zip_samples(source: Input) -> Iterator[tuple[str, Any]]:
+def _inputs(source: Input, text: bytes) -> InputTexts | None:
+    """Where ``fit`` finds the calls' ``arguments`` as spelled (None for commands that never write)."""
+    return InputTexts(text, "arguments") if source.keep_text and b'"arguments"' in text else None
+
+
+def _zip_samples(source: Input) -> Iterator[tuple[Any, InputTexts | None]]:
     data = source.read_all()
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -249,20 +262,23 @@ def _zip_samples(source: Input) -> Iterator[tuple[str, Any]]:
             key=lambda i: i.filename,
         )
         for info in infos:
-            yield info.filename, _json(_member(archive, info, data, source.path), f"{source.path}:{info.filename}")
+            text = _member(archive, info, data, source.path)
+            yield _json(text, f"{source.path}:{info.filename}"), _inputs(source, text)
 
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     transcripts: list[Transcript] = []
     if source.head(4).startswith(_ZIP):
-        for _member, sample in _zip_samples(source):
-            transcripts.append(sample_transcript(sample, Source(source.path)))
+        for sample, inputs in _zip_samples(source):
+            transcripts.append(sample_transcript(sample, Source(source.path), inputs))
     else:
-        log = _json(source.read_all(), source.path)
+        data = source.read_all()
+        log = _json(data, source.path)
+        inputs = _inputs(source, data)
         if not isinstance(log, dict) or "eval" not in log:
             raise UnknownShape(Location(source.path, 1), "an Inspect eval log is an object with 'version' and 'eval'")
         for sample in list_field(log, "samples", Location(source.path), "an eval log's 'samples'"):
-            transcripts.append(sample_transcript(sample, Source(source.path)))
+            transcripts.append(sample_transcript(sample, Source(source.path), inputs))
     if not transcripts:
         raise EmptyTranscript(
             Location(source.path), "the eval log holds no samples", hint="was it written with samples?"

@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
-from .._json import dumps
+from .._json import InputTexts, dumps, loads_or_lenient
 from ..errors import EmptyTranscript, InvalidJson, Location, UnknownShape
-from ..transcript import Message, Skipped, Source, Transcript, Usage
+from ..transcript import Message, Skipped, Source, ToolCall, Transcript, Usage
 from ..wire import anthropic
 from .base import Format, Input
 
@@ -94,10 +94,15 @@ class _Reader:
 
     skip_invalid: bool
     skipped: list[Skipped] = field(default_factory=list)
+    keep_text: bool = True
+    input_texts: dict[str, str] = field(default_factory=dict)
+    """A tool part's ``state.input`` as its file spells it, by call id, where that is not compact JSON
+    (for ``fit``, which writes it back so: SPEC section 6, invariant 9)."""
 
     def read(self, path: Path) -> dict[str, Any] | None:
         try:
-            value = orjson.loads(path.read_bytes())
+            data = path.read_bytes()
+            value = loads_or_lenient(data)
         except orjson.JSONDecodeError as exc:
             if not self.skip_invalid:
                 raise InvalidJson(Location(str(path), exc.lineno, exc.colno), f"invalid JSON: {exc.msg}") from None
@@ -108,6 +113,12 @@ class _Reader:
                 raise UnknownShape(Location(str(path), 1), "an opencode storage file holds one JSON object")
             self.skipped.append(Skipped(Source(str(path), 1), "not a JSON object"))
             return None
+        if self.keep_text and value.get("type") == "tool" and isinstance(value.get("callID"), str):
+            state = value.get("state")
+            if isinstance(state, dict) and isinstance(state.get("input"), dict):
+                spelled = InputTexts(data).find(dumps(state["input"]))
+                if spelled:
+                    self.input_texts[value["callID"]] = spelled
         return value
 
     def folder(self, path: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -201,12 +212,20 @@ class _Session:
     skipped_kinds: dict[str, int] = field(default_factory=dict)
     errored: int = 0
     model: str = ""
+    input_texts: dict[str, str] = field(default_factory=dict)
 
     def count(self, kind: str) -> None:
         self.skipped_kinds[kind] = self.skipped_kinds.get(kind, 0) + 1
 
     def add(self, obj: dict[str, Any], file: Path) -> None:
-        self.messages.append(anthropic.message_from_json(obj, Source(str(file))))
+        message = anthropic.message_from_json(obj, Source(str(file)))
+        if self.input_texts and message.tool_calls:
+            content = tuple(
+                replace(b, input_text=self.input_texts.get(b.id, "")) if isinstance(b, ToolCall) else b
+                for b in message.content
+            )
+            message = replace(message, content=content)
+        self.messages.append(message)
 
     def user(self, file: Path, parts: list[dict[str, Any]]) -> None:
         blocks: list[dict[str, Any]] = []
@@ -307,7 +326,7 @@ class _Session:
 
 def _load_session(root: Path, sid: str, info: dict[str, Any], reader: _Reader) -> Transcript | None:
     folder = root / "message" / sid
-    session = _Session(str(folder))
+    session = _Session(str(folder), input_texts=reader.input_texts)
     for file, message in reader.folder(folder):
         mid = str(message.get("id") or file.stem)
         parts = [p for _, p in reader.folder(root / "part" / mid)]
@@ -355,7 +374,7 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
             "opencode storage is a folder (storage/, or message/<session>) holding message/ and part/",
             hint="name the folder ~/.local/share/opencode/storage, not one of its files",
         )
-    reader = _Reader(skip_invalid)
+    reader = _Reader(skip_invalid, keep_text=source.keep_text)
     transcripts = []
     for sid, info in _sessions(selection.root, selection, reader):
         t = _load_session(selection.root, sid, info, reader)

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from .._json import dumps, extras, list_field, loads, merge_extra, other_block, str_field
+from .._json import dumps, extras, list_field, loads, other_block, str_field, with_extra
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
@@ -23,6 +23,7 @@ from ..transcript import (
     ToolResult,
     Transcript,
 )
+from .spelling import Texts, respelled
 
 _TEXT = frozenset({"type", "text"})
 _THINKING = frozenset({"type", "thinking"})
@@ -205,13 +206,19 @@ def keep_given_inputs(messages: tuple[Message, ...], objects: list[Any]) -> tupl
     return tuple(out)
 
 
-def block_to_json(block: Block) -> dict[str, Any]:
+def block_to_json(block: Block, texts: Texts | None = None) -> Any:
+    """A block as the Messages API has it: a dict, or a fragment holding the file's own text of it (a
+    block of ``texts``, written as it came) or of its extra keys (``with_extra``)."""
+    if texts:
+        found = texts.get(id(block))
+        if found is not None:
+            return orjson.Fragment(found)
     if isinstance(block, Text):
-        return merge_extra({"type": "text", "text": block.text}, block.extra)
+        return with_extra({"type": "text", "text": block.text}, block.extra)
     if isinstance(block, Thinking):
-        return merge_extra({"type": "thinking", "thinking": block.text}, block.extra)
+        return with_extra({"type": "thinking", "thinking": block.text}, block.extra)
     if isinstance(block, ToolCall):
-        return merge_extra(
+        return with_extra(
             {"type": "tool_use", "id": block.id, "name": block.name, "input": input_value(block)}, block.extra
         )
     if isinstance(block, ToolResult):
@@ -222,7 +229,7 @@ def block_to_json(block: Block) -> dict[str, Any]:
         }
         if block.is_error:
             out["is_error"] = True
-        return merge_extra(out, block.extra)
+        return with_extra(out, block.extra)
     if isinstance(block, Image):
         return image_to_json(block)
     raw = loads(block.raw)
@@ -234,19 +241,24 @@ def _results_first(content: tuple[Block, ...]) -> tuple[Block, ...]:
     return results + tuple(b for b in content if not isinstance(b, ToolResult))
 
 
-def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[dict[str, Any]]:
+def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact: bool = False) -> list[Any]:
     """Anthropic messages. ``tool`` messages (from OpenAI) join the user
     message that carries their siblings' results; ``system`` messages in the
-    middle become user text, since Anthropic has no such role."""
-    out: list[dict[str, Any]] = []
+    middle become user text, since Anthropic has no such role. ``exact`` (to be
+    written as bytes): what a message still holds as read is the file's own text
+    (fragments, ``wire.spelling``)."""
+    out: list[Any] = []
     for m in messages:
+        texts: Texts = {}
+        if exact and same_dialect and m.role in ("user", "assistant"):
+            m, texts = respelled(m, openai_shape=False)
         if m.role == "tool" or (m.role == "system"):
             blocks: tuple[Block, ...] = (
                 m.content
                 if m.role == "tool"
                 else tuple(Text(f"[system] {b.text}") if isinstance(b, Text) else b for b in m.content)
             )
-            if out and out[-1]["role"] == "user" and m.role == "tool" and out[-1].get("_tool"):
+            if out and isinstance(out[-1], dict) and out[-1].get("_tool") and m.role == "tool":
                 out[-1]["content"].extend(block_to_json(b) for b in blocks)
                 continue
             out.append({"role": "user", "content": [block_to_json(b) for b in blocks], "_tool": m.role == "tool"})
@@ -255,10 +267,11 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
         if not same_dialect:
             # Reasoning from another provider has no Anthropic signature; Anthropic rejects it.
             content = tuple(b for b in content if not isinstance(b, Thinking))
-        obj: dict[str, Any] = {"role": m.role, "content": [block_to_json(b) for b in content]}
-        out.append(merge_extra(obj, m.extra) if same_dialect else obj)
+        obj: dict[str, Any] = {"role": m.role, "content": [block_to_json(b, texts) for b in content]}
+        out.append(with_extra(obj, m.extra) if same_dialect else obj)
     for obj in out:
-        obj.pop("_tool", None)
+        if isinstance(obj, dict):
+            obj.pop("_tool", None)
     return out
 
 
@@ -288,9 +301,10 @@ def request_keys(extra: dict[str, Any], *, limit_key: str = "max_tokens") -> dic
     return out
 
 
-def request_to_json(transcript: Transcript) -> dict[str, Any]:
+def request_to_json(transcript: Transcript, *, exact: bool = False) -> dict[str, Any]:
     """A Messages API body. Request-level keys the file recorded (model,
-    max_tokens, ...) come first; from another dialect only those that translate."""
+    max_tokens, ...) come first; from another dialect only those that translate.
+    ``exact``: see ``messages_to_json``."""
     same = transcript.dialect == "anthropic"
     body: dict[str, Any] = {}
     if transcript.extra:
@@ -300,7 +314,7 @@ def request_to_json(transcript: Transcript) -> dict[str, Any]:
         body["system"] = [block_to_json(b) for b in transcript.system]
     if transcript.tools:
         body["tools"] = [tool_to_json(t) for t in transcript.tools]
-    body["messages"] = messages_to_json(transcript.messages, same_dialect=same)
+    body["messages"] = messages_to_json(transcript.messages, same_dialect=same, exact=exact)
     return body
 
 

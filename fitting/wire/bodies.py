@@ -28,17 +28,20 @@ def body_dialect(body: Mapping[str, Any]) -> Dialect:
     return "anthropic"
 
 
-def body_from_transcript(transcript: Transcript, *, to: Dialect | None = None) -> dict[str, Any]:
-    """A request body in ``to`` (default: the transcript's own dialect)."""
+def body_from_transcript(transcript: Transcript, *, to: Dialect | None = None, exact: bool = False) -> dict[str, Any]:
+    """A request body in ``to`` (default: the transcript's own dialect). ``exact``, for a body to be
+    written as bytes: what the messages still hold as read is written as the file spelled it (fragments
+    of its text; SPEC section 6, invariant 9)."""
     if (to or transcript.dialect) == "anthropic":
-        return anthropic.request_to_json(transcript)
-    return openai.request_to_json(transcript)
+        return anthropic.request_to_json(transcript, exact=exact)
+    return openai.request_to_json(transcript, exact=exact)
 
 
-def messages_keeping(transcript: Transcript, kept: Callable[[Message], Any]) -> list[Any]:
+def messages_keeping(transcript: Transcript, kept: Callable[[Message], Any], *, exact: bool = True) -> list[Any]:
     """The transcript's messages in its own dialect, ``kept(message)`` standing for
     each message it returns something for (the message as it came, SPEC section 6,
-    invariant 9) and the others built from the model."""
+    invariant 9) and the others built from the model (with ``exact``, what those still
+    hold as read as the file's text: for bytes, not for a harness's dicts)."""
     build = anthropic.messages_to_json if transcript.dialect == "anthropic" else openai.messages_to_json
     out: list[Any] = []
     run: list[Message] = []
@@ -47,10 +50,10 @@ def messages_keeping(transcript: Transcript, kept: Callable[[Message], Any]) -> 
         if original is None:
             run.append(message)
             continue
-        out.extend(build(tuple(run), same_dialect=True))
+        out.extend(build(tuple(run), same_dialect=True, exact=exact))
         run.clear()
         out.append(original)
-    out.extend(build(tuple(run), same_dialect=True))
+    out.extend(build(tuple(run), same_dialect=True, exact=exact))
     return out
 
 

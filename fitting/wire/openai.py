@@ -17,9 +17,9 @@ from .._json import (
     list_field,
     loads,
     loads_or_lenient,
-    merge_extra,
     other_block,
     str_field,
+    with_extra,
 )
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
@@ -37,6 +37,7 @@ from ..transcript import (
     Transcript,
 )
 from .anthropic import block_to_json, request_keys, tool_from_json
+from .spelling import Texts, respelled
 
 _MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 _REQUEST = frozenset({"messages", "tools"})
@@ -160,9 +161,20 @@ def transcript_from_messages(
 # Writing
 
 
-def _part_to_json(block: Block) -> dict[str, Any]:
+def _part_to_json(block: Block, same: bool = False, texts: Texts | None = None) -> Any:
+    """A content part. In the dialect it was read from (``same``), a part still as read is its file's text
+    (``texts``), and a text part keeps its extra keys and an unmodelled part its object; from another
+    dialect, those are text."""
+    if texts:
+        found = texts.get(id(block))
+        if found is not None and isinstance(block, (Text, Image, Other)):
+            return orjson.Fragment(found)
     if isinstance(block, Text):
-        return {"type": "text", "text": block.text}
+        return (
+            with_extra({"type": "text", "text": block.text}, block.extra)
+            if same
+            else {"type": "text", "text": block.text}
+        )
     if isinstance(block, Image):
         raw = loads(block.raw) if block.raw else {}
         if isinstance(raw, dict) and raw.get("type") == "image_url":
@@ -175,24 +187,33 @@ def _part_to_json(block: Block) -> dict[str, Any]:
     if isinstance(block, Thinking):
         return {"type": "text", "text": block.text}
     if isinstance(block, Other):
-        return {"type": "text", "text": block.raw}
+        raw = loads(block.raw) if same else None
+        return raw if isinstance(raw, dict) else {"type": "text", "text": block.raw}
     return {"type": "text", "text": dumps(block_to_json(block))}
 
 
-def _content_to_json(blocks: tuple[Block, ...]) -> str | list[dict[str, Any]]:
-    # A string only for zero or one text block: joining several would glue their texts together.
+def _content_to_json(blocks: tuple[Block, ...], same: bool = False, texts: Texts | None = None) -> str | list[Any]:
+    # A string only for zero or one text block: joining several would glue their texts together; and not
+    # for a text part kept as it came (in a list, with its extra keys).
     if not blocks:
         return ""
-    if len(blocks) == 1 and isinstance(blocks[0], Text):
-        return blocks[0].text
-    return [_part_to_json(b) for b in blocks]
+    only = blocks[0]
+    if len(blocks) == 1 and isinstance(only, Text) and not (same and (only.extra or (texts and id(only) in texts))):
+        return only.text
+    return [_part_to_json(b, same, texts) for b in blocks]
 
 
-def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> list[dict[str, Any]]:
+def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact: bool = False) -> list[Any]:
     """OpenAI messages. A user message carrying tool results (Anthropic shape)
-    becomes one ``tool`` message per result, then a user message for any rest."""
-    out: list[dict[str, Any]] = []
+    becomes one ``tool`` message per result, then a user message for any rest.
+    ``exact`` (to be written as bytes): what a message still holds as read is the
+    file's own text (fragments, ``wire.spelling``)."""
+    same = same_dialect
+    out: list[Any] = []
     for m in messages:
+        texts: Texts = {}
+        if exact and same_dialect:
+            m, texts = respelled(m, openai_shape=True)
         extra = m.extra if same_dialect else ""
         if m.role in ("user", "tool"):
             rest: list[Block] = []
@@ -201,23 +222,25 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
                     obj: dict[str, Any] = {
                         "role": "tool",
                         "tool_call_id": b.call_id,
-                        "content": _content_to_json(b.content),
+                        "content": _content_to_json(b.content, same, texts),
                     }
                     if b.name:
                         obj["name"] = b.name
-                    out.append(merge_extra(obj, extra) if m.role == "tool" else obj)
+                    out.append(with_extra(obj, extra) if m.role == "tool" else obj)
                 else:
                     rest.append(b)
             if rest or (m.role == "user" and not m.tool_results):
-                out.append(merge_extra({"role": "user", "content": _content_to_json(tuple(rest))}, extra))
+                out.append(with_extra({"role": "user", "content": _content_to_json(tuple(rest), same, texts)}, extra))
             continue
         if m.role == "system":
-            out.append(merge_extra({"role": "system", "content": _content_to_json(m.content)}, extra))
+            out.append(with_extra({"role": "system", "content": _content_to_json(m.content, same, texts)}, extra))
             continue
         text = tuple(b for b in m.content if not isinstance(b, (ToolCall, Thinking)))
-        obj = {"role": "assistant", "content": _content_to_json(text) if text else None}
+        obj = {"role": "assistant", "content": _content_to_json(text, same, texts) if text else None}
         calls = [
-            merge_extra(
+            orjson.Fragment(texts[id(c)])
+            if id(c) in texts
+            else with_extra(
                 {
                     "id": c.id,
                     "type": "function",
@@ -229,7 +252,7 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool) -> li
         ]
         if calls:
             obj["tool_calls"] = calls
-        out.append(merge_extra(obj, extra))
+        out.append(with_extra(obj, extra))
     return out
 
 
@@ -244,17 +267,18 @@ def tool_to_json(tool: ToolDef) -> dict[str, Any]:
     }
 
 
-def request_to_json(transcript: Transcript) -> dict[str, Any]:
+def request_to_json(transcript: Transcript, *, exact: bool = False) -> dict[str, Any]:
     """A Chat Completions body. Request-level keys the file recorded (model,
-    max_tokens, ...) come first; from another dialect only those that translate."""
+    max_tokens, ...) come first; from another dialect only those that translate.
+    ``exact``: see ``messages_to_json``."""
     same = transcript.dialect == "openai"
     body: dict[str, Any] = {}
     if transcript.extra:
         extra = loads(transcript.extra)
         body.update(extra if same else request_keys(extra, limit_key="max_completion_tokens"))
-    messages = messages_to_json(transcript.messages, same_dialect=same)
+    messages = messages_to_json(transcript.messages, same_dialect=same, exact=exact)
     if transcript.system:
-        messages.insert(0, {"role": "system", "content": _content_to_json(transcript.system)})
+        messages.insert(0, {"role": "system", "content": _content_to_json(transcript.system, same)})
     body["messages"] = messages
     if transcript.tools:
         body["tools"] = [tool_to_json(t) for t in transcript.tools]
