@@ -10,9 +10,11 @@ prompt is inferred from usage, ``windowfit replay`` gives the figures).
 defaults were chosen).
 
 Each prefix break is put in one class: a batch cleared with no cut change, a
-cut that moved forward, a cut that moved back to an earlier step position, or a
-request sent whole (stage 1 alone fits) after a cut (SPEC invariant 10's
-exception, docs/contract.md).
+cut that moved forward, a cut that moved back to an earlier position, or a
+request sent whole (stage 1 alone fits) after a cut. The last two happen only
+to a policy that does not carry its cut (``windowfit`` without ``--cut-step``):
+the policies with cut steps carry it from request to request, so SPEC
+invariant 10 holds (docs/contract.md, "The cut is carried").
 """
 
 from __future__ import annotations

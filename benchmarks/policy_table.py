@@ -18,6 +18,8 @@ from pathlib import Path
 
 import orjson
 
+from windowfit.fitting.replay.cache import ANTHROPIC_MINIMUM
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "transcripts"
 OUT = ROOT / "docs" / "policies.md"
@@ -54,7 +56,9 @@ def main() -> int:
         f"`{MODEL}`'s prices (`--model {MODEL}`, fitting/prices.json) so that dollars compare across",
         "sessions; **cost** is the input side under Anthropic's prompt cache (5-minute lifetime, the log's",
         "timestamps), **cache hit** the share of sent tokens read from the cache, **breaks** the share of",
-        "requests whose previous request is not a prefix of them.",
+        "requests whose previous request is not a prefix of them. A prefix under the row's minimum cacheable",
+        f"length ({ANTHROPIC_MINIMUM[MODEL]:,} tokens for `{MODEL}`) is not cached at all, so at budgets below it",
+        "nothing is read (fitting/replay/cache.py).",
         "",
     ]
     summary: list[tuple[str, float, str, str]] = []

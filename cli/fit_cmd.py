@@ -143,11 +143,19 @@ def _options(
     add_notice: bool,
     batch_tokens: int | None,
     cut_step: str | None,
+    carried_cut: int | None = None,
 ) -> FitOptions:
     try:
         step = cut_step_of(cut_step, budget)
         return FitOptions(
-            budget, batch_size, protected, min_ratio, add_notice, batch_tokens=batch_tokens, cut_step=step
+            budget,
+            batch_size,
+            protected,
+            min_ratio,
+            add_notice,
+            batch_tokens=batch_tokens,
+            cut_step=step,
+            carried_cut=carried_cut,
         )
     except OptionError as exc:
         fail(exc)
@@ -167,6 +175,7 @@ def _plan(transcript: Transcript, est: Estimator, options: FitOptions, size: Siz
             batch_tokens=options.batch_tokens,
             cut_step=options.cut_step,
             page_tokens=options.page_tokens,
+            carried_cut=options.carried_cut,
         )
     except WindowfitError as exc:
         fail(exc)
@@ -204,6 +213,16 @@ def fit(
     ] = None,
     batch_tokens: BatchTokens = DEFAULTS.batch_tokens,
     cut_step: CutStep = None,
+    carried_cut: Annotated[
+        int | None,
+        typer.Option(
+            "--carried-cut",
+            min=1,
+            help="An earlier request of this conversation was cut at message N (the 'cut' of its fit --json): "
+            "the messages before N stay out, and the cut stays there or moves forward, as replay carries it.",
+            show_default=False,
+        ),
+    ] = DEFAULTS.carried_cut,
     json_: JsonFlag = False,
     system: Annotated[
         Path | None,
@@ -258,12 +277,16 @@ def fit(
 
     With --store, each cleared result is kept there and its stub names the handle to fetch it by.
 
+    With --carried-cut N (an earlier request's cut), one step of a replay with --cut-step is reproduced.
+
     Example: windowfit fit sample_transcripts/ru_subagent_chapters.jsonl --budget 50000 -o fitted.jsonl
     """
     if json_ and output == "-":
         fail(OptionError("--json and -o - both want stdout; write the request to a file instead"))
     check_limits(budget, window)
-    options = _options(budget, batch_size, protected_fraction, min_clear_ratio, add_notice, batch_tokens, cut_step)
+    options = _options(
+        budget, batch_size, protected_fraction, min_clear_ratio, add_notice, batch_tokens, cut_step, carried_cut
+    )
     if store is not None:
         options = replace(options, page_tokens=PAGE_TOKENS)
     est = estimator_from(estimator, overhead)
@@ -271,6 +294,8 @@ def fit(
     if all_:
         if index is not None or name is not None:
             fail(OptionError("--all fits every transcript: leave out --index and --name"))
+        if carried_cut is not None:
+            fail(OptionError("--carried-cut is a message index of one conversation: leave out --all"))
         if output is None or output == "-" or json_:
             fail(OptionError("--all writes one file per transcript: pass -o DIR (a directory), without --json"))
         parts = (system, tools, model, max_tokens)

@@ -46,6 +46,11 @@ def render_summary(plan: Plan, transcript: Transcript) -> RenderableType:
     parts: list[RenderableType] = [head, numbers, stages]
     if o.batch_tokens is not None or o.cut_step is not None:
         parts.append(Text(_step_rules(plan, transcript)))
+    if o.carried_cut is not None:
+        line = _line(repaired(transcript, plan), o.carried_cut)
+        where = f"message {o.carried_cut}" + (f" (line {line})" if line else "")
+        moved = "" if plan.cut in (None, o.carried_cut) else f"; it moved forward to message {plan.cut}"
+        parts.append(Text(f"carried cut: {where}, an earlier request's: the messages before it stay out{moved}"))
     size = plan.size
     if size is not None and size.anchored:
         parts.append(

@@ -107,13 +107,25 @@ def choose(transcripts: list[Transcript], *, source: str, index: int | None, nam
 
 
 def check_line(c: CacheCheck) -> str:
-    """Predicted cache reads and writes (send-everything under the cache model) against the recorded ones."""
+    """Predicted cache reads and writes (send-everything under the cache model) against the recorded ones,
+    with the recorded misses (a request that read less than the one before had cached) told apart."""
     error = f" ({c.read_error:+.1%})" if c.read_error is not None else ""
-    return (
+    line = (
         f"[dim]cache check over {c.steps:,} recorded replies (send-everything): reads predicted "
         f"{c.predicted_read:,} vs recorded {c.recorded_read:,}{error}; writes predicted {c.predicted_write:,} "
-        f"vs recorded {c.recorded_write:,}[/]"
+        f"vs recorded {c.recorded_write:,}"
     )
+    if c.misses and c.recorded_write:  # misses rewrite only where writes are recorded (Anthropic)
+        tail = f" ({c.tail_write_error:+.1%})" if c.tail_write_error is not None else ""
+        line += (
+            f"; {c.misses:,} recorded misses (a request read less than the one before had cached) wrote "
+            f"{c.miss_recorded_write:,} (predicted {c.miss_predicted_write:,}), {c.turn_misses:,} of them at the "
+            f"first request of a user turn after tool calls ({c.turn_miss_recorded_write:,} written; such turn "
+            f"starts: {c.turn_starts:,}); the other requests' writes predicted "
+            f"{c.predicted_write - c.miss_predicted_write:,} vs recorded {c.recorded_write - c.miss_recorded_write:,}"
+            f"{tail}"
+        )
+    return line + "[/]"
 
 
 def _requests(count: int) -> str:

@@ -133,6 +133,24 @@ class CharCounts:
 ZERO = CharCounts()
 
 
+def sum_counts(parts: Iterable[CharCounts]) -> CharCounts:
+    """The sum of ``parts``: what adding them one by one gives (``ZERO`` for none), without the
+    objects in between."""
+    items = list(parts)
+    if not items:
+        return ZERO
+    if len(items) == 1:
+        return items[0]
+    splits = [c.classes for c in items if c.classes]
+    if not splits:
+        classes: tuple[int, ...] = ()
+    else:
+        if any(len(c) != len(splits[0]) for c in splits):
+            raise ValueError("cannot add counts made for rules with different classes")
+        classes = splits[0] if len(splits) == 1 else tuple(map(sum, zip(*splits, strict=True)))
+    return CharCounts(sum(c.ascii for c in items), sum(c.cjk for c in items), sum(c.other for c in items), classes)
+
+
 def count_chars(text: str) -> CharCounts:
     """Count ASCII, CJK and other characters of ``text``."""
     if text.isascii():
@@ -141,6 +159,17 @@ def count_chars(text: str) -> CharCounts:
         ascii_, cjk, other = _SEED_COUNTER.count_groups(text)
         return CharCounts(ascii_, cjk, other)
     return _count_chars_pure(text)
+
+
+def _groups(text: str) -> tuple[int, int, int]:
+    """``count_chars`` as a tuple: ascii, cjk, other."""
+    if text.isascii():
+        return len(text), 0, 0
+    if _SEED_COUNTER is not None:
+        a, c, o = _SEED_COUNTER.count_groups(text)
+        return a, c, o
+    counts = _count_chars_pure(text)
+    return counts.ascii, counts.cjk, counts.other
 
 
 def _count_chars_pure(text: str) -> CharCounts:
@@ -721,6 +750,10 @@ class Estimator:
 
     rule: Rule = SEED
     _memo: dict[Message, MessageEstimate] = field(default_factory=dict, repr=False)
+    _by_id: dict[int, MessageEstimate] = field(default_factory=dict, repr=False)
+    """The estimates of the very messages that are ``_memo``'s keys, by ``id``: a message asked for again (a
+    report asks for each several times) is found without hashing its content again. Safe because ``_memo``
+    keeps those messages alive as long as this estimator, so no other object can take their ids."""
     handles: dict[tuple[Block, str, str, int], tuple[str, int]] = field(default_factory=dict, repr=False)
     """Fitting with a store: each result's handle and page count (``fit.result_refs``),
     remembered like the estimates, so refitting a growing conversation hashes each result once."""
@@ -748,24 +781,86 @@ class Estimator:
 
     def block(self, block: Block) -> int:
         """One block's tokens on its own, rounded up."""
+        rule = self.rule
+        if type(rule) is ScriptRule:  # the seed: in integers, as ``_script_blocks``
+            a, c, o, fixed = self._script_parts(rule, block)
+            wa, wc, wo, denominator = rule._weights
+            return -(-(a * wa + c * wc + o * wo) // denominator) + fixed
+        return self._block_general(block)
+
+    def _block_general(self, block: Block) -> int:
+        """``block`` for any rule."""
         counts, fixed = self.block_parts(block)
         return self.rule.text_tokens(counts) + fixed
 
     def blocks(self, blocks: tuple[Block, ...]) -> MessageEstimate:
         """Estimate a sequence of blocks as one message (not memoised)."""
-        counts, fixed = ZERO, self.rule.message_overhead_tokens
+        rule = self.rule
+        if type(rule) is ScriptRule:
+            return self._script_blocks(rule, blocks)
+        return self._blocks_general(blocks)
+
+    def _script_parts(self, rule: ScriptRule, block: Block) -> tuple[int, int, int, int]:
+        """``block_parts`` under a ``ScriptRule``, as plain integers: ascii, cjk, other and fixed tokens."""
+        kind = type(block)
+        if kind is Text or kind is Thinking:
+            text = block.text  # type: ignore[union-attr]
+            if text.isascii():
+                return len(text), 0, 0, rule.block_overhead_tokens
+            a, c, o = _groups(text)
+            return a, c, o, rule.block_overhead_tokens
+        if kind is ToolCall:
+            a, c, o = _groups(block.name)  # type: ignore[union-attr]
+            a2, c2, o2 = _groups(block.input_json)  # type: ignore[union-attr]
+            return a + a2, c + c2, o + o2, rule.block_overhead_tokens
+        if kind is ToolResult:
+            a = c = o = 0
+            fixed = rule.block_overhead_tokens
+            for inner in block.content:  # type: ignore[union-attr]
+                a2, c2, o2, f = self._script_parts(rule, inner)
+                a, c, o, fixed = a + a2, c + c2, o + o2, fixed + f
+            return a, c, o, fixed
+        counts, fixed = self.block_parts(block)
+        return counts.ascii, counts.cjk, counts.other, fixed
+
+    def _script_blocks(self, rule: ScriptRule, blocks: tuple[Block, ...]) -> MessageEstimate:
+        """``_blocks_general`` under a ``ScriptRule`` (the seed): the same estimate, summed in integers
+        instead of a ``CharCounts`` per block (tests/test_estimate_fast.py compares the two)."""
+        wa, wc, wo, denominator = rule._weights
+        a = c = o = 0
+        fixed = rule.message_overhead_tokens
         per_block = []
         for block in blocks:
-            c, f = self.block_parts(block)
-            counts, fixed = counts + c, fixed + f
-            per_block.append(self.rule.text_tokens(c) + f)
-        return MessageEstimate(self.rule.text_tokens(counts) + fixed, counts, fixed, tuple(per_block))
+            a2, c2, o2, f = self._script_parts(rule, block)
+            a, c, o, fixed = a + a2, c + c2, o + o2, fixed + f
+            per_block.append(-(-(a2 * wa + c2 * wc + o2 * wo) // denominator) + f)
+        tokens = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
+        return MessageEstimate(tokens, CharCounts(a, c, o), fixed, tuple(per_block))
+
+    def _blocks_general(self, blocks: tuple[Block, ...]) -> MessageEstimate:
+        """``blocks`` for any rule."""
+        rule = self.rule
+        text_tokens = rule.text_tokens
+        fixed = rule.message_overhead_tokens
+        if len(blocks) == 1:  # most messages: no sum to make
+            counts, f = self.block_parts(blocks[0])
+            return MessageEstimate(text_tokens(counts) + fixed + f, counts, fixed + f, (text_tokens(counts) + f,))
+        parts = [self.block_parts(block) for block in blocks]
+        counts = sum_counts([c for c, _ in parts])
+        fixed += sum(f for _, f in parts)
+        return MessageEstimate(
+            text_tokens(counts) + fixed, counts, fixed, tuple([text_tokens(c) + f for c, f in parts])
+        )
 
     def message(self, message: Message) -> MessageEstimate:
         """A message's estimate, computed once per distinct message."""
+        hit = self._by_id.get(id(message))
+        if hit is not None:
+            return hit
         hit = self._memo.get(message)
         if hit is None:
             hit = self._memo[message] = self.blocks(message.content)
+            self._by_id[id(message)] = hit  # this very object is now a key of _memo
         return hit
 
     def tool_def(self, tool: ToolDef) -> MessageEstimate:

@@ -9,11 +9,12 @@ last turn. Each runs only when the previous one could not fit the request.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
-from .errors import OptionError
+from .errors import Location, OptionError
 from .estimate import Estimator, make_estimator
 from .notice import with_notice
 from .repair import Repair, repair
@@ -113,6 +114,11 @@ class FitOptions:
     cut_step: int | None = None
     """Stages 2 and 3 cut only at step positions of this size (SPEC section 3);
     None cuts at the earliest turn or round whose tail fits."""
+    carried_cut: int | None = None
+    """An earlier request of this conversation was cut at this message index (its
+    ``Plan.cut``): the messages that cut dropped are already gone, so the fit
+    starts from what that request kept and the cut only moves forward (SPEC
+    invariant 10; docs/contract.md, "The cut is carried"). None: a fresh fit."""
 
     def __post_init__(self) -> None:
         if self.budget < 1:
@@ -129,6 +135,8 @@ class FitOptions:
             raise OptionError(f"the minimum clear ratio must not be negative, not {self.min_clear_ratio}")
         if self.page_tokens is not None and self.page_tokens < 1:
             raise OptionError(f"a page must hold at least 1 token, not {self.page_tokens}")
+        if self.carried_cut is not None and self.carried_cut < 1:
+            raise OptionError(f"a carried cut is a message index after the first message, not {self.carried_cut}")
 
 
 DEFAULTS = FitOptions(budget=1)
@@ -304,10 +312,12 @@ class Plan:
     batches: tuple[ClearBatch, ...]
     """The batches cleared, oldest first: a prefix of the candidates."""
     head: tuple[int, int] = (0, 1)
+    """Messages always kept at the start: the first message (and, if it calls tools, its results)."""
     cut_at: int | None = None
     """With ``options.cut_step``, for stages 2 and 3: the step position the
-    kept tail starts at (a turn start, or a round start of the long turn)."""
-    """Messages always kept at the start: the first message (and, if it calls tools, its results)."""
+    kept tail starts at (a turn start, or a round start of the long turn).
+    With ``options.carried_cut`` it is at or after the carried cut, and is the
+    carried cut itself when the request fits from there."""
     kept: tuple[tuple[int, int], ...] = ()
     """For stages 2 and 3: the input ranges kept after the note, in order."""
     dropped: tuple[Dropped, ...] = ()
@@ -332,6 +342,16 @@ class Plan:
     @property
     def size_source(self) -> SizeSource:
         return self.size.source if self.size is not None else "estimate"
+
+    @property
+    def cut(self) -> int | None:
+        """Where the kept tail starts when stages 2 or 3 (or a carried cut) left
+        messages out, step position or not; None when nothing was left out or
+        the request is too long (it is not sent). What the next request of the
+        conversation carries (``FitOptions.carried_cut``)."""
+        if not self.note or self.outcome == "too-long" or not self.kept:
+            return None
+        return self.kept[-1][0]
 
     @property
     def cleared(self) -> tuple[ResultRef, ...]:
@@ -467,6 +487,7 @@ def plan_fit(
     page_tokens: int | None = DEFAULTS.page_tokens,
     batch_tokens: int | None = DEFAULTS.batch_tokens,
     cut_step: int | None = DEFAULTS.cut_step,
+    carried_cut: int | None = DEFAULTS.carried_cut,
 ) -> Plan:
     """Decide how to fit ``transcript`` into ``budget`` tokens.
 
@@ -479,6 +500,14 @@ def plan_fit(
     handle and page count, both derived from its content, so the plan stays
     pure (``keep_cleared`` or ``fit(store=...)`` puts the results in a store).
 
+    ``carried_cut`` is the cut of an earlier request of this conversation (its
+    ``Plan.cut``, an index into the messages as repaired): the fit starts from
+    what that request kept (the head, the note, the opening message of the cut's
+    turn when the cut is inside it, and every message from the cut on) with every
+    clearable result cleared, as that request had them; stages 2 and 3 run only
+    if that does not fit, and cut at or after it. It is refused (``OptionError``)
+    when it is not a position stage 2 or 3 can cut at in this transcript.
+
     This algorithm has a twin: replay's ``WindowfitPolicy``
     (``fitting/replay/windowfit.py``) computes the same requests incrementally,
     one per step of a growing session. Change both together;
@@ -486,7 +515,15 @@ def plan_fit(
     keeps them equal (for the estimate: replay does not anchor).
     """
     options = FitOptions(
-        budget, batch_size, protected_fraction, min_clear_ratio, add_notice, page_tokens, batch_tokens, cut_step
+        budget,
+        batch_size,
+        protected_fraction,
+        min_clear_ratio,
+        add_notice,
+        page_tokens,
+        batch_tokens,
+        cut_step,
+        carried_cut,
     )
     est = estimator or make_estimator()
     noticed = with_notice(transcript) if add_notice else transcript
@@ -524,10 +561,15 @@ def plan_fit(
         repairs=repairs,
         size=size,
     )
-    if before <= budget:
+    if carried_cut is not None:
+        _check_cut(source, carried_cut, _head(messages))
+    elif before <= budget:
         return base
 
-    # Stage 1: clear whole batches of candidates, oldest first, until it fits.
+    # Stage 1: clear whole batches of candidates, oldest first, until it fits. With a
+    # carried cut, every batch: the request that cut there had cleared all it could
+    # (a cut comes only after stage 1 runs out), and taking a stub back would change
+    # the prefix that request sent and shrink the cleared set (SPEC invariant 8).
     working = list(messages)
     tokens = list(message_tokens)
     sizer = _Sizer.of(messages, message_tokens, floor if anchored else None, _usage_in(transcript, messages))
@@ -553,7 +595,7 @@ def plan_fit(
             tokens[mi] = new
         total -= saved
         batches.append(ClearBatch(len(batches), batch, saved))
-        if total <= budget:
+        if total <= budget and carried_cut is None:
             return replace(base, outcome="cleared", tokens_after=total, stages=(1,), batches=tuple(batches))
     stages = (1,) if batches else ()
     sizer.seal()
@@ -595,9 +637,14 @@ def plan_fit(
     )
     truncated = replace(base, batches=tuple(batches), head=head, note=TRUNCATION_NOTE)
     all_turns = split_turns(working)
+    floor_at = 0 if carried_cut is None else carried_cut
+    if carried_cut is not None:
+        carried = _carried(truncated, working, tokens, sizer, total + note_add, carried_cut, stages)
+        if carried.tokens_after <= budget:
+            return carried
     turns = [t for t in all_turns if t.start >= head[1]]
     sizes = [total + note_add - sizer.removed(head[1], t.start) for t in turns]
-    fitting_turn = next((i for i, size in enumerate(sizes) if size <= budget), None)
+    fitting_turn = next((i for i, size in enumerate(sizes) if size <= budget and turns[i].start >= floor_at), None)
     kept_from = fitting_turn
     prefix = [0]
     if cut_step is not None:
@@ -633,7 +680,8 @@ def plan_fit(
         stop = units[len(units) - take].start if take else len(working)
         return before_units - sizer.removed(units_from, stop)
 
-    keep_units = next((take for take in range(len(units), 0, -1) if size_keeping(take) <= budget), 0)
+    most = len(units) - bisect_left([u.start for u in units], floor_at)  # never a unit before the carried cut
+    keep_units = next((take for take in range(most, 0, -1) if size_keeping(take) <= budget), 0)
     # The tail must reach back to the newest tool round: a tail of only a trailing
     # assistant reply has not kept the work, so that request is too long too.
     rounds_at = [i for i, u in enumerate(units) if isinstance(u, Round)]
@@ -689,6 +737,69 @@ def plan_fit(
         kept=kept,
         dropped=dropped,
         too_long=cause,
+    )
+
+
+def _check_cut(transcript: Transcript, cut: int, head: tuple[int, int]) -> None:
+    """Refuse a carried cut stage 2 or 3 could not have made in ``transcript``
+    (the messages as repaired): past its end, inside the first message's round,
+    or between a call and its results."""
+    messages = transcript.messages
+    where = transcript.source.path
+    if cut >= len(messages):
+        problem = f"it is past the last message (the transcript has {len(messages):,})"
+    elif cut < head[1]:
+        problem = "it is inside the first message's round, which is always kept"
+    elif cut not in {u.start for u in iter_units(messages, head[1], len(messages))}:
+        problem = "it is inside a tool round: the cut would separate a call from its results"
+    else:
+        return
+    at = str(Location(where))
+    if cut < len(messages):
+        source = messages[cut].source  # a message's own file and line, where it has them
+        at = str(Location(source.path or where, source.line))
+    error = OptionError(f"{at}: the carried cut {cut} is not a cut position of this transcript: {problem}")
+    error.hint = "pass the cut (Plan.cut, the plan JSON's kept tail start) of an earlier request of this conversation"
+    raise error
+
+
+def _carried(
+    truncated: Plan,
+    working: Sequence[Message],
+    tokens: Sequence[int],
+    sizer: _Sizer,
+    whole: int,
+    cut: int,
+    stages: tuple[int, ...],
+) -> Plan:
+    """The request a carried cut keeps, whether or not it fits: the head, the
+    note, the opening message of the cut's turn when the cut is inside that turn
+    (as stage 3 keeps it), and every message from the cut on. ``whole`` is the
+    request with the note and stage 1's stubs (``tokens``), before anything is
+    left out."""
+    head = truncated.head
+    turns = split_turns(working)
+    turn = turns[bisect_right([t.start for t in turns], cut) - 1]
+    opener = (turn.start, turn.start + 1) if head[1] <= turn.start < cut else None
+    if opener:
+        size = whole - sizer.removed(head[1], opener[0]) - sizer.removed(opener[1], cut)
+    else:
+        size = whole - sizer.removed(head[1], cut)
+    if turn.start == cut:
+        dropped = _dropped_turns(turns, tokens, head[1], cut)
+    else:
+        units_from = opener[1] if opener else head[1]
+        dropped = _dropped_turns(turns, tokens, head[1], max(turn.start, head[1])) + _dropped_units(
+            split_units(working, units_from, cut), tokens
+        )
+    return replace(
+        truncated,
+        outcome="turns-dropped" if turn.start == cut else "rounds-dropped",
+        tokens_after=size,
+        stages=stages,
+        kept=((opener,) if opener else ()) + ((cut, len(working)),),
+        dropped=dropped,
+        cut_at=cut,
     )
 
 
@@ -919,6 +1030,7 @@ def fit(
     page_tokens: int | None = DEFAULTS.page_tokens,
     batch_tokens: int | None = DEFAULTS.batch_tokens,
     cut_step: int | None = DEFAULTS.cut_step,
+    carried_cut: int | None = DEFAULTS.carried_cut,
 ) -> Fitted:
     """``plan_fit`` then ``apply_plan``. With ``store``, every cleared result is
     put in it first, in pages of ``page_tokens`` (default ``PAGE_TOKENS``), and
@@ -934,6 +1046,7 @@ def fit(
         page_tokens=(page_tokens or PAGE_TOKENS) if store is not None else None,
         batch_tokens=batch_tokens,
         cut_step=cut_step,
+        carried_cut=carried_cut,
     )
     if store is not None:
         keep_cleared(transcript, plan, store)

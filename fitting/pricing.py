@@ -9,7 +9,8 @@ and a log whose model matches no row is priced at nothing, never at a guess."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from importlib.resources import files
 from typing import Literal
 
@@ -22,8 +23,21 @@ PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "google")
 TTLS = ("5m", "1h")
 Ttl = Literal["5m", "1h"]
 _PRICE_KEYS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
+_LONG_KEYS = ("input", "cache_read", "output")
+_OPTIONAL_KEYS = ("long_context", "cache_storage_per_hour", "aliases", "note")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _SNAPSHOT = re.compile(r"^-(\d{8}|\d{4}-\d{2}-\d{2})$")
+
+
+@dataclass(frozen=True, slots=True)
+class LongContext:
+    """The prices of a request whose prompt is longer than ``above`` tokens (Gemini's "prompts > 200k
+    tokens" tier): they replace the row's own for the whole request, as Google bills it."""
+
+    above: int
+    input: float
+    cache_read: float
+    output: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +57,22 @@ class Price:
     """The day the prices were read (YYYY-MM-DD)."""
     source: str
     """The page they were read from."""
+    long_context: LongContext | None = None
+    """The tier of prompts longer than a threshold, where the page gives one (Gemini 2.5 Pro, 3.1 Pro)."""
+    cache_storage_per_hour: float | None = None
+    """Google's storage price of an explicit cache, USD per million tokens per hour. Recorded, not charged:
+    replay models implicit caching (what Gemini CLI relies on), which stores nothing billed."""
+    aliases: tuple[str, ...] = ()
+    """Other ids the row prices (a preview id a log records for the model the page lists)."""
+    note: str = ""
+    """What the page says that the numbers alone do not (a tier, the copy of the page read)."""
+
+    def at(self, prompt_tokens: int) -> Price:
+        """The prices of a request of ``prompt_tokens``: the long-context tier's above its threshold."""
+        tier = self.long_context
+        if tier is None or prompt_tokens <= tier.above:
+            return self
+        return replace(self, input=tier.input, cache_read=tier.cache_read, output=tier.output, long_context=None)
 
     def write(self, ttl: Ttl) -> float:
         """What a token written to the cache costs: the write premium for ``ttl``, or the plain input price
@@ -60,8 +90,9 @@ class PriceTable:
         """The row for a model id as a log records it: the row of that very id, or the row whose id it is
         followed by a dated snapshot suffix; None when no row matches (never the nearest guess)."""
         for p in self.rows:
-            if model == p.model or (model.startswith(p.model) and _SNAPSHOT.match(model[len(p.model) :])):
-                return p
+            for name in (p.model, *p.aliases):
+                if model == name or (model.startswith(name) and _SNAPSHOT.match(model[len(name) :])):
+                    return p
         return None
 
 
@@ -154,9 +185,19 @@ def _row(row: object, path: str, index: int, line: int | None) -> Price:
         raise bad('"read_on" must be the day the prices were read, YYYY-MM-DD')
     if not isinstance(source, str) or not source.startswith(("http://", "https://")):
         raise bad('"source" must be the address of the page the prices were read from')
-    unknown = set(row) - {"model", "provider", "read_on", "source", *_PRICE_KEYS}
+    unknown = set(row) - {"model", "provider", "read_on", "source", *_PRICE_KEYS, *_OPTIONAL_KEYS}
     if unknown:
         raise bad(f"unknown key(s): {', '.join(sorted(unknown))}")
+    long_context = _long_context(row.get("long_context"), bad)
+    storage = row.get("cache_storage_per_hour")
+    if storage is not None and (isinstance(storage, bool) or not isinstance(storage, (int, float)) or storage < 0):
+        raise bad('"cache_storage_per_hour" must be a price in USD per million tokens per hour (a number >= 0)')
+    aliases = row.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
+        raise bad('"aliases" must be a list of model ids')
+    note = row.get("note", "")
+    if not isinstance(note, str):
+        raise bad('"note" must be a string')
     return Price(
         model,
         provider,
@@ -167,7 +208,26 @@ def _row(row: object, path: str, index: int, line: int | None) -> Price:
         prices["output"] or 0.0,
         read_on,
         source,
+        long_context,
+        None if storage is None else float(storage),
+        tuple(aliases),
+        note,
     )
+
+
+def _long_context(value: object, bad: Callable[[str], InputError]) -> LongContext | None:
+    if value is None:
+        return None
+    what = '"long_context" must be an object: "above" (a number of tokens) and the input, cache_read and output prices'
+    if not isinstance(value, dict) or set(value) != {"above", *_LONG_KEYS}:
+        raise bad(what)
+    above = value["above"]
+    if isinstance(above, bool) or not isinstance(above, int) or above < 1:
+        raise bad(what)
+    prices = [value[k] for k in _LONG_KEYS]
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in prices):
+        raise bad(what)
+    return LongContext(above, *(float(v) for v in prices))
 
 
 def recorded_model(extra: str) -> str | None:

@@ -145,7 +145,11 @@ class FittedRequest:
 @dataclass(slots=True)
 class Fitter:
     """Fit request bodies before every request. Keep one per conversation:
-    its estimator memoises every message it has seen."""
+    its estimator memoises every message it has seen, and with cut steps it
+    carries the cut: once ``fit`` leaves messages out, the next ``fit`` starts
+    from what that request kept, so the cut only moves forward (SPEC invariant
+    10). Pass the whole conversation each time, as the harness holds it (not the
+    fitted body); for a new conversation make a new ``Fitter`` or ``reset`` it."""
 
     budget: int
     estimator: Estimator = field(default_factory=make_estimator)
@@ -159,6 +163,9 @@ class Fitter:
     """The store's page size (``PAGE_TOKENS`` when a store is given and this is None)."""
     batch_tokens: int | None = DEFAULTS.batch_tokens
     cut_step: int | None = DEFAULTS.cut_step
+    carried_cut: int | None = DEFAULTS.carried_cut
+    """Where the last request ``fit`` returned left messages out (``Plan.cut``),
+    given to the next one: ``fit`` sets it when ``cut_step`` is on."""
 
     @classmethod
     def of(cls, options: FitOptions, estimator: Estimator | None = None, store: ResultStore | None = None) -> Fitter:
@@ -174,7 +181,12 @@ class Fitter:
             options.page_tokens,
             options.batch_tokens,
             options.cut_step,
+            options.carried_cut,
         )
+
+    def reset(self) -> None:
+        """Forget the carried cut: the next ``fit`` is the first of a new conversation."""
+        self.carried_cut = None
 
     @property
     def options(self) -> FitOptions:
@@ -187,6 +199,7 @@ class Fitter:
             self._page_tokens,
             self.batch_tokens,
             self.cut_step,
+            self.carried_cut,
         )
 
     @property
@@ -208,13 +221,16 @@ class Fitter:
             page_tokens=self._page_tokens,
             batch_tokens=self.batch_tokens,
             cut_step=self.cut_step,
+            carried_cut=self.carried_cut,
         )
 
     def fit(self, body: Mapping[str, Any], *, dialect: Dialect | None = None) -> FittedRequest:
         """The body to send (same dialect), and the plan. A body that already
         fits and needed no repair is returned as it is, not copied; one that
         needed repairs (an interrupted call, an orphan result) comes back
-        repaired, even when it fits (issue 8)."""
+        repaired, even when it fits (issue 8). With ``cut_step``, the cut it
+        makes is carried to the next call (``carried_cut``); a too-long plan,
+        which must not be sent, carries nothing."""
         transcript = transcript_from_body(body, dialect=dialect)
         if transcript.dialect == "anthropic":
             given = anthropic.keep_given_inputs(transcript.messages, body["messages"])
@@ -226,6 +242,8 @@ class Fitter:
         refuse_unsendable(fitted)
         if self.store is not None:
             keep_cleared(transcript, plan, self.store)
+        if self.cut_step is not None and plan.cut is not None:
+            self.carried_cut = plan.cut
         return FittedRequest(body_keeping(body, transcript, fitted), plan)
 
 
@@ -264,9 +282,12 @@ def fit_request(
     page_tokens: int | None = DEFAULTS.page_tokens,
     batch_tokens: int | None = DEFAULTS.batch_tokens,
     cut_step: int | None = DEFAULTS.cut_step,
+    carried_cut: int | None = DEFAULTS.carried_cut,
 ) -> FittedRequest:
-    """Fit one request body (see ``Fitter`` to reuse estimates across calls).
-    With ``store``, every cleared result is kept in it and the stubs name their handles."""
+    """Fit one request body (see ``Fitter`` to reuse estimates across calls and
+    carry the cut from one to the next). With ``store``, every cleared result is
+    kept in it and the stubs name their handles; ``carried_cut`` is an earlier
+    request's cut (``Plan.cut``)."""
     fitter = Fitter(
         budget,
         estimator or make_estimator(),
@@ -278,5 +299,6 @@ def fit_request(
         page_tokens,
         batch_tokens,
         cut_step,
+        carried_cut,
     )
     return fitter.fit(body, dialect=dialect)

@@ -299,6 +299,7 @@ class FitOptionsJson(TypedDict):
     page_tokens: int | None
     batch_tokens: int | None
     cut_step: int | None
+    carried_cut: int | None
 
 
 class PlanMessageJson(TypedDict):
@@ -433,6 +434,7 @@ class FitDocument(TypedDict):
     head: list[int]
     kept: list[list[int]]
     cut_at: int | None
+    cut: int | None
     dropped: list[DroppedJson]
     repairs: list[RepairJson]
     note: str | None
@@ -509,6 +511,7 @@ def plan_document(
             "page_tokens": plan.options.page_tokens,
             "batch_tokens": plan.options.batch_tokens,
             "cut_step": plan.options.cut_step,
+            "carried_cut": plan.options.carried_cut,
         },
         "window": window,
         "outcome": plan.outcome,
@@ -549,6 +552,7 @@ def plan_document(
         "head": list(plan.head),
         "kept": [list(k) for k in plan.kept],
         "cut_at": plan.cut_at,
+        "cut": plan.cut,
         "dropped": [{"kind": d.kind, "start": d.start, "stop": d.stop, "tokens": d.tokens} for d in plan.dropped],
         "repairs": [_repair(r) for r in plan.repairs],
         "note": plan.note or None,
@@ -685,6 +689,13 @@ class CacheCheckJson(TypedDict):
     predicted_cache_write_tokens: int
     recorded_cache_write_tokens: int
     read_error: float | None
+    misses: int
+    miss_predicted_cache_write_tokens: int
+    miss_recorded_cache_write_tokens: int
+    turn_start_misses: int
+    turn_start_miss_recorded_cache_write_tokens: int
+    turn_starts_after_tool_use: int
+    tail_write_error: float | None
 
 
 class ReplayRunJson(TypedDict):
@@ -749,7 +760,7 @@ def replay_document(
         }
     check_json: CacheCheckJson | None = None
     if cache_check is not None:
-        error = cache_check.read_error
+        error, tail = cache_check.read_error, cache_check.tail_write_error
         check_json = {
             "policy": "send-everything",
             "steps": cache_check.steps,
@@ -758,6 +769,13 @@ def replay_document(
             "predicted_cache_write_tokens": cache_check.predicted_write,
             "recorded_cache_write_tokens": cache_check.recorded_write,
             "read_error": None if error is None else round(error, 4),
+            "misses": cache_check.misses,
+            "miss_predicted_cache_write_tokens": cache_check.miss_predicted_write,
+            "miss_recorded_cache_write_tokens": cache_check.miss_recorded_write,
+            "turn_start_misses": cache_check.turn_misses,
+            "turn_start_miss_recorded_cache_write_tokens": cache_check.turn_miss_recorded_write,
+            "turn_starts_after_tool_use": cache_check.turn_starts,
+            "tail_write_error": None if tail is None else round(tail, 4),
         }
     return {
         "schema": SCHEMA,

@@ -733,3 +733,43 @@ def test_bad_step_options_are_a_usage_error(
         result = run_cli(command, "turns.jsonl", "--budget", "500", *options)
         assert result.exit_code == 2
         assert message in flat(result.stderr) and "Traceback" not in result.stderr
+
+
+def test_a_carried_cut_stays_while_the_request_fits_from_it(run_cli: Run, in_data: Path) -> None:
+    # turns.jsonl at 500 (--overhead 0), as above: messages of 100, 100, 100, 4, 3, 100, 100, 100, 50, 50
+    # tokens; turns start at 0 (the head), 2, 6 and 8. A fresh fit keeps messages 6-9 (442 tokens).
+    # Carried from 8 (an earlier request was cut there): head 100 + note 42 + messages 8-9 (100) = 242
+    # fits, so the cut stays at 8 and no stage runs.
+    kept = plan_json(run_cli, "turns_dropped", "--carried-cut", "8")
+    assert (kept["outcome"], kept["stages"], kept["kept"], kept["tokens_after"]) == (
+        "turns-dropped",
+        [],
+        [[8, 10]],
+        242,
+    )
+    assert (kept["options"]["carried_cut"], kept["cut_at"], kept["cut"]) == (8, 8, 8)
+    # Carried from 3 (the round inside turn 2): 100 + 42 + "Q2" 100 + messages 3-9 (407) = 649 is over,
+    # so stage 2 keeps the first turn from 3 on that fits: from 6, 100 + 42 + 300 = 442.
+    moved = plan_json(run_cli, "turns_dropped", "--carried-cut", "3")
+    assert (moved["stages"], moved["kept"], moved["tokens_after"], moved["cut"]) == ([2], [[6, 10]], 442, 6)
+    plain = plan_json(run_cli, "turns_dropped")
+    assert (plain["options"]["carried_cut"], plain["cut"]) == (None, 6)
+    text = flat(fit(run_cli, "turns_dropped", "--carried-cut", "8").stdout)
+    assert "carried cut: message 8 (line 9), an earlier request's: the messages before it stay out" in text
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--carried-cut", "4"), "turns.jsonl:5: the carried cut 4 is not a cut position of this transcript: it is"),
+        (("--carried-cut", "10"), "it is past the last message (the transcript has 10)"),
+        (("--carried-cut", "0"), "Invalid value for '--carried-cut'"),
+        (("--carried-cut", "8", "--all", "-o", "out"), "--carried-cut is a message index of one conversation"),
+    ],
+)
+def test_a_carried_cut_that_cannot_be_is_a_usage_error(
+    run_cli: Run, in_data: Path, options: tuple[str, ...], message: str
+) -> None:
+    result = run_cli("fit", "turns.jsonl", "--budget", "500", *options)
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert message in flat(result.stderr) and "Traceback" not in result.stderr

@@ -363,7 +363,14 @@ def test_a_message_is_estimated_once(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append(text)
         return real(text)
 
+    real_groups = windowfit.fitting.estimate._groups
+
+    def counting_groups(text: str) -> tuple[int, int, int]:  # the seed's counter as integers (its fast path)
+        calls.append(text)
+        return real_groups(text)
+
     monkeypatch.setattr(windowfit.fitting.estimate, "count_chars", counting)
+    monkeypatch.setattr(windowfit.fitting.estimate, "_groups", counting_groups)
     est = Estimator()
     message = Message("user", (Text("Привет, world"), Text("日本語")), Source("a.jsonl", 1))
     first = est.message(message)
@@ -375,7 +382,7 @@ def test_a_message_is_estimated_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert est.message(twin) is first
     assert len(calls) == 2
     # a different message is counted
-    est.message(Message("assistant", (Text("ok"),)))
+    est.message(Message("assistant", (Text("ок"),)))  # not ASCII: the fast path counts ASCII by len()
     assert len(calls) == 3
     # another estimator has its own memo (its rule may differ)
     Estimator(SEED.scaled_overhead(0)).message(message)

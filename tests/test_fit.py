@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from strategies import observed_transcripts, subagents, transcripts
 
 from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
+from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import (
     OUTCOMES,
@@ -29,7 +30,7 @@ from windowfit.fitting.fit import (
 )
 from windowfit.fitting.replay import LegacyPolicy, Session
 from windowfit.fitting.request import write_transcript
-from windowfit.fitting.transcript import split_turns, split_units
+from windowfit.fitting.transcript import Round, split_turns, split_units
 from windowfit.fitting.validate import check_request
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -61,6 +62,8 @@ class Case(NamedTuple):
     budget: int
     batch: int
     steps: Steps = Steps()
+    carried: int | None = None
+    """A carried cut (``plan_fit(carried_cut=...)``): an earlier request was cut there."""
 
 
 @st.composite
@@ -74,20 +77,41 @@ def step_rules(draw: st.DrawFn, budget: int) -> Steps:
     return Steps(tokens, cut)
 
 
+def head_end(messages: Sequence[Message]) -> int:
+    """Where the head ends: after the first message, or after its round if it calls tools."""
+    units = split_units(messages)
+    return units[0].stop if units and isinstance(units[0], Round) else min(1, len(messages))
+
+
+def cut_positions(messages: Sequence[Message]) -> list[int]:
+    """Every position stage 2 or 3 can cut at: the unit starts after the head."""
+    return [u.start for u in split_units(messages, head_end(messages))]
+
+
 @st.composite
-def fit_cases(draw: st.DrawFn, strategy: st.SearchStrategy[Transcript] | None = None) -> Case:
+def fit_cases(
+    draw: st.DrawFn, strategy: st.SearchStrategy[Transcript] | None = None, *, always_carry: bool = False
+) -> Case:
     """A transcript, a budget between 1% and 120% of its size, a batch size
-    (0, no count limit, only with batches by size) and the step rules."""
+    (0, no count limit, only with batches by size), the step rules, and in
+    some of the cases (``always_carry``: all) a carried cut, any position stage
+    2 or 3 can cut at."""
     transcript = draw(strategy if strategy is not None else st.one_of(transcripts(), subagents()))
     size = total(transcript)
     budget = max(1, int(size * draw(st.floats(0.01, 1.2))))
     steps = draw(step_rules(budget))
     batch = draw(st.sampled_from((1, 2, 4, 4, 4, 7) + ((0,) if steps.batch_tokens else ())))
-    return Case(transcript, budget, batch, steps)
+    positions = cut_positions(transcript.messages)
+    carry = always_carry or draw(st.integers(0, 2)) == 0
+    carried = draw(st.sampled_from(positions)) if positions and carry else None
+    event("carried cut" if carried is not None else "no carried cut")
+    return Case(transcript, budget, batch, steps, carried)
 
 
 def fitted(case: Case) -> tuple[Plan, Transcript]:
-    plan = plan_fit(case.transcript, budget=case.budget, batch_size=case.batch, **case.steps.kw())
+    plan = plan_fit(
+        case.transcript, budget=case.budget, batch_size=case.batch, carried_cut=case.carried, **case.steps.kw()
+    )
     return plan, apply_plan(case.transcript, plan)
 
 
@@ -171,6 +195,9 @@ def test_inv4_stages_run_in_order_and_only_when_needed(case: Case) -> None:
     before = total(transcript)
     assert plan.tokens_before == before
     assert list(plan.stages) == sorted(set(plan.stages))
+    if case.carried is not None:
+        assert_stages_from_the_carried_cut(case, plan)
+        return
     if before <= budget:
         assert plan.outcome == "fits" and plan.stages == () and plan.cleared == ()
         return
@@ -189,14 +216,74 @@ def test_inv4_stages_run_in_order_and_only_when_needed(case: Case) -> None:
     if plan.outcome == "turns-dropped":
         assert plan.stages[-1] == 2
     if plan.outcome == "rounds-dropped":
-        # stage 2 could not keep even the newest turn after the first message
+        # stage 2 could not keep even the newest turn after the first message (at a step position)
         messages = all_cleared.messages
         head_stop = plan.head[1]
-        turns = [t for t in split_turns(messages) if t.start >= head_stop]
+        turns = turn_steps(messages, head_stop, plan.options.cut_step)
         note = Message("user", (Text(TRUNCATION_NOTE),))
         if turns:
-            newest = replace(all_cleared, messages=(*messages[:head_stop], note, *messages[turns[-1].start :]))
+            newest = replace(all_cleared, messages=(*messages[:head_stop], note, *messages[turns[-1] :]))
             assert total(newest) > budget
+
+
+def turn_steps(messages: Sequence[Message], head: int, step: int | None) -> list[int]:
+    """The turn starts after the head stage 2 may cut at: every one without cut
+    steps; with them, the step positions (sizes counted from message 0, over
+    ``messages`` as stage 1 left them, estimated afresh here)."""
+    starts = [t.start for t in split_turns(messages) if t.start >= head]
+    if step is None:
+        return starts
+    held = [0]
+    for m in messages:
+        held.append(held[-1] + make_estimator().message(m).tokens)
+    return [b for i, b in enumerate(starts) if i == 0 or held[b] // step > held[starts[i - 1]] // step]
+
+
+def assert_stages_from_the_carried_cut(case: Case, plan: Plan) -> None:
+    """SPEC invariant 4 relative to the carried cut's base request: the head, the
+    note, the opening message of the cut's turn when the cut is inside it, and
+    every message from the cut on, with every clearable result cleared (as the
+    request that cut there had them). Stage 2 runs only if that base is over the
+    budget, stage 3 only if no turn from the cut on fits, and the cut never moves back."""
+    transcript, budget, cut = case.transcript, case.budget, case.carried
+    assert cut is not None and plan.options.carried_cut == cut
+    messages = transcript.messages  # generated inputs need no repair: the plan's indices are the input's
+    assert plan.cleared == clearable(plan), "every clearable batch, as the request that made the cut had them"
+    assert (1 in plan.stages) == bool(plan.batches)
+    stubbed = clear_results(messages, plan.cleared)
+    head = head_end(messages)
+    note = Message("user", (Text(TRUNCATION_NOTE),))
+    turn = max(t.start for t in split_turns(messages) if t.start <= cut)
+    opener = stubbed[turn : turn + 1] if head <= turn < cut else []
+    base = replace(transcript, messages=(*stubbed[:head], note, *opener, *stubbed[cut:]))
+    if total(base) <= budget:
+        event("carried: the cut stays")
+        assert 2 not in plan.stages and plan.cut == plan.cut_at == cut
+        assert plan.outcome == ("turns-dropped" if turn == cut else "rounds-dropped")
+        out = apply_plan(transcript, plan)
+        assert [m.content for m in out.messages] == [m.content for m in base.messages]
+        return
+    assert plan.stages[-1] in (2, 3), "the base is over the budget: stage 2 must run"
+    if plan.outcome == "too-long":
+        event("carried: too long")
+        return
+    assert plan.cut is not None and plan.cut > cut, "the cut moves forward, never back"
+    event(f"carried: the cut moves forward, {plan.outcome}")
+    if plan.outcome == "rounds-dropped":
+        # stage 2 could not keep even the newest turn from the cut on (at a step position)
+        later = [b for b in turn_steps(stubbed, head, plan.options.cut_step) if b >= cut]
+        if later:
+            newest = replace(transcript, messages=(*stubbed[:head], note, *stubbed[later[-1] :]))
+            assert total(newest) > budget
+
+
+@pytest.mark.slow
+@PROPERTY
+@given(fit_cases(always_carry=True))
+def test_inv4_with_a_carried_cut_a_later_stage_runs_only_if_the_base_is_over_the_budget(case: Case) -> None:
+    plan, _ = fitted(case)
+    assert list(plan.stages) == sorted(set(plan.stages))
+    assert_stages_from_the_carried_cut(case, plan)
 
 
 @pytest.mark.slow
@@ -232,9 +319,16 @@ def test_inv5_cleared_results_are_a_prefix_of_candidates_in_whole_batches(case: 
 @PROPERTY
 @given(fit_cases())
 def test_inv6_same_input_and_options_give_byte_identical_output(case: Case) -> None:
-    transcript, budget, batch, steps = case
-    one = plan_fit(transcript, budget=budget, batch_size=batch, **steps.kw())
-    two = plan_fit(copy.deepcopy(transcript), budget=budget, batch_size=batch, estimator=make_estimator(), **steps.kw())
+    transcript, budget, batch, steps, carried = case
+    one = plan_fit(transcript, budget=budget, batch_size=batch, carried_cut=carried, **steps.kw())
+    two = plan_fit(
+        copy.deepcopy(transcript),
+        budget=budget,
+        batch_size=batch,
+        estimator=make_estimator(),
+        carried_cut=carried,
+        **steps.kw(),
+    )
     assert one == two
     a, b = apply_plan(transcript, one), apply_plan(transcript, two)
     for to in ("same", "anthropic", "openai"):
@@ -267,13 +361,17 @@ def replay_steps(transcript: Transcript) -> list[Transcript]:
 @PROPERTY
 @given(fit_cases(), st.sampled_from((1, 4)))
 def test_inv8_replay_cleared_set_only_grows_in_batch_steps(case: Case, batch: int) -> None:
-    transcript, budget, _, steps = case
+    transcript, budget, _, steps, _ = case
     batch = 0 if steps.batch_tokens and batch == 1 else batch  # with batches by size, also no count limit
     estimator = make_estimator()
     previous: tuple[str, ...] = ()
     closed: list[tuple[str, ...]] = []
+    carried = None  # with cut steps, each cut is carried to the next request, as replay and Fitter do
     for step in replay_steps(transcript):
-        plan = plan_fit(step, budget=budget, batch_size=batch, estimator=estimator, **steps.kw())
+        plan = plan_fit(step, budget=budget, batch_size=batch, estimator=estimator, carried_cut=carried, **steps.kw())
+        if steps.cut_step is not None and plan.cut is not None:
+            carried = plan.cut
+            event("a cut carried")
         cleared = tuple(r.call_id for r in plan.cleared)
         assert cleared[: len(previous)] == previous, "the cleared part of the prompt must stay as it was"
         assert_whole_batches(plan)
@@ -304,21 +402,21 @@ def step_boundaries(messages: Sequence[Message], plan: Plan) -> tuple[list[int],
         subagents(min_rounds=8, max_rounds=40, sizes=st.integers(200, 8000)),
     ),
     st.floats(0.3, 0.95),
-    st.sampled_from((0.05, 0.25, 0.6)),
+    st.sampled_from((None, None, None, 0.05, 0.25, 0.6)),
     st.sampled_from((None, 0.02, 0.125)),
 )
 def test_inv10_with_step_rules_the_cut_only_moves_forward_and_only_to_a_step_position(
-    transcript: Transcript, fraction: float, step_share: float, batch_share: float | None
+    transcript: Transcript, fraction: float, step_share: float | None, batch_share: float | None
 ) -> None:
-    """SPEC §6.10, replaying a growing transcript: each stage 2/3 cut is at or
-    after the previous one, and is a step position: a boundary where the size
-    counted as SPEC §3 says (over the messages as stage 1 left them, estimated
-    afresh here) first reaches a multiple of the step; every earlier step
-    position's tail is over the budget.
-
-    The one way back (SPEC §3's premise, "sizes no longer change", fails): a
-    result the previous request kept whole in its protected tail is cleared in
-    this one, and what that frees lets an earlier tail fit, or stage 1 alone."""
+    """SPEC §6.10, replaying a growing transcript as a harness does, each cut
+    carried to the next request (``carried_cut``, what the replay policies and
+    ``Fitter`` do): the cut never moves back. It stays while the request fits
+    from it, and when it moves it moves to a step position: a boundary where the
+    size counted as SPEC §3 says (over the messages as stage 1 left them,
+    estimated afresh here) first reaches a multiple of the step, with every
+    earlier step position from the carried cut on over the budget. Without cut
+    steps (half the examples) every boundary is a step position: the cut still
+    never moves back, to the earliest boundary from the carried cut that fits."""
     estimator = make_estimator()
     # A share of the whole session with every clearable result cleared: its end needs stage 2 or 3.
     every = plan_fit(transcript, budget=1, protected_fraction=0.0)
@@ -328,9 +426,9 @@ def test_inv10_with_step_rules_the_cut_only_moves_forward_and_only_to_a_step_pos
             total(replace(transcript, messages=tuple(clear_results(transcript.messages, every.candidates)))) * fraction
         ),
     )
-    cut_step = max(1, int(budget * step_share))
+    cut_step = max(1, int(budget * step_share)) if step_share else None
     batch_tokens = max(1, int(budget * batch_share)) if batch_share else None
-    previous, last = -1, None
+    carried: int | None = None
     for step in replay_steps(transcript):
         plan = plan_fit(
             step,
@@ -339,40 +437,44 @@ def test_inv10_with_step_rules_the_cut_only_moves_forward_and_only_to_a_step_pos
             batch_size=0 if batch_tokens else 4,
             batch_tokens=batch_tokens,
             cut_step=cut_step,
+            carried_cut=carried,
         )
         event(f"a request {plan.outcome}")
         if plan.outcome == "too-long":
+            continue  # not sent: the next request carries the same cut
+        tail = plan.cut
+        if carried is not None:
+            assert tail is not None and tail >= carried, "the cut moved back"
+        previous, carried = carried, tail
+        if tail is None:
             continue
-        before, last = last, plan
-        tail = plan.kept[-1][0] if plan.note else 0
-        if tail < previous:
-            assert before is not None
-            released = {r.call_id for r in before.protected} & {r.call_id for r in plan.cleared}
-            assert released, "the cut moved back though nothing the previous request kept whole was cleared"
-            event("moved back: protected results released")
-        previous = tail
-        if not plan.note:
+        if tail == previous:
+            event("the cut stays")
+            assert 2 not in plan.stages
             continue
-        if plan.cut_at is None:
-            # The exceptions: no step position fits and stage 3 could not fit at a step (or at all).
+        if cut_step is not None and plan.cut_at is None:
+            # The documented exceptions: no step position fits and stage 3 could not fit at a step (or at all).
             event(f"{plan.outcome} without a step")
             continue
-        event(f"{plan.outcome} at a step")
-        assert plan.cut_at == tail
+        event(f"{plan.outcome}: the cut moves forward" if previous is not None else f"{plan.outcome}: a first cut")
+        assert plan.cut_at == (tail if cut_step is not None else None)
         messages = clear_results(repaired(step, plan).messages, plan.cleared)
         held = [0]
         for m in messages:
             held.append(held[-1] + make_estimator().message(m).tokens)
         bounds, origin = step_boundaries(messages, plan)
-        reached = [(held[b] - held[origin]) // cut_step for b in bounds]
-        steps = [b for i, b in enumerate(bounds) if i == 0 or reached[i] > reached[i - 1]]
+        if cut_step is None:
+            steps = bounds
+        else:
+            reached = [(held[b] - held[origin]) // cut_step for b in bounds]
+            steps = [b for i, b in enumerate(bounds) if i == 0 or reached[i] > reached[i - 1]]
         assert tail in steps
         opener = list(plan.kept[0]) if len(plan.kept) > 1 else []
         head = [*messages[plan.head[0] : plan.head[1]], Message("user", (Text(TRUNCATION_NOTE),))]
-        for earlier in (b for b in steps if b < tail):
+        for earlier in (b for b in steps if (previous or 0) <= b < tail):
             kept = [*messages[opener[0] : opener[1]]] if opener else []
             request = replace(step, messages=(*head, *kept, *messages[earlier:]))
-            assert total(request) > budget, "an earlier step position's tail fits"
+            assert total(request) > budget, "an earlier step position's tail (from the carried cut on) fits"
 
 
 @pytest.mark.slow
@@ -381,7 +483,7 @@ def test_inv10_with_step_rules_the_cut_only_moves_forward_and_only_to_a_step_pos
 def test_text_observations_keep_every_invariant_and_are_cleared_in_place(case: Case) -> None:
     """Issue 9 item 4: tool output sent as plain user text (SWE-agent, aider,
     XML-era Cline) is a result stage 1 may clear, under the same invariants."""
-    transcript, budget, batch, steps = case
+    transcript, budget, batch, steps = case.transcript, case.budget, case.batch, case.steps
     plan, out = fitted(case)
     event(plan.outcome)
     # 1, 2, 3
@@ -612,6 +714,65 @@ def test_turns_dropped_keeps_newest_whole_turns() -> None:
     assert [m.content[0] for m in out.messages[:3]] == [Text("q0"), Text(TRUNCATION_NOTE), Text("q2")]
     assert len(out.messages) == 2 + 6
     assert [(d.kind, d.start, d.stop) for d in plan.dropped] == [("turn", 1, 3), ("turn", 3, 6)]
+
+
+def test_a_carried_cut_stays_while_the_request_fits_from_it_and_else_moves_forward() -> None:
+    t = four_turns()
+    # Overheads off, nothing clearable (ratio 1e9). Messages 3k..3k+2 are turn k: "q<k>" (2 chars:
+    # 1 token), a call (2) and a result of 1,600 chars (400): 403 a turn. The head is message 0
+    # ("q0", 1); the note is 166 ASCII characters: 42 tokens. Budget 1,000.
+    # Fresh: the tail from turn 1 (message 3) is 1 + 42 + 3 * 403 = 1,252, over; from turn 2
+    # (message 6) 1 + 42 + 806 = 849: the cut is at 6.
+    fresh = plan_fit(t, budget=1000, estimator=bare(), min_clear_ratio=1e9)
+    assert (fresh.outcome, fresh.kept, fresh.tokens_after, fresh.cut) == ("turns-dropped", ((6, 12),), 849, 6)
+    # Carried from 9 (turn 3): messages 1..8 are already gone; 1 + 42 + 403 = 446 fits, so the
+    # cut stays at 9 though a fresh fit keeps more: no stage runs, and nothing new is dropped.
+    kept = plan_fit(t, budget=1000, estimator=bare(), min_clear_ratio=1e9, carried_cut=9)
+    assert (kept.outcome, kept.stages, kept.kept, kept.tokens_after) == ("turns-dropped", (), ((9, 12),), 446)
+    assert (kept.cut, kept.cut_at, kept.options.carried_cut) == (9, 9, 9)
+    assert [(d.kind, d.start, d.stop, d.tokens) for d in kept.dropped] == [
+        ("turn", 1, 3, 402),
+        ("turn", 3, 6, 403),
+        ("turn", 6, 9, 403),
+    ]
+    out = apply_plan(t, kept)
+    assert [m.content[0] for m in out.messages[:3]] == [Text("q0"), Text(TRUNCATION_NOTE), Text("q3")]
+    # Carried from 4 (the round inside turn 1): the base keeps turn 1's opening message "q1":
+    # 1 + 42 + 1 + (402 + 2 * 403) = 1,252, over; stage 2 then keeps the first turn from 4 on
+    # that fits: from 6, 849 (at turn 2, not back at turn 1's start).
+    moved = plan_fit(t, budget=1000, estimator=bare(), min_clear_ratio=1e9, carried_cut=4)
+    assert (moved.outcome, moved.stages, moved.kept, moved.tokens_after) == ("turns-dropped", (2,), ((6, 12),), 849)
+    # With cut steps of 500, counted from message 0: the turn starts after the head, 3, 6 and 9,
+    # have 403, 806 and 1,209 tokens before them: steps 0, 1 and 2, so each is a step position.
+    stepped = plan_fit(t, budget=1000, estimator=bare(), min_clear_ratio=1e9, carried_cut=4, cut_step=500)
+    assert (stepped.kept, stepped.cut_at) == (((6, 12),), 6)
+    # A request that fits from the cut only if its round inside turn 1 is dropped too: budget 900.
+    # From 4 with "q1": 1,252; from 6: 849 fits.
+    assert plan_fit(t, budget=900, estimator=bare(), min_clear_ratio=1e9, carried_cut=4).kept == ((6, 12),)
+    # Carried from 7 (turn 2's round), budget 900: "q2" stays as the opening message of the cut's
+    # turn: 1 + 42 + 1 + 402 + 403 = 849 fits: rounds-dropped, kept [(6, 7), (7, 12)].
+    inside = plan_fit(t, budget=900, estimator=bare(), min_clear_ratio=1e9, carried_cut=7)
+    assert (inside.outcome, inside.kept, inside.tokens_after) == ("rounds-dropped", ((6, 7), (7, 12)), 849)
+    assert [(d.kind, d.start, d.stop) for d in inside.dropped] == [("turn", 1, 3), ("turn", 3, 6)]
+
+
+@pytest.mark.parametrize(
+    ("cut", "why"),
+    [
+        (12, "past the last message"),
+        (8, "inside a tool round"),
+        (0, "after the first message"),
+    ],
+)
+def test_a_carried_cut_that_is_no_cut_position_is_refused_with_where(cut: int, why: str) -> None:
+    t = replace(
+        four_turns(),
+        messages=tuple(replace(m, source=Source("t.jsonl", i + 1)) for i, m in enumerate(four_turns().messages)),
+    )
+    with pytest.raises(OptionError, match=why) as caught:
+        plan_fit(t, budget=1000, carried_cut=cut)
+    if cut == 8:
+        assert str(caught.value).startswith("t.jsonl:9: ")
 
 
 def test_too_long_names_the_cause_and_is_an_outcome() -> None:

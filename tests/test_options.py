@@ -25,6 +25,7 @@ def test_fit_options_hold_the_spec_defaults() -> None:
     # SPEC §3: batches of 4, a quarter of the budget protected, clearable at 2x the stub; the notice is opt-in,
     # and so are the step rules (batches by size, cut steps).
     # No store unless one is given (issue 13): page_tokens is None, and the stubs say to run the tool again.
+    # No carried cut (issue 14 item 5): a fit is fresh unless an earlier request's cut is given.
     assert TUNABLES == {
         "batch_size": 4,
         "protected_fraction": 0.25,
@@ -33,6 +34,7 @@ def test_fit_options_hold_the_spec_defaults() -> None:
         "page_tokens": None,
         "batch_tokens": None,
         "cut_step": None,
+        "carried_cut": None,
     }
 
 
@@ -56,7 +58,11 @@ def cli_defaults(command: str) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
-        ("fit", {"batch_size", "protected_fraction", "min_clear_ratio", "add_notice", "batch_tokens", "cut_step"}),
+        (
+            "fit",
+            {"batch_size", "protected_fraction", "min_clear_ratio", "add_notice", "batch_tokens", "cut_step"}
+            | {"carried_cut"},
+        ),
         ("check", {"batch_size", "protected_fraction", "min_clear_ratio", "batch_tokens", "cut_step"}),
         ("replay", {"batch_size", "batch_tokens", "cut_step"}),
     ],
@@ -78,3 +84,5 @@ def test_fitter_built_from_options_gives_them_back() -> None:
     assert fitter.options == options
     assert (fitter.budget, fitter.batch_size, fitter.add_notice) == (5000, 2, True)
     assert Fitter(budget=7).options == FitOptions(7)
+    carried = FitOptions(5000, cut_step=1000, carried_cut=9)
+    assert Fitter.of(carried).options == carried and Fitter.of(carried).carried_cut == 9

@@ -17,7 +17,7 @@ from strategies import subagents, transcripts
 from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, load_path, make_estimator
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import Estimator
-from windowfit.fitting.fit import FitOptions, clear_results, plan_fit
+from windowfit.fitting.fit import FitOptions, Plan, clear_results, plan_fit
 from windowfit.fitting.replay import (
     POLICIES,
     POLICY_NAMES,
@@ -30,6 +30,7 @@ from windowfit.fitting.replay import (
     replay,
     standard_policies,
 )
+from windowfit.fitting.replay.session import NOTE
 
 PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -57,6 +58,11 @@ def run_of(transcript: Transcript, factory: object, budget: int, window: int | N
 # The incremental policy is plan_fit, request by request
 
 
+def plan_segments(plan: Plan) -> tuple[tuple[int, int], ...]:
+    """A plan's request as replay's segments: the head, the note, the kept ranges."""
+    return (plan.head, (NOTE, NOTE), *plan.kept)
+
+
 @pytest.mark.slow
 @PROPERTY
 @given(
@@ -78,6 +84,7 @@ def test_incremental_windowfit_equals_plan_fit_on_every_request(
     batch = 0 if batch_tokens and batch == 1 else batch
     event(f"batch_tokens {batch_share}, cut_step {step_share}")
     policy = WindowfitPolicy(session, budget, batch_size=batch, batch_tokens=batch_tokens, cut_step=cut_step)
+    carried = None  # with cut steps, the policy carries each cut to the next request
     for n in session.steps:
         sent = policy.request(n)
         plan = plan_fit(
@@ -87,11 +94,15 @@ def test_incremental_windowfit_equals_plan_fit_on_every_request(
             estimator=estimator,
             batch_tokens=batch_tokens,
             cut_step=cut_step,
+            carried_cut=carried,
         )
         event(plan.outcome)
         assert (sent.outcome, sent.tokens, sent.cleared) == (plan.outcome, plan.tokens_after, len(plan.cleared))
         if plan.outcome in ("turns-dropped", "rounds-dropped"):  # the same cut: the kept tail starts alike
             assert sent.segments[-1][0] == plan.kept[-1][0]
+            assert sent.segments == plan_segments(plan)
+        if cut_step is not None and plan.cut is not None:
+            carried = plan.cut
 
 
 @pytest.mark.slow
@@ -119,6 +130,7 @@ def test_incremental_windowfit_equals_plan_fit_where_the_step_rules_cut(
     policy = WindowfitPolicy(
         session, budget, batch_size=0 if batch_tokens else 4, batch_tokens=batch_tokens, cut_step=cut_step
     )
+    carried = None
     for n in session.steps:
         sent = policy.request(n)
         plan = plan_fit(
@@ -128,11 +140,14 @@ def test_incremental_windowfit_equals_plan_fit_where_the_step_rules_cut(
             estimator=estimator,
             batch_tokens=batch_tokens,
             cut_step=cut_step,
+            carried_cut=carried,
         )
-        event(plan.outcome)
+        event(plan.outcome + (" from a carried cut" if carried is not None else ""))
         assert (sent.outcome, sent.tokens, sent.cleared) == (plan.outcome, plan.tokens_after, len(plan.cleared))
         if plan.outcome in ("turns-dropped", "rounds-dropped"):
             assert sent.segments[-1][0] == plan.kept[-1][0]
+            assert sent.segments == plan_segments(plan)
+        carried = plan.cut if plan.cut is not None else carried
 
 
 @pytest.mark.slow
@@ -427,6 +442,28 @@ def test_windowfit_cache_breaks_the_prefix_on_at_most_a_tenth_of_a_long_single_t
     assert cache.prefix_breaks <= 0.10 * cache.requests
     assert default.prefix_breaks > 2 * cache.prefix_breaks  # the contract's batches of 4 break far more often
     assert cache.uncached_tokens < default.uncached_tokens
+
+
+@pytest.mark.parametrize("name", ["windowfit-cache", "windowfit --cut-step"])
+def test_with_cut_steps_the_cut_never_moves_back_on_a_long_single_turn_session(tmp_path: Path, name: str) -> None:
+    # SPEC invariant 10 with no exception left: the policies that cut at steps carry the cut, so
+    # the kept tail's start never moves back (without the carried cut it moved back 18 times on the
+    # 600-round session: docs/contract.md, "The cut is carried").
+    t = long_session(450, tmp_path)
+    session = Session.of(t, make_estimator())
+    if name == "windowfit-cache":
+        policy = policy_named(name).factory()(session, 60_000)
+    else:
+        policy = WindowfitPolicy(session, 20_000, cut_step=5_000)  # batches of 4 clear enough at 60,000
+    cuts = []
+    for n in session.steps:
+        sent = policy.request(n)
+        if sent.outcome in ("turns-dropped", "rounds-dropped"):
+            cuts.append(sent.segments[-1][0])
+        else:
+            assert not cuts, f"request {n}: back to {sent.outcome} after a cut"
+    assert len(cuts) > 50  # the cuts are exercised
+    assert cuts == sorted(cuts)
 
 
 @pytest.mark.slow

@@ -326,6 +326,42 @@ def test_fitter_memoises_while_clearing_the_same_batch() -> None:
     assert second.body["messages"][:5] == first.body["messages"]
 
 
+def turns_body(turns: int) -> dict[str, Any]:
+    """An Anthropic body of ``turns`` turns: a question, a call, and a 1,600-character result each."""
+    messages: list[dict[str, Any]] = []
+    for k in range(turns):
+        messages += [
+            {"role": "user", "content": f"q{k}"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"c{k}", "name": "read", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"c{k}", "content": "a" * 1600}]},
+        ]
+    return {"model": "m", "max_tokens": 100, "messages": messages}
+
+
+def test_with_cut_steps_a_fitter_carries_the_cut_to_the_next_request() -> None:
+    # Each turn is about 400 tokens; at 1,000 the head, the note and two turns fit, three do not.
+    fitter = Fitter(1000, make_estimator(overhead=0.0), min_clear_ratio=1e9, cut_step=500)
+    first = fitter.fit(turns_body(4))
+    assert (first.plan.options.carried_cut, first.plan.cut) == (None, 6)
+    assert fitter.carried_cut == 6
+    second = fitter.fit(turns_body(5))  # the conversation grew by a turn: the cut is carried, and moves on
+    assert (second.plan.options.carried_cut, second.plan.cut) == (6, 9)
+    assert fitter.carried_cut == 9
+    too_long = replace(fitter, budget=10)
+    assert too_long.fit(turns_body(5)).plan.outcome == "too-long"
+    assert too_long.carried_cut == 9, "a too-long request is not sent: its cut is not carried"
+    fitter.reset()  # a new conversation
+    assert fitter.carried_cut is None and fitter.fit(turns_body(2)).plan.options.carried_cut is None
+
+
+def test_without_cut_steps_a_fitter_carries_nothing_unless_told() -> None:
+    fitter = Fitter(1000, make_estimator(overhead=0.0), min_clear_ratio=1e9)
+    assert fitter.fit(turns_body(4)).plan.cut == 6
+    assert fitter.carried_cut is None
+    told = Fitter(1000, make_estimator(overhead=0.0), min_clear_ratio=1e9, carried_cut=9)
+    assert told.fit(turns_body(4)).plan.kept == ((9, 12),)  # it fits from 9: the cut stays
+
+
 # --------------------------------------------------------------------------
 # Issue 7 item 6: a fitted request that can be sent
 

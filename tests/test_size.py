@@ -22,7 +22,7 @@ from windowfit.fitting.fit import apply_plan, plan_fit
 from windowfit.fitting.formats import Input, discover, load
 from windowfit.fitting.size import SizeMode, backtest, cut, predict_size
 from windowfit.fitting.store import PAGE_TOKENS
-from windowfit.fitting.transcript import Block, Image, Other, Role, Thinking, Usage
+from windowfit.fitting.transcript import Block, Image, Other, Role, Round, Thinking, Usage, split_units
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -206,17 +206,24 @@ def measured_sessions(draw: st.DrawFn) -> Measured:
 
 @pytest.mark.slow
 @PROPERTY
-@given(measured_sessions(), st.sampled_from((1, 4)), st.sampled_from((None, PAGE_TOKENS)))
+@given(measured_sessions(), st.sampled_from((1, 4)), st.sampled_from((None, PAGE_TOKENS)), st.data())
 def test_an_anchored_fit_is_an_upper_bound_of_what_the_provider_counts(
-    case: Measured, batch: int, page_tokens: int | None
+    case: Measured, batch: int, page_tokens: int | None, data: st.DataObject
 ) -> None:
     # With a store (page_tokens), the stubs are longer (they name a handle): counted from above too (issue 13).
+    # With a carried cut (issue 14 item 5), what the cut leaves out is counted from below too.
     t, budget, hidden, hidden_preamble = case.transcript, case.budget, case.hidden, case.hidden_preamble
     est = make_estimator()
     size = predict_size(t, est)
     assert size.anchored
     assert size.tokens >= provider_request(t, hidden, hidden_preamble)  # the anchor is exact
-    plan = plan_fit(t, budget=budget, batch_size=batch, estimator=est, size=size, page_tokens=page_tokens)
+    units = split_units(t.messages)
+    head = units[0].stop if units and isinstance(units[0], Round) else 1
+    positions = [u.start for u in split_units(t.messages, head)]
+    carried = data.draw(st.sampled_from((None, *positions)) if positions else st.none())
+    plan = plan_fit(
+        t, budget=budget, batch_size=batch, estimator=est, size=size, page_tokens=page_tokens, carried_cut=carried
+    )
     sent = apply_plan(t, plan)
     counted = provider_request(sent, hidden, hidden_preamble)
     assert counted <= plan.tokens_after

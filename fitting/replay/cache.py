@@ -10,11 +10,15 @@ cache reads, cache writes and dollars out.
   reads the prefix it shares with the previous one and writes the rest, at the
   write premium of the lifetime (``5m`` or ``1h``: the row's own prices, not a
   multiplier). https://platform.claude.com/docs/en/build-with-claude/prompt-caching
+  A prefix shorter than the model's minimum cacheable length is not cached
+  (``ANTHROPIC_MINIMUM``): such a request reads and writes nothing.
 - **OpenAI** caches the shared prefix automatically, for prompts of 1,024
   tokens or more, in increments of 128 tokens; no write premium.
   https://developers.openai.com/docs/guides/prompt-caching
 - **Google** (Gemini 2.5) caches implicitly from 2,048 tokens; no write premium.
-  https://ai.google.dev/gemini-api/docs/caching
+  https://ai.google.dev/gemini-api/docs/caching. A row with a long-context tier
+  (Gemini 2.5 Pro, 3.1 Pro: prompts over 200k tokens) prices each request at the
+  tier of its own size (``Price.at``).
 
 A request sent more than the lifetime after the one before reads nothing.
 The cost is the input side only: the output is the same under every policy."""
@@ -29,7 +33,25 @@ from .run import Run, Step
 
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 MINIMUM: dict[str, int] = {"anthropic": 0, "openai": 1024, "google": 2048}
-"""The smallest prefix a provider caches (Anthropic's minimum is not modelled: its breakpoints are the harness's)."""
+"""The smallest prefix a provider caches (Anthropic's depends on the model: ``ANTHROPIC_MINIMUM``)."""
+ANTHROPIC_MINIMUM: dict[str, int] = {
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-sonnet-4-6": 1024,
+    "claude-sonnet-4-5": 1024,
+    "claude-opus-4-1": 1024,
+    "claude-opus-4": 1024,
+    "claude-sonnet-4": 1024,
+    "claude-3-7-sonnet": 1024,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+}
+"""Anthropic's minimum cacheable prompt length, by price row: a prefix shorter than it is not cached, whatever
+its breakpoint. The list of Anthropic's prompt-caching page, as quoted in anthropics/anthropic-sdk-python#1194
+(https://github.com/anthropics/anthropic-sdk-python/issues/1194; the page itself:
+https://platform.claude.com/docs/en/build-with-claude/prompt-caching). Rows it does not name (Opus 4.7, 4.8,
+5, Sonnet 5) have no minimum here: sources disagree on theirs, and none is Anthropic's own."""
 INCREMENT: dict[str, int] = {"anthropic": 1, "openai": 128, "google": 1}
 
 
@@ -46,24 +68,35 @@ class CacheModel:
         ``line`` to when it was sent (seconds); without one, a step follows the previous within the lifetime."""
         return replace(run, steps=self.steps(run.steps, times or {}), priced=self.price is not None)
 
+    @property
+    def minimum(self) -> int:
+        """The smallest prefix this cache keeps, in tokens."""
+        if self.provider == "anthropic":
+            return ANTHROPIC_MINIMUM.get(self.price.model, 0) if self.price is not None else 0
+        return MINIMUM[self.provider]
+
     def steps(self, steps: Sequence[Step], times: Mapping[int, float]) -> tuple[Step, ...]:
         out = []
         lifetime = TTL_SECONDS[self.ttl]
-        minimum, increment = MINIMUM[self.provider], INCREMENT[self.provider]
+        minimum, increment = self.minimum, INCREMENT[self.provider]
         previous_at: float | None = None
         for i, s in enumerate(steps):
             at = times.get(s.line) if s.line is not None else None
             expired = i == 0 or (at is not None and previous_at is not None and at - previous_at > lifetime)
             shared = 0 if expired else s.shared_prefix_tokens
             if self.provider == "anthropic":
-                read, write = shared, s.sent_tokens - shared
+                # The breakpoint ends the request: below the minimum nothing is kept, so nothing is read
+                # back from it either (the previous request's prefix is read only if it was kept).
+                cached = s.sent_tokens >= minimum
+                read = shared if cached and shared >= minimum else 0
+                write = s.sent_tokens - read if cached else 0
             else:
                 read = shared // increment * increment if shared >= minimum else 0
                 write = 0
             fresh = s.sent_tokens - read - write
             cost = None
             if self.price is not None:
-                p = self.price
+                p = self.price.at(s.sent_tokens)
                 cost = (read * p.cache_read + write * p.write(self.ttl) + fresh * p.input) / 1_000_000
             out.append(replace(s, cache_read_tokens=read, cache_write_tokens=write, cost_usd=cost))
             if at is not None:
@@ -80,11 +113,31 @@ class CacheCheck:
     recorded_read: int
     predicted_write: int
     recorded_write: int
+    misses: int = 0
+    """Recorded misses: requests (after the first) whose recorded read fell short of the prefix the request
+    before had read and written, so that part was written again."""
+    miss_recorded_write: int = 0
+    """What those requests recorded writing."""
+    miss_predicted_write: int = 0
+    """What the model predicts they write (its own expiries are among them)."""
+    turn_misses: int = 0
+    """How many of the misses are the first request of a user turn that follows a turn with tool calls."""
+    turn_miss_recorded_write: int = 0
+    turn_starts: int = 0
+    """How many such turn starts (a user turn after a turn with tool calls) the check covers, missed or not."""
 
     @property
     def read_error(self) -> float | None:
         """Predicted reads relative to recorded ones, minus one (None when nothing was recorded read)."""
         return self.predicted_read / self.recorded_read - 1 if self.recorded_read else None
+
+    @property
+    def tail_write_error(self) -> float | None:
+        """Predicted writes relative to recorded ones on the requests that are not recorded misses, minus one:
+        what the model writes where the provider kept the previous prefix (None when nothing was written)."""
+        recorded = self.recorded_write - self.miss_recorded_write
+        predicted = self.predicted_write - self.miss_predicted_write
+        return predicted / recorded - 1 if recorded else None
 
 
 def check(run: Run) -> CacheCheck | None:
@@ -102,10 +155,36 @@ def check(run: Run) -> CacheCheck | None:
     def at_provider(tokens: int, s: Step) -> int:
         return round(tokens * (s.measured_tokens or 0) / s.raw_tokens)
 
+    measured_ids = {id(s) for s in measured}
+    misses = miss_recorded = miss_predicted = turn_misses = turn_recorded = turn_starts = 0
+    previous: Step | None = None
+    requests_in_turn = 0
+    for s in run.steps:
+        after_tools = s.turn_start and requests_in_turn > 1
+        requests_in_turn = 1 if s.turn_start else requests_in_turn + 1
+        if id(s) not in measured_ids:
+            continue
+        turn_starts += after_tools
+        if previous is not None and (s.recorded_cache_read or 0) < (previous.recorded_cache_read or 0) + (
+            previous.recorded_cache_write or 0
+        ):
+            misses += 1
+            miss_recorded += s.recorded_cache_write or 0
+            miss_predicted += at_provider(s.cache_write_tokens, s)
+            if after_tools:
+                turn_misses += 1
+                turn_recorded += s.recorded_cache_write or 0
+        previous = s
     return CacheCheck(
         len(measured),
         sum(at_provider(s.cache_read_tokens, s) for s in measured),
         sum(s.recorded_cache_read or 0 for s in measured),
         sum(at_provider(s.cache_write_tokens, s) for s in measured),
         sum(s.recorded_cache_write or 0 for s in measured),
+        misses,
+        miss_recorded,
+        miss_predicted,
+        turn_misses,
+        turn_recorded,
+        turn_starts,
     )

@@ -3,15 +3,20 @@ named after what it models, with its defaults and where they are documented,
 so that windowfit can be the neutral benchmark of a user's own logs.
 
 Every preset here clears whole tool results (a stub in their place, as
-``fit`` writes it) or drops whole units; none reads windowfit's budget but
+``fit`` writes it; Gemini CLI's own snippet for ``gemini-cli-masking``) or
+drops whole units; none reads windowfit's budget but
 ``langchain-trim-last`` (its ``max_tokens``) and ``send-everything`` (to say
 "over-budget"): the others trigger on their own thresholds, as the harness does."""
 
 from __future__ import annotations
 
+import json
+import re
 from bisect import bisect_left
 
+from ..content import block_texts
 from ..fit import FitOptions
+from ..transcript import Message, Text, ToolResult
 from .session import Clearing, Sent, Session, Untouched, first_fitting
 
 ANTHROPIC_TRIGGER = 100_000
@@ -21,9 +26,15 @@ https://platform.claude.com/docs/en/build-with-claude/context-editing (defaults 
 ``ClearToolUsesEdit(trigger=100000, clear_at_least=0, keep=3)``, which mirrors it)."""
 GEMINI_PROTECT = 50_000
 GEMINI_PRUNABLE = 30_000
+GEMINI_SHELL_TOOL = "run_shell_command"
 """Gemini CLI's tool-output masking: ``DEFAULT_TOOL_PROTECTION_THRESHOLD = 50000``,
-``DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD = 30000`` and ``DEFAULT_PROTECT_LATEST_TURN = true`` in
-google-gemini/gemini-cli ``packages/core/src/services/toolOutputMaskingService.ts``."""
+``DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD = 30000``, ``DEFAULT_PROTECT_LATEST_TURN = true``, the masked snippet
+and its previews, and "mask an output only if its snippet is smaller" in google-gemini/gemini-cli
+``packages/core/src/services/toolOutputMaskingService.ts``
+(https://github.com/google-gemini/gemini-cli/blob/main/packages/core/src/services/toolOutputMaskingService.ts)."""
+GEMINI_OUTPUT_PATH = "/home/user/.gemini/tmp/" + "0" * 64 + "/tool-outputs/{tool}_{call}_xxxxxx.txt"
+"""Where Gemini CLI saves a masked output (its history dir, ``tool-outputs``, the tool, the call id and a
+random suffix); the snippet names it. A stand-in of the same shape: the replay writes no file."""
 IDLE_GAP_SECONDS = 3600.0
 IDLE_KEEP = 5
 """Claude Code's time-based microcompact: after an idle gap of 60 minutes since the last reply, clear old
@@ -58,11 +69,60 @@ class AnthropicClearToolUses(Clearing):
         return self._sent(n, newly)
 
 
+def _gemini_simple_preview(content: str) -> str:
+    lines = content.split("\n")
+    if len(lines) <= 20:
+        return content
+    return "\n".join(lines[:10]) + f"\n\n... [{len(lines) - 20} lines omitted] ...\n\n" + "\n".join(lines[-10:])
+
+
+_SHELL_SECTION = re.compile(r"^(Output|Error|Exit Code|Signal|Background PIDs|Process Group PGID): ", re.MULTILINE)
+
+
+def gemini_preview(tool: str, output: str) -> str:
+    """What Gemini CLI keeps of a masked output: for its shell tool, the first and last 10 lines of the
+    ``Output:`` section (whole when 20 lines or fewer) and the other sections whole; for any other tool,
+    the first and last 250 characters of the response as JSON (``{"output": ...}``, indented by 2), whole
+    when 500 characters or fewer."""
+    if tool == GEMINI_SHELL_TOOL:
+        parts = _SHELL_SECTION.split(output)
+        if len(parts) < 3:
+            return _gemini_simple_preview(output)
+        previews = [_gemini_simple_preview(parts[0].strip())] if parts[0].strip() else []
+        for i in range(1, len(parts), 2):
+            name, section = parts[i], parts[i + 1].strip() if i + 1 < len(parts) else ""
+            previews.append(f"Output: {_gemini_simple_preview(section)}" if name == "Output" else f"{name}: {section}")
+        return "\n".join(previews)
+    opening, closing = '{\n  "output": "', '"\n}'
+    if len(output) <= 600:
+        content = json.dumps({"output": output}, indent=2, ensure_ascii=False)
+        return f"{content[:250]}\n... [TRUNCATED] ...\n{content[-250:]}" if len(content) > 500 else content
+    # Longer than 500 once quoted: only its ends are kept, and JSON escapes each character on its own, so
+    # the ends of the quoted whole are the quoted ends (no need to quote a whole large output).
+    head = (opening + json.dumps(output[:250], ensure_ascii=False)[1:-1])[:250]
+    tail = (json.dumps(output[-250:], ensure_ascii=False)[1:-1] + closing)[-250:]
+    return f"{head}\n... [TRUNCATED] ...\n{tail}"
+
+
+def gemini_snippet(tool: str, call_id: str, output: str) -> str:
+    """The text Gemini CLI puts in a masked output's place."""
+    path = GEMINI_OUTPUT_PATH.format(tool=(tool or "unknown_tool").lower(), call=call_id.lower())
+    preview = gemini_preview(tool, output)
+    return (
+        f"<tool_output_masked>\n{preview}\n\nOutput too large. Full output available at: {path}\n</tool_output_masked>"
+    )
+
+
 class GeminiCliMasking(Clearing):
-    """Gemini CLI's backward scan: the latest message is skipped (``protectLatestTurn``); going back from
-    the one before, tool outputs are protected while their running total stays within ``protect``
-    tokens; the output that crosses it and every older unmasked one are prunable, and once they hold
-    ``prunable`` tokens or more they are all masked (a stub in their place, here as ``fit`` writes it)."""
+    """Gemini CLI's backward scan, before each request: the latest message is skipped (``protectLatestTurn``);
+    going back from the one before, unmasked tool outputs are protected while their running total stays
+    within ``protect`` tokens; the output that crosses it and every older unmasked one are prunable; once
+    those hold ``prunable`` tokens or more, each is masked, its place taken by Gemini CLI's snippet (a preview
+    and where the whole output was saved), but only where the snippet is smaller than the output: short
+    outputs are never masked, and stay prunable (they count toward the next trigger again).
+
+    Incremental: the protected window is the newest unmasked outputs, and it only moves forward, so each
+    output enters, leaves and is masked at most once."""
 
     def __init__(
         self,
@@ -76,26 +136,65 @@ class GeminiCliMasking(Clearing):
         super().__init__(session, budget, name)
         self.protect, self.prunable = protect, prunable
         self.sizes_of = [r.tokens for r in session.results]
-        self.seen = 0  # results before the latest message
-        self.protected_from = 0
-        self.tail = 0  # tokens of results[protected_from:seen]
-        self.before = [0]  # prefix sums of result tokens
-        for t in self.sizes_of:
-            self.before.append(self.before[-1] + t)
+        self.seen = 0  # outputs before the latest message
+        self.protected_from = 0  # the protected window is results[protected_from:seen]
+        self.window = 0  # its tokens
+        self.prunable_tokens = 0  # unmasked outputs before the window
+        self.mask_from = 0  # every output before it was masked, or is not worth masking
+        self.masked: set[int] = set()
+        self.snippets: dict[tuple[int, int], tuple[Message, int]] = {}
 
     def request(self, n: int) -> Sent:
         s = self.session
         while self.seen < len(s.results) and s.results[self.seen].message_index < n - 1:
-            self.tail += self.sizes_of[self.seen]
+            self.window += self.sizes_of[self.seen]
             self.seen += 1
-        while self.protected_from < self.seen and self.tail > self.protect:
-            self.tail -= self.sizes_of[self.protected_from]
+        while self.window > self.protect:
+            self.window -= self.sizes_of[self.protected_from]
+            self.prunable_tokens += self.sizes_of[self.protected_from]
             self.protected_from += 1
-        newly: tuple[int, ...] = ()
-        start = min(self.cleared, self.protected_from)
-        if self.protected_from > start and self.before[self.protected_from] - self.before[start] >= self.prunable:
-            newly = self._clear_to(self.protected_from)
-        return self._sent(n, newly)
+        newly: list[int] = []
+        if self.protected_from > self.mask_from and self.prunable_tokens >= self.prunable:
+            for r in range(self.mask_from, self.protected_from):
+                if self._mask(r):
+                    newly.append(r)
+                    self.prunable_tokens -= self.sizes_of[r]
+            self.mask_from = self.protected_from
+        return self._sent(n, tuple(newly))
+
+    def _mask(self, r: int) -> bool:
+        """Put Gemini CLI's snippet in result ``r``'s place if it makes the message smaller."""
+        ref = self.session.results[r]
+        stubbed = self.stubbed
+        i = ref.message_index
+        old = stubbed.messages[i]
+        key = (r, id(old))
+        known = self.snippets.get(key)
+        if known is None:
+            block = old.content[ref.block_index]
+            output = "\n".join(block_texts(block))
+            text = gemini_snippet(ref.tool, ref.call_id, output)
+            if isinstance(block, ToolResult):
+                new_block: ToolResult | Text = ToolResult(
+                    block.call_id, (Text(text),), block.is_error, block.name, block.extra
+                )
+            else:
+                assert isinstance(block, Text)
+                new_block = Text(text, block.extra, block.observation_of)
+            content = list(old.content)
+            content[ref.block_index] = new_block
+            message = Message(old.role, tuple(content), old.source, old.extra)
+            known = (message, self.session.estimator.message(message).tokens)
+            self.snippets[key] = known
+        message, tokens = known
+        if tokens >= stubbed.current[i]:
+            return False  # Gemini CLI masks an output only when that saves tokens
+        stubbed.messages[i] = message
+        stubbed.tree.add(i, tokens - stubbed.current[i])
+        stubbed.current[i] = tokens
+        self.masked.add(r)
+        self.cleared = len(self.masked)
+        return True
 
 
 class ClaudeCodeIdleClear(Clearing):

@@ -44,6 +44,9 @@ class Step:
     """What this request wrote to the cache (Anthropic's breakpoints; 0 for automatic caches)."""
     cost_usd: float | None = None
     """The request's input cost in dollars; None when unpriced."""
+    turn_start: bool = False
+    """The request's newest message starts a user turn (a prompt, not a tool result): what
+    ``cache.check`` groups recorded cache misses by."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +226,7 @@ def replay(
         line = lines[n] if requests else transcript.messages[n].source.line
         if times and line is not None and line in times:
             session.step_times[n] = times[line]
+    turn_starts = set(session.turn_starts)
     runs = []
     for factory in policies:
         policy = factory(session, budget)
@@ -248,6 +252,7 @@ def replay(
                     measured[n].total if n in measured else None,
                     measured[n].cache_read_tokens if n in measured else None,
                     measured[n].cache_creation_tokens if n in measured else None,
+                    turn_start=n - 1 in turn_starts,
                 )
             )
             previous = sent

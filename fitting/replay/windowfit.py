@@ -24,20 +24,35 @@ def _step_from(starts: Sequence[int], lo: int, hi: int, k: int, tree: Fenwick, o
     return bisect_left(starts, tree.first_reaching(base + (reached + 1) * step), k, hi)
 
 
+def _carried(session: Session, tree: Fenwick, n: int, cut: int) -> tuple[str, int, tuple[tuple[int, int], ...]]:
+    """The request a carried cut keeps (``fit._carried``'s twin): the head, the
+    note, the opening message of the cut's turn when the cut is inside it, and
+    ``messages[cut:n]``."""
+    s = session
+    head = (0, min(s.head_stop, n))
+    turn = s.turn_starts[bisect_right(s.turn_starts, cut) - 1]
+    opener = ((turn, turn + 1),) if head[1] <= turn < cut else ()
+    tokens = s.preamble + tree.range(*head) + s.note_tokens + sum(tree.range(*o) for o in opener)
+    outcome = "turns-dropped" if turn == cut else "rounds-dropped"
+    return outcome, tokens + tree.range(cut, n), (head, (NOTE, NOTE), *opener, (cut, n))
+
+
 def _truncate(
-    session: Session, tree: Fenwick, n: int, budget: int, cut_step: int | None = None
+    session: Session, tree: Fenwick, n: int, budget: int, cut_step: int | None = None, cut_from: int = 0
 ) -> tuple[str, int, tuple[tuple[int, int], ...]]:
     """Stages 2 and 3 of SPEC §3 on ``messages[:n]`` with the sizes in ``tree``
-    (``plan_fit``'s, by searching prefix sums: see ``WindowfitPolicy``). Every
-    search is bounded by indices into the session's lists, never a slice of
-    them: a slice costs O(n) per request (issue 8)."""
+    (``plan_fit``'s, by searching prefix sums: see ``WindowfitPolicy``), cutting
+    at ``cut_from`` or after (a carried cut). Every search is bounded by indices
+    into the session's lists, never a slice of them: a slice costs O(n) per
+    request (issue 8). The step positions are counted over every boundary, so a
+    carried cut does not move them."""
     s = session
     head = (0, min(s.head_stop, n))
     fixed = s.preamble + tree.range(*head) + s.note_tokens
     turns = s.turn_starts
     t_lo, t_hi = bisect_right(turns, head[1] - 1), bisect_left(turns, n)
     # Stage 2: the smallest turn start whose tail fits (tails shrink as the start moves on).
-    fitting_turn = k = first_fitting(turns, n, tree, budget - fixed, t_lo, t_hi)
+    fitting_turn = k = first_fitting(turns, n, tree, budget - fixed, max(t_lo, bisect_left(turns, cut_from)), t_hi)
     if cut_step is not None:
         k = _step_from(turns, t_lo, t_hi, k, tree, 0, cut_step)
     if k < t_hi:
@@ -49,7 +64,7 @@ def _truncate(
     units = s.unit_starts
     u_lo, u_hi = bisect_left(units, units_from), bisect_left(units, n)
     floor = fixed + (tree.range(*opener) if opener else 0)
-    k = first_fitting(units, n, tree, budget - floor, u_lo, u_hi)
+    k = first_fitting(units, n, tree, budget - floor, max(u_lo, bisect_left(units, cut_from)), u_hi)
     rounds = s.round_starts
     r_lo, r_hi = bisect_left(rounds, units_from), bisect_left(rounds, n)
     newest = bisect_left(units, rounds[r_hi - 1], u_lo, u_hi) if r_hi > r_lo else u_hi - 1
@@ -70,6 +85,11 @@ def _truncate(
 
 class WindowfitPolicy:
     """SPEC §3: clear candidates in batches, then whole turns, then whole rounds.
+
+    With cut steps, the cut is carried (SPEC invariant 10): once a request
+    leaves messages out, the next one starts from what it kept, as a harness
+    that does not resend dropped messages does (``plan_fit(carried_cut=...)``),
+    so the cut only moves forward.
 
     This algorithm has a twin: ``plan_fit`` (``fitting/fit.py``) fits one
     request from scratch; this policy fits each request of a growing session
@@ -105,6 +125,8 @@ class WindowfitPolicy:
         self.open_tokens = 0  # tokens of the candidates after the last closed batch
         self.batches = 0
         self.cleared = 0
+        self.cut: int | None = None
+        """The carried cut: where the last request sent left messages out (only with cut steps)."""
 
     def sizes(self) -> Fenwick:
         return self.stubbed.tree
@@ -147,9 +169,16 @@ class WindowfitPolicy:
         self.cleared = max(self.cleared, count)
         return new
 
+    def _every_batch(self) -> int:
+        """How many batches stage 1 can clear now: every full one, and by count the short last one."""
+        short = self.batch_tokens is None and len(self.candidates) > (self.ends[-1] if self.ends else 0)
+        return len(self.ends) + int(short)
+
     def request(self, n: int) -> Sent:
         s = self.session
         self._advance(n)
+        if self.cut is not None:
+            return self._from_cut(n, self.cut)
         raw = s.preamble + s.before[n]
         if raw <= self.budget:
             return Sent("fits", raw, 0, ((0, n),))
@@ -162,6 +191,21 @@ class WindowfitPolicy:
         if total <= self.budget:
             return Sent("cleared", total, self.cleared, ((0, n),), tuple(newly))
         outcome, tokens, segments = _truncate(s, self.stubbed.tree, n, self.budget, self.cut_step)
+        return self._sent(outcome, tokens, segments, newly)
+
+    def _from_cut(self, n: int, cut: int) -> Sent:
+        """A request after a carried cut: every batch cleared (the cutting request
+        had them all), the kept part if it fits, else stages 2 and 3 from the cut on."""
+        self.batches = max(self.batches, self._every_batch())
+        newly = self._clear_upto(self._bound(self.batches))
+        outcome, tokens, segments = _carried(self.session, self.stubbed.tree, n, cut)
+        if tokens > self.budget:
+            outcome, tokens, segments = _truncate(self.session, self.stubbed.tree, n, self.budget, self.cut_step, cut)
+        return self._sent(outcome, tokens, segments, newly)
+
+    def _sent(self, outcome: str, tokens: int, segments: tuple[tuple[int, int], ...], newly: list[int]) -> Sent:
+        if self.cut_step is not None and outcome in ("turns-dropped", "rounds-dropped"):
+            self.cut = segments[-1][0]  # a too-long request is not sent: its cut is not carried
         return Sent(outcome, tokens, self.cleared, segments, tuple(newly))
 
 
