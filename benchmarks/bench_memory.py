@@ -190,8 +190,8 @@ def measure(size: int, only: list[str]) -> None:
         loaded, _ = peak_kb([f"{BASELINE}; from windowfit.fitting.tokenizers import load_tokenizer as f; f({name!r})"])
         print(f"baseline + load_tokenizer({name!r}): {loaded:,} KB")
     print()
-    print("| file | command | peak RSS | x file | (peak - baseline) / file | exit |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    print("| file | command | peak RSS | x file | (peak - baseline) / file | exit | <= 3x |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
     for case, (label, _) in CASES.items():
         path = paths[case]
         file_kb = path.stat().st_size / 1024
@@ -202,7 +202,7 @@ def measure(size: int, only: list[str]) -> None:
                 kb, code = peak_kb([ENTRY, *args])
                 print(
                     f"| {label}, {path.stat().st_size / 1e6:.1f} MB | `{name}` | {kb:,} KB | {kb / file_kb:.1f} | "
-                    f"{(kb - base) / file_kb:.1f} | {code} |",
+                    f"{(kb - base) / file_kb:.1f} | {code} | {'yes' if kb <= 3 * file_kb else 'no'} |",
                     flush=True,
                 )
 

@@ -9,9 +9,11 @@ from typing import Annotated
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
-from windowfit.fitting.audit import TranscriptAudit, audit_transcript
+from windowfit.fitting.audit import TranscriptAudit, audit_messages, audit_transcript
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import SEED, ScriptRule
+from windowfit.fitting.formats import Format, Input
+from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.serialize import audit_document
 from windowfit.fitting.suggest import Sample, Suggestion
 from windowfit.fitting.suggest import suggest as fit_suggestion
@@ -51,6 +53,30 @@ def audit_work(
     est = estimator_from(estimator, 1.0)
     loaded = load_tokenizers(list(tokenizers)) if tokenizers else []
     return [audit_transcript(t, est, loaded, top=top) for t in transcripts]
+
+
+def audit_stream(
+    item: Input,
+    chosen: Format,
+    skip_invalid: bool,
+    *,
+    estimator: str,
+    tokenizers: tuple[str, ...],
+    top: int,
+    keep_rows: bool,
+) -> list[TranscriptAudit] | None:
+    """``audit_work``'s audit of a messages file, its messages counted as they are read and dropped (and their
+    rows too unless ``keep_rows``, which ``--suggest`` needs); None for another format, or when the stream stops
+    on an error (the file is then loaded, and the loader words it)."""
+    try:
+        found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
+        if found is None:
+            return None
+        est = estimator_from(estimator, 1.0)
+        loaded = load_tokenizers(list(tokenizers)) if tokenizers else []
+        return [audit_messages(found.messages, found.header, est, loaded, top=top, keep_rows=keep_rows)]
+    except (WindowfitError, ValueError, RecursionError, OSError):
+        return None
 
 
 def audit_command(
@@ -102,7 +128,18 @@ def audit_command(
     names = () if provider_only else tuple(dict.fromkeys(tokenizer or [DEFAULT_TOKENIZER]))
     tokenizers = load_tokenizers(list(names)) if names else []
     work = partial(audit_work, estimator=estimator, tokenizers=names, top=top)
-    loaded = scan_all(files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=not json_)
+    stream = partial(audit_stream, estimator=estimator, tokenizers=names, top=top, keep_rows=suggest)
+    progress = not json_
+    loaded = scan_all(
+        files,
+        work,
+        fmt=from_,
+        skip_invalid=skip_invalid,
+        strict=strict,
+        jobs=jobs,
+        progress=progress,
+        stream_work=stream,
+    )
     audits = loaded.values
 
     suggestion: Suggestion | None = None

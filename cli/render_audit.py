@@ -98,8 +98,8 @@ def render_tokenizer(audit: TokenizerAudit, path: str, *, top: int) -> Renderabl
         Text(),
         Text(
             f"Total text: {audit.estimate:,} estimated vs {audit.real:,} real{total_ratio}; "
-            f"{audit.messages_under:,} of {plural(len(audit.messages), 'message')} and "
-            f"{audit.blocks_under:,} of {plural(len(audit.blocks), 'block')} under-estimated"
+            f"{audit.messages_under:,} of {plural(audit.message_count, 'message')} and "
+            f"{audit.blocks_under:,} of {plural(audit.block_count, 'block')} under-estimated"
         ),
         Text(audit.verdict(path), style="bold green" if audit.safe else "bold red"),
     ]

@@ -8,8 +8,10 @@ from typing import Annotated
 
 import typer
 
-from windowfit.fitting import Transcript, build_report
-from windowfit.fitting.report import Report
+from windowfit.fitting import Transcript, WindowfitError, build_report
+from windowfit.fitting.formats import Format, Input
+from windowfit.fitting.formats.messages import stream_messages
+from windowfit.fitting.report import Report, fold_report
 from windowfit.fitting.serialize import report_document
 
 from .render import print_reports
@@ -96,7 +98,26 @@ def report(
         size=size,
         preamble=preamble,
     )
-    scanned = scan_all(files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=not json_)
+    stream = partial(
+        report_stream,
+        estimator=estimator,
+        overhead=overhead,
+        budget=budget,
+        window=window,
+        top=top,
+        size=size,
+        preamble=preamble,
+    )
+    scanned = scan_all(
+        files,
+        work,
+        fmt=from_,
+        skip_invalid=skip_invalid,
+        strict=strict,
+        jobs=jobs,
+        progress=not json_,
+        stream_work=stream,
+    )
     reports = scanned.values
     if json_:
         print_json(report_document(reports, estimator=est.rule.name, skipped=scanned.skipped))
@@ -121,3 +142,40 @@ def report_work(
         build_report(t, est, budget=budget, window=window, top=top, size=size_of(t, est, size, preamble))
         for t in transcripts
     ]
+
+
+def report_stream(
+    item: Input,
+    chosen: Format,
+    skip_invalid: bool,
+    *,
+    estimator: str,
+    overhead: float,
+    budget: int | None,
+    window: int | None,
+    top: int,
+    size: SizeChoice,
+    preamble: int | None,
+) -> list[Report] | None:
+    """``report_work``'s report of a messages file, folded over its messages as they are read (a file of a
+    million tiny lines is never held); None for another format, or when the stream stops on an error (the
+    file is then loaded, and the loader words the error)."""
+    try:
+        found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
+        if found is None:
+            return None
+        est = estimator_from(estimator, overhead)
+        return [
+            fold_report(
+                found.messages,
+                found.header,
+                est,
+                budget=budget,
+                window=window,
+                top=top,
+                size_mode=size.value,
+                preamble=preamble,
+            )
+        ]
+    except (WindowfitError, ValueError, RecursionError, OSError):
+        return None

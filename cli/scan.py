@@ -27,6 +27,11 @@ Work = Callable[[tuple[Transcript, ...]], list[T]]
 """What a command keeps of one file's transcripts: a small value per transcript, never the transcripts. In a
 pool it must be picklable (a module-level function, or a ``functools.partial`` of one)."""
 
+Stream = Callable[[Input, Format, bool], list[T] | None]
+"""The same values as a ``Work`` read straight from the input, one message at a time, for a file whose format
+it streams (``Input``, its format and ``skip_invalid``); None to have the file loaded and given to the work
+(another format, or an input it cannot read: the loader then raises its own error). Picklable like a work."""
+
 POOL_MIN_BYTES = int(os.environ.get("WINDOWFIT_POOL_BYTES", 32_000_000))
 """Without ``--jobs``, a folder smaller than this is scanned in one process: starting workers costs more."""
 
@@ -82,6 +87,7 @@ class Task(Generic[T]):
     """Found in a folder (a foreign file is skipped), not named by the user (it is an error)."""
     strict: bool
     work: Work[T]
+    stream: Stream[T] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +123,9 @@ def _scan_one(task: Task[T]) -> Done[T]:
     chosen: Format | None = None
     try:
         chosen = get_format(task.fmt) if task.fmt else detect(item)
+        streamed = task.stream(item, chosen, task.skip_invalid) if task.stream and not task.fmt else None
+        if streamed is not None:
+            return Done(values=tuple(streamed))
         transcripts = load(item, fmt=task.fmt, skip_invalid=task.skip_invalid)
     except InputError as exc:
         if task.strict or not task.scanned or (broken_lines(exc, chosen) and not task.skip_invalid):

@@ -34,7 +34,7 @@ from windowfit.fitting.formats import FALLBACK, FORMATS, Format, Input, SkippedF
 from windowfit.fitting.size import Size, predict_size
 
 from .exit_codes import ExitCode
-from .scan import Scanned, Task, Work, start_scan, workers_for
+from .scan import Scanned, Stream, Task, Work, start_scan, workers_for
 from .terminal import SafeConsole, markup_safe
 
 T = TypeVar("T")
@@ -206,12 +206,14 @@ def scan_all(
     jobs: int | None = 1,
     progress: bool = True,
     keep_text: bool = False,
+    stream_work: Stream[T] | None = None,
 ) -> Scanned[T]:
     """What ``work`` keeps of every transcript named, file by file: each is loaded, summarised and dropped
     before the next (memory follows the largest file, not the folder), over ``jobs`` processes (``None``: one
     per CPU for a large folder), with a progress bar on a terminal when it takes a while (unless not
     ``progress``). Skips and errors as ``load_all`` says, in the same order whatever ``jobs`` is. The work
-    sees no message's JSON text unless ``keep_text`` (only a writer needs it)."""
+    sees no message's JSON text unless ``keep_text`` (only a writer needs it). ``stream_work`` reads a file of a
+    format it streams without loading it (memory follows one message, not the file)."""
     try:
         inputs: list[Input] = []
         scanned: set[str] = set()  # found in a directory, not named by the user
@@ -233,7 +235,7 @@ def scan_all(
         values: list[T] = []
         skipped: list[SkippedFile] = []
         show = progress and err.is_terminal
-        tasks = [Task(item, fmt, skip_invalid, item.path in scanned, strict, work) for item in inputs]
+        tasks = [Task(item, fmt, skip_invalid, item.path in scanned, strict, work, stream_work) for item in inputs]
         results = start_scan(tasks, workers=workers_for(jobs, inputs))  # before the bar's thread starts
         bar = Progress(
             TextColumn("{task.description}"),

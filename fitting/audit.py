@@ -15,8 +15,11 @@ tool definitions (name, description, schema) count as two more "messages".
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Generic, TypeVar
 
 from .content import (
     CONTENT_KINDS,
@@ -31,10 +34,11 @@ from .estimate import ZERO, CharCounts, Estimator
 from .report import UsageRow, build_report
 from .suggest import Sample, plausible, usage_growth_samples
 from .tokenizers import Tokenizer, count_texts
-from .transcript import Image, Transcript, block_kind
+from .transcript import Image, Message, Transcript, block_kind
 
 TOP = 10
 """How many of the worst blocks, messages and provider points to keep."""
+R = TypeVar("R")
 
 
 # --------------------------------------------------------------------------
@@ -120,6 +124,21 @@ class RatioRow:
 
 
 @dataclass(frozen=True, slots=True)
+class AuditTotals:
+    """What a tokenizer's audit sums over every message and block, kept beside the rows (or, for a streamed
+    audit, instead of them: a file of a million messages holds no million rows)."""
+
+    messages: int
+    blocks: int
+    estimate: int
+    real: int
+    messages_under: int
+    blocks_under: int
+    worst: MessageAudit | None = None
+    """The first message of the largest shortfall, if any is under-estimated (the verdict names it)."""
+
+
+@dataclass(frozen=True, slots=True)
 class TokenizerAudit:
     """An estimator against one tokenizer on one transcript."""
 
@@ -133,27 +152,38 @@ class TokenizerAudit:
     """Under-estimated blocks, the largest shortfall first."""
     worst_messages: tuple[MessageAudit, ...]
     """Under-estimated messages, the largest shortfall first."""
+    totals: AuditTotals | None = None
+    """The sums over every row; None to sum ``messages`` and ``blocks``. A streamed audit without
+    ``--suggest`` keeps only these (its ``messages`` and ``blocks`` are empty)."""
 
     @property
     def estimate(self) -> int:
         """The whole transcript's text: the sum of the message estimates."""
-        return sum(m.estimate for m in self.messages)
+        return self.totals.estimate if self.totals else sum(m.estimate for m in self.messages)
 
     @property
     def real(self) -> int:
-        return sum(m.real for m in self.messages)
+        return self.totals.real if self.totals else sum(m.real for m in self.messages)
 
     @property
     def ratio(self) -> float | None:
         return self.estimate / self.real if self.real else None
 
     @property
+    def message_count(self) -> int:
+        return self.totals.messages if self.totals else len(self.messages)
+
+    @property
+    def block_count(self) -> int:
+        return self.totals.blocks if self.totals else len(self.blocks)
+
+    @property
     def messages_under(self) -> int:
-        return sum(1 for m in self.messages if m.shortfall > 0)
+        return self.totals.messages_under if self.totals else sum(1 for m in self.messages if m.shortfall > 0)
 
     @property
     def blocks_under(self) -> int:
-        return sum(1 for b in self.blocks if b.shortfall > 0)
+        return self.totals.blocks_under if self.totals else sum(1 for b in self.blocks if b.shortfall > 0)
 
     @property
     def safe(self) -> bool:
@@ -167,11 +197,14 @@ class TokenizerAudit:
         """One line: safe or not, and the worst message."""
         if self.safe:
             return f"safe for this transcript with {self.tokenizer}: no message is under-estimated"
-        worst = min(self.messages, key=lambda m: -m.shortfall)  # the first of the largest shortfalls
+        # The first of the largest shortfalls.
+        worst = (
+            self.totals.worst if self.totals and self.totals.worst else min(self.messages, key=lambda m: -m.shortfall)
+        )
         ratio = f" (ratio {worst.ratio:.2f})" if worst.ratio is not None else ""
         return (
             f"NOT safe for this transcript with {self.tokenizer}: {self.messages_under:,} of "
-            f"{len(self.messages):,} messages under-estimated; the worst, {worst.where(path)}, by "
+            f"{self.message_count:,} messages under-estimated; the worst, {worst.where(path)}, by "
             f"{worst.shortfall:,} tokens{ratio}"
         )
 
@@ -251,6 +284,19 @@ _Texts = Iterable[tuple[int, str, tuple[str, ...]]]
 
 def _messages(transcript: Transcript) -> Iterator[tuple[int | None, str, int | None, _Texts]]:
     """Each message's index, role, line and blocks, the system prompt and the tool definitions first."""
+    yield from _preamble_items(transcript)
+    yield from _message_items(transcript.messages)
+
+
+def _message_items(messages: Iterable[Message]) -> Iterator[tuple[int | None, str, int | None, _Texts]]:
+    for mi, message in enumerate(messages):
+        blocks = (
+            (bi, block_kind(b), block_texts(b)) for bi, b in enumerate(message.content) if not isinstance(b, Image)
+        )
+        yield mi, message.role, message.source.line, blocks
+
+
+def _preamble_items(transcript: Transcript) -> Iterator[tuple[int | None, str, int | None, _Texts]]:
     if transcript.system:
         yield None, "system", None, ((i, block_kind(b), block_texts(b)) for i, b in enumerate(transcript.system))
     if transcript.tools:
@@ -258,30 +304,6 @@ def _messages(transcript: Transcript) -> Iterator[tuple[int | None, str, int | N
             (i, "tool_definition", (t.name, t.description, t.schema_json)) for i, t in enumerate(transcript.tools)
         )
         yield None, "tool definitions", None, definitions
-    for mi, message in enumerate(transcript.messages):
-        blocks = (
-            (bi, block_kind(b), block_texts(b)) for bi, b in enumerate(message.content) if not isinstance(b, Image)
-        )
-        yield mi, message.role, message.source.line, blocks
-
-
-def _ratio_rows(
-    blocks: Sequence[BlockAudit], groups: Sequence[str], key: Callable[[BlockAudit], str]
-) -> tuple[RatioRow, ...]:
-    rows = []
-    for group in groups:
-        members = [b for b in blocks if key(b) == group]
-        rows.append(
-            RatioRow(
-                group,
-                len(members),
-                sum(b.counts.total for b in members),
-                sum(b.estimate for b in members),
-                sum(b.real for b in members),
-                sum(1 for b in members if b.shortfall > 0),
-            )
-        )
-    return tuple(rows)
 
 
 def audit_tokenizer(
@@ -294,15 +316,124 @@ def audit_tokenizer(
 def _audit_tokenizers(
     transcript: Transcript, estimator: Estimator, tokenizers: Sequence[Tokenizer], *, top: int
 ) -> tuple[TokenizerAudit, ...]:
+    return _audit_items(_messages(transcript), estimator, tokenizers, top=top)
+
+
+@dataclass(slots=True)
+class _Worst(Generic[R]):
+    """The ``top`` rows of largest shortfall, the earlier first among equals (a stable sort's order), kept
+    as they come."""
+
+    top: int
+    heap: list[tuple[int, int, R]] = field(default_factory=list)
+    seen: int = 0
+
+    def add(self, shortfall: int, row: R) -> None:
+        self.seen += 1
+        if self.top <= 0:
+            return
+        item = (shortfall, -self.seen, row)
+        if len(self.heap) < self.top:
+            heapq.heappush(self.heap, item)
+        elif item[:2] > self.heap[0][:2]:
+            heapq.heapreplace(self.heap, item)
+
+    def rows(self) -> tuple[R, ...]:
+        return tuple(row for _, _, row in sorted(self.heap, key=lambda item: (-item[0], -item[1])))
+
+
+@dataclass(slots=True)
+class _Tally:
+    """One tokenizer's audit as the rows come: their sums, per group and in all, and the worst ones."""
+
+    top: int
+    keep: bool
+    messages: list[MessageAudit] = field(default_factory=list)
+    blocks: list[BlockAudit] = field(default_factory=list)
+    sums: list[int] = field(default_factory=lambda: [0] * 6)
+    """Messages, blocks, estimate, real, messages under, blocks under."""
+    groups: dict[str, list[int]] = field(default_factory=dict)
+    """Per script class and per content kind: blocks, chars, estimate, real, under."""
+    worst_blocks: _Worst[BlockAudit] = field(init=False)
+    worst_messages: _Worst[MessageAudit] = field(init=False)
+    worst: MessageAudit | None = None
+
+    def __post_init__(self) -> None:
+        self.worst_blocks = _Worst(self.top)
+        self.worst_messages = _Worst(self.top)
+        self.groups = {group: [0] * 5 for group in (*SCRIPT_CLASSES, *CONTENT_KINDS)}
+
+    def block(self, row: BlockAudit) -> None:
+        if self.keep:
+            self.blocks.append(row)
+        under = row.shortfall > 0
+        self.sums[1] += 1
+        self.sums[5] += under
+        for group in (row.script, row.content):
+            sums = self.groups[group]
+            sums[0] += 1
+            sums[1] += row.counts.total
+            sums[2] += row.estimate
+            sums[3] += row.real
+            sums[4] += under
+        if under:
+            self.worst_blocks.add(row.shortfall, row)
+
+    def message(self, row: MessageAudit) -> None:
+        if self.keep:
+            self.messages.append(row)
+        self.sums[0] += 1
+        self.sums[2] += row.estimate
+        self.sums[3] += row.real
+        if row.shortfall > 0:
+            self.sums[4] += 1
+            self.worst_messages.add(row.shortfall, row)
+            if self.worst is None or row.shortfall > self.worst.shortfall:
+                self.worst = row
+
+    def rows(self, groups: Sequence[str]) -> tuple[RatioRow, ...]:
+        return tuple(RatioRow(group, *self.groups[group]) for group in groups)
+
+    def audit(self, tokenizer: Tokenizer) -> TokenizerAudit:
+        source = getattr(tokenizer, "source", "")  # a LoadedTokenizer says where its vocabulary comes from
+        return TokenizerAudit(
+            tokenizer=tokenizer.name,
+            source=source if isinstance(source, str) else "",
+            messages=tuple(self.messages),
+            blocks=tuple(self.blocks),
+            by_script=self.rows(SCRIPT_CLASSES),
+            by_content=self.rows(CONTENT_KINDS),
+            worst_blocks=self.worst_blocks.rows(),
+            worst_messages=self.worst_messages.rows(),
+            totals=AuditTotals(
+                messages=self.sums[0],
+                blocks=self.sums[1],
+                estimate=self.sums[2],
+                real=self.sums[3],
+                messages_under=self.sums[4],
+                blocks_under=self.sums[5],
+                worst=self.worst,
+            ),
+        )
+
+
+def _audit_items(
+    items: Iterable[tuple[int | None, str, int | None, _Texts]],
+    estimator: Estimator,
+    tokenizers: Sequence[Tokenizer],
+    *,
+    top: int,
+    keep_rows: bool = True,
+) -> tuple[TokenizerAudit, ...]:
     # One message at a time, every tokenizer on its texts in one batch: what is held grows with the audit's
-    # rows, not with the tokenizations or the texts of the whole transcript (memory, issue 8).
+    # rows (and without ``keep_rows``, not even with them), not with the tokenizations or the texts of the whole
+    # transcript (memory, issue 8).
     rule = estimator.rule
-    blocks: list[list[BlockAudit]] = [[] for _ in tokenizers]
-    messages: list[list[MessageAudit]] = [[] for _ in tokenizers]
-    for index, role, line, items in _messages(transcript):
+    tallies = [_Tally(top, keep_rows) for _ in tokenizers]
+    for index, role, line, texts_of in items:
         total = ZERO
         units: list[tuple[int, str, tuple[str, ...], CharCounts]] = []
-        for block_index, kind, texts in items:
+        for block_index, kind, texts in texts_of:
             counts = ZERO
             for text in texts:
                 counts = counts + rule.count(text)
@@ -311,36 +442,18 @@ def _audit_tokenizers(
                 units.append((block_index, kind, texts, counts))
         described = [(dominant_class(c), classify_content(max(texts, key=len))) for _, _, texts, c in units]
         flat = [text for _, _, texts, _ in units for text in texts]
-        for k, tokenizer in enumerate(tokenizers):
+        for tally, tokenizer in zip(tallies, tokenizers, strict=True):
             counted = count_texts(tokenizer, flat) if flat else []
             at = real_total = 0
             for (block_index, kind, texts, counts), (script, content) in zip(units, described, strict=True):
                 real = sum(counted[at : at + len(texts)])
                 at += len(texts)
                 real_total += real
-                blocks[k].append(
+                tally.block(
                     BlockAudit(index, block_index, kind, line, counts, script, content, rule.text_tokens(counts), real)
                 )
-            messages[k].append(MessageAudit(index, role, line, total, rule.text_tokens(total), real_total))
-    audits = []
-    for tokenizer, tokenizer_blocks, tokenizer_messages in zip(tokenizers, blocks, messages, strict=True):
-        # Stable sorts: equal shortfalls stay in transcript order.
-        under_blocks = sorted((b for b in tokenizer_blocks if b.shortfall > 0), key=lambda b: -b.shortfall)
-        under_messages = sorted((m for m in tokenizer_messages if m.shortfall > 0), key=lambda m: -m.shortfall)
-        source = getattr(tokenizer, "source", "")  # a LoadedTokenizer says where its vocabulary comes from
-        audits.append(
-            TokenizerAudit(
-                tokenizer=tokenizer.name,
-                source=source if isinstance(source, str) else "",
-                messages=tuple(tokenizer_messages),
-                blocks=tuple(tokenizer_blocks),
-                by_script=_ratio_rows(tokenizer_blocks, SCRIPT_CLASSES, lambda b: b.script),
-                by_content=_ratio_rows(tokenizer_blocks, CONTENT_KINDS, lambda b: b.content),
-                worst_blocks=tuple(under_blocks[:top]),
-                worst_messages=tuple(under_messages[:top]),
-            )
-        )
-    return tuple(audits)
+            tally.message(MessageAudit(index, role, line, total, rule.text_tokens(total), real_total))
+    return tuple(tally.audit(tokenizer) for tally, tokenizer in zip(tallies, tokenizers, strict=True))
 
 
 def audit_usage(transcript: Transcript, estimator: Estimator, *, top: int = TOP) -> UsageAudit | None:
@@ -367,4 +480,41 @@ def audit_transcript(
         usage=audit_usage(transcript, estimator, top=top),
         usage_samples=tuple(s for s in growth if plausible(s)),
         usage_discarded=sum(1 for s in growth if not plausible(s)),
+    )
+
+
+def audit_messages(
+    messages: Iterator[Message],
+    header: Callable[[], Transcript],
+    estimator: Estimator,
+    tokenizers: Sequence[Tokenizer],
+    *,
+    top: int = TOP,
+    keep_rows: bool = True,
+) -> TranscriptAudit:
+    """``audit_transcript`` of a transcript without measured usage (the messages format) whose messages come
+    one at a time and are dropped once counted; ``header()`` gives it without its messages once the first
+    message is read (a stream puts leading system messages into its system prompt until then). Without
+    ``keep_rows`` each tokenizer's audit keeps its sums and worst rows, not a row per message and block (what
+    the output shows, but not the samples ``--suggest`` fits)."""
+    first = next(messages, None)
+    head = header()
+    if head.usage:
+        raise ValueError("a streamed audit is for a transcript without usage")
+    seen = [0]
+
+    def counted() -> Iterator[Message]:
+        for message in chain(() if first is None else (first,), messages):
+            seen[0] += 1
+            yield message
+
+    items = chain(_preamble_items(head), _message_items(counted()))
+    audits = _audit_items(items, estimator, tokenizers, top=top, keep_rows=keep_rows)
+    return TranscriptAudit(
+        path=head.source.path,
+        name=head.name,
+        estimator=estimator.rule.name,
+        messages=seen[0],
+        tokenizers=audits,
+        usage=None,
     )

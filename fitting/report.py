@@ -5,7 +5,8 @@ against a budget and a window."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from .estimate import CharCounts, Estimator
@@ -13,8 +14,13 @@ from .repair import repair_defects
 from .size import Size, SizeMode, predict_size
 from .store.base import PAGE_TOKENS
 from .transcript import (
+    Block,
     Defect,
     Dialect,
+    Message,
+    Role,
+    ToolCall,
+    ToolResult,
     Transcript,
     block_kind,
     count_rounds,
@@ -313,3 +319,157 @@ def _usage_rows(session: Transcript, estimator: Estimator, preamble: int) -> tup
         estimated = preamble + cumulative[before] - cumulative[first]
         rows.append(UsageRow(before, u.source.line, estimated, u.total, u.cache_read_tokens, u.cache_creation_tokens))
     return tuple(rows)
+
+
+# --------------------------------------------------------------------------
+# The same report, folded over messages that are not kept
+
+
+_PLAIN: dict[Role, Message] = {role: Message(role, ()) for role in ("system", "user", "assistant", "tool")}
+"""What the repair check needs of a message without tool calls or results: its role and place."""
+
+
+@dataclass(slots=True)
+class ReportFold:
+    """``build_report`` one message at a time, keeping only what the report shows (sums, the tool results'
+    sizes, the calls' names) and, for the defects, each message's tool calls and results without their text:
+    a file of a million messages is never held. For a transcript without measured usage or compaction (the
+    messages format), ``fold_report`` gives what ``build_report`` gives on the loaded transcript."""
+
+    estimator: Estimator
+    messages: int = 0
+    total: int = 0
+    counts: CharCounts = field(default_factory=CharCounts)
+    by_role: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    turns: int = 0
+    rounds: int = 0
+    names: dict[str, str] = field(default_factory=dict)
+    calls_per_tool: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    calls: int = 0
+    results: list[tuple[str, str, int, int, int | None]] = field(default_factory=list)
+    """Each tool result: call id, the name it records, tokens, message index, line."""
+    skeleton: list[Message] = field(default_factory=list)
+
+    def add(self, message: Message) -> None:
+        est = self.estimator.blocks(message.content)
+        index = self.messages
+        self.messages += 1
+        self.total += est.tokens
+        self.counts = self.counts + est.counts
+        self.by_role[message.role] += est.tokens
+        for block, tokens in zip(message.content, est.block_tokens, strict=True):
+            self.by_kind[block_kind(block)] += tokens
+        if self.estimator.rule.message_overhead_tokens:
+            self.by_kind["message overhead"] += self.estimator.rule.message_overhead_tokens
+        starts = message.starts_turn
+        self.turns += 1 if starts or index == 0 else 0
+        if message.role == "assistant" and any(isinstance(b, ToolCall) for b in message.content):
+            self.rounds += 1  # a round opens at each (results are never in an assistant message: ``iter_units``)
+        kept: list[Block] = []
+        for bi, block in enumerate(message.content):
+            if isinstance(block, ToolCall):
+                self.names[block.id] = block.name
+                self.calls_per_tool[block.name] += 1
+                self.calls += 1
+                kept.append(ToolCall(block.id, block.name, ""))
+            elif isinstance(block, ToolResult):
+                self.results.append((block.call_id, block.name, est.block_tokens[bi], index, message.source.line))
+                kept.append(ToolResult(block.call_id, ()))
+        self.skeleton.append(Message(message.role, tuple(kept), message.source) if kept else _PLAIN[message.role])
+
+    def report(
+        self,
+        header: Transcript,
+        *,
+        budget: int | None = None,
+        window: int | None = None,
+        top: int = TOP_RESULTS,
+        size_mode: SizeMode = "auto",
+        preamble: int | None = None,
+    ) -> Report:
+        """The report of ``header`` (the transcript without its messages) holding the messages added."""
+        if header.messages or header.usage or header.context_start:
+            raise ValueError("a folded report is for a transcript without usage or compaction")
+        estimator = self.estimator
+        size = predict_size(header, estimator, mode=size_mode, preamble=preamble)
+        size = replace(size, tokens=size.tokens + self.total, estimated_tokens=self.total)
+        counts = self.counts
+        by_role, by_kind = defaultdict(int, self.by_role), defaultdict(int, self.by_kind)
+        if header.system:
+            system = estimator.blocks(header.system)
+            counts = counts + system.counts
+            by_role["system"] += system.tokens
+        tool_defs = 0
+        for tool in header.tools:
+            est = estimator.tool_def(tool)
+            counts = counts + est.counts
+            tool_defs += est.tokens
+        if tool_defs:
+            by_role["tool definitions"] += tool_defs
+            by_kind["tool definitions"] += tool_defs
+        total = self.total + size.preamble_tokens
+        if size.preamble_source in ("inferred", "given") and size.preamble_tokens:
+            by_role[f"system prompt and tools ({size.preamble_source})"] += size.preamble_tokens
+        rows = estimator.rule.class_rows(counts)
+        text_total = sum(r.tokens for r in rows) or 1.0
+        results: list[ResultRow] = []
+        per_tool: dict[str, list[int]] = defaultdict(list)
+        for call_id, recorded, tokens, index, line in self.results:
+            name = self.names.get(call_id) or recorded or "?"
+            results.append(ResultRow(name, call_id, tokens, index, line))
+            per_tool[name].append(tokens)
+        skeleton = replace(header, messages=tuple(self.skeleton))
+        return Report(
+            path=header.source.path,
+            format=header.format,
+            dialect=header.dialect,
+            messages=self.messages,
+            turns=self.turns,
+            rounds=self.rounds,
+            tool_calls=self.calls,
+            tool_results=len(results),
+            skipped_lines=len(header.skipped),
+            tokens=size.tokens,
+            preamble_tokens=size.preamble_tokens,
+            classes=tuple(
+                ClassRow(r.name, r.chars, float(r.chars_per_token), r.tokens, r.tokens / text_total) for r in rows
+            ),
+            by_role=tuple(sorted(by_role.items(), key=lambda kv: (-kv[1], kv[0]))),
+            by_kind=tuple(sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0]))),
+            largest_results=tuple(sorted(results, key=lambda r: (-r.tokens, r.message_index))[:top]),
+            tools=tuple(
+                _tool_row(name, self.calls_per_tool.get(name, 0), sizes)
+                for name, sizes in sorted(per_tool.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
+            ),
+            budget=budget,
+            window=window,
+            name=header.name,
+            session_messages=self.messages,
+            session_tokens=total,
+            usage=(),
+            defects=_defects(header, skeleton),
+            line_kinds=header.line_kinds,
+            notes=header.notes,
+            size=size,
+        )
+
+
+def fold_report(
+    messages: Iterable[Message],
+    header: Transcript | Callable[[], Transcript],
+    estimator: Estimator,
+    *,
+    budget: int | None = None,
+    window: int | None = None,
+    top: int = TOP_RESULTS,
+    size_mode: SizeMode = "auto",
+    preamble: int | None = None,
+) -> Report:
+    """``build_report`` of the transcript ``header`` with ``messages``, each message read once and dropped
+    (``header`` may be a function that gives it once the messages are read, as a stream does)."""
+    fold = ReportFold(estimator)
+    for message in messages:
+        fold.add(message)
+    head = header() if callable(header) else header
+    return fold.report(head, budget=budget, window=window, top=top, size_mode=size_mode, preamble=preamble)

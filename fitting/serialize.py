@@ -1039,7 +1039,7 @@ def audit_to_dict(audit: TranscriptAudit) -> TranscriptAuditJson:
                 "safe": t.safe,
                 "verdict": t.verdict(audit.path),
                 "messages_under": t.messages_under,
-                "blocks": len(t.blocks),
+                "blocks": t.block_count,
                 "blocks_under": t.blocks_under,
                 "by_script": _by_script(t.by_script),
                 "by_content": _by_content(t.by_content),

@@ -6,19 +6,29 @@ from __future__ import annotations
 
 import codecs
 import json
+import mmap
+import os
 import re
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeAlias
 
-from .._json import LENIENT_DECODER, check_depth
+import orjson
+
+from .._json import _STRING_RE, LENIENT_DECODER, MAX_DEPTH, _value_end, check_depth, depth_error, loads_or_lenient
 from ..errors import InvalidJson, InvalidUtf8, Location
+from ._jsonl import BOM
 from ._sniff import scan_head
 from .base import SNIFF_BYTES, Input
 
 CHUNK_CHARS = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = LENIENT_DECODER  # 1E400 kept as it is spelled, not read as inf (which JSON writes as null)
+_BLANK_BYTES = re.compile(rb"[ \t\r\n]*")
+Buffer: TypeAlias = bytes | mmap.mmap
+"""A document's bytes: read (stdin) or a mapped file; both slice into bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,4 +191,221 @@ def is_document(source: Input) -> bool:
         return False
     if shape.multiline or (shape.complete and len(head) < SNIFF_BYTES):
         return True
-    return source.is_document()
+    found = long_line_document(source)
+    return source.is_document() if found is None else found
+
+
+# --------------------------------------------------------------------------
+# One document on one long line, read from its bytes member by member
+
+
+@contextmanager
+def document_bytes(source: Input) -> Iterator[Buffer]:
+    """The input's bytes: stdin's as read, a file's mapped rather than read (a 500 MB body is not copied into
+    the process; the pages it touches can be handed back with ``release``)."""
+    if source.data is not None:
+        yield source.data
+        return
+    with open(source.path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if not size:
+            yield b""
+            return
+        try:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # a file system that cannot map it: read it then
+            mapped = None
+        if mapped is None:
+            yield f.read()
+            return
+        with mapped:
+            yield mapped
+
+
+def release(buf: Buffer, end: int) -> None:
+    """Hand the pages of a mapped file before ``end`` back to the system: parsed, they are not read again, and
+    a mapped file's resident pages count in the process's memory. Bytes in memory are left alone."""
+    if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        end -= end % mmap.PAGESIZE
+        if end > 0:
+            buf.madvise(mmap.MADV_DONTNEED, 0, end)
+
+
+def _blank_end(buf: Buffer, pos: int) -> int:
+    return _BLANK_BYTES.match(buf, pos).end()  # type: ignore[union-attr]  # matches the empty string at worst
+
+
+def document_start(buf: Buffer) -> int:
+    """Where the document's value opens: after a byte order mark and blanks."""
+    return _blank_end(buf, len(BOM) if buf[: len(BOM)] == BOM else 0)
+
+
+def parse_member(raw: bytes, path: str, levels: int) -> Any:
+    """One member's value, parsed from its text; ValueError if it is not JSON, or if, ``levels`` deep inside
+    the document, it nests deeper than the document may (the whole document's reading decides then)."""
+    try:
+        value = loads_or_lenient(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(str(exc)) from None
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH - levels:
+        nested: Any = value
+        for _ in range(levels):
+            nested = [nested]
+        if depth_error(nested, Location(path)) is not None:
+            raise ValueError("nested too deep")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Spans:
+    """A document's top-level members (an object's: key, start, end of each value's text) and the spans of its
+    messages (an array document's items, or an object's ``messages`` items), as arrays of offsets."""
+
+    opening: bytes
+    members: list[tuple[str | None, int, int]]
+    starts: array[int] | None
+    ends: array[int] | None
+
+    @property
+    def elements(self) -> Iterator[tuple[int, int]]:
+        return zip(self.starts or (), self.ends or (), strict=True)
+
+    @property
+    def has_messages(self) -> bool:
+        return self.starts is not None
+
+
+def _blank(buf: Buffer, pos: int) -> int:
+    """The end of the blanks at ``pos``; ValueError if they hold a line break (not one line then)."""
+    end = _blank_end(buf, pos)
+    if end > pos and b"\n" in buf[pos:end]:
+        raise ValueError("a line break")
+    return end
+
+
+def _walk(buf: Buffer, start: int, member: Callable[[str | None, int], int]) -> int:
+    """Walk the array or object opening at ``buf[start]`` member by member, never scanning it whole:
+    ``member(key, start)`` reads each value and says where it ends. The end of the container; ValueError
+    where its punctuation is not JSON's."""
+    close = b"}" if buf[start : start + 1] == b"{" else b"]"
+    i = _blank(buf, start + 1)
+    if buf[i : i + 1] == close:
+        return i + 1
+    while True:
+        key: str | None = None
+        if close == b"}":
+            found = _STRING_RE.match(buf, i)
+            if found is None:
+                raise ValueError("expected a key")
+            try:
+                key = loads_or_lenient(found.group())
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(str(exc)) from None
+            i = _blank(buf, found.end())
+            if buf[i : i + 1] != b":":
+                raise ValueError("expected ':'")
+            i = _blank(buf, i + 1)
+        i = _blank(buf, member(key, i))
+        mark = buf[i : i + 1]
+        if mark == b",":
+            i = _blank(buf, i + 1)
+        elif mark == close:
+            return i + 1
+        else:
+            raise ValueError("expected ',' or the end")
+
+
+def one_line_spans(buf: Buffer, path: str) -> Spans | None:
+    """The spans of a document that is one JSON value alone on its first line, without parsing or scanning it
+    whole; None when it is not that (or its text is not plainly well-formed: the ordinary reading decides
+    then, with its own errors). Every member is parsed once to be sure it is JSON, one at a time, and dropped,
+    and the pages behind are handed back as it goes."""
+    start = document_start(buf)
+    opening = buf[start : start + 1]
+    if opening not in (b"{", b"["):
+        return None
+    members: list[tuple[str | None, int, int]] = []
+    starts: array[int] | None = None
+    ends: array[int] | None = None
+
+    def value(raw: bytes, levels: int) -> None:
+        if b"\n" in raw:
+            raise ValueError("a line break")
+        parse_member(raw, path, levels)
+
+    def element(_: str | None, a: int) -> int:
+        b = _value_end(buf, a)  # type: ignore[arg-type]
+        if b < 0:
+            raise ValueError("a value without its end")
+        value(buf[a:b], 2)
+        release(buf, b)
+        assert starts is not None and ends is not None
+        starts.append(a)
+        ends.append(b)
+        return b
+
+    def member(key: str | None, a: int) -> int:
+        nonlocal starts, ends
+        if key == "messages" and buf[a : a + 1] == b"[":
+            starts, ends = array("q"), array("q")
+            b = _walk(buf, a, element)
+        else:
+            b = _value_end(buf, a)  # type: ignore[arg-type]
+            if b < 0:
+                raise ValueError("a value without its end")
+            value(buf[a:b], 1)
+            release(buf, b)
+        members.append((key, a, b))
+        return b
+
+    try:
+        if opening == b"[":
+            starts, ends = array("q"), array("q")
+            end = _walk(buf, start, element)
+        else:
+            end = _walk(buf, start, member)
+    except ValueError:
+        return None
+    if _blank_end(buf, end) != len(buf):
+        return None  # more after it: not this case
+    keys = [key for key, _, _ in members]
+    if len(set(keys)) != len(keys):
+        return None  # a repeated key: the parser's own reading says which one counts, and in which place
+    return Spans(opening, members, starts, ends)
+
+
+def long_line_document(source: Input) -> bool | None:
+    """``source.is_document()`` for one JSON value longer than the sniffed head on a line of its own, told by
+    scanning its bytes instead of parsing the line whole (which held the line, the parser's work and every
+    string of it at once); None when the head does not show that case or the scan cannot tell."""
+    shape = scan_head(source.head())
+    if not shape.opening or shape.complete or shape.multiline or shape.more:
+        return None
+    spans = spans_of(source)
+    if spans is None:
+        return None
+    return spans.opening == b"[" or "role" not in {key for key, _, _ in spans.members}
+
+
+_LAST: list[tuple[tuple[str, int, int, int], Spans | None]] = []
+"""The last input ``spans_of`` scanned, and its spans: detecting, handing over and reading one file ask for
+them up to three times, and each scan parses every member."""
+
+
+def spans_of(source: Input) -> Spans | None:
+    """``one_line_spans`` of the input, remembered for the last file asked about while it is unchanged (path,
+    inode, size and modification time; bytes in memory are scanned each time, and never kept here)."""
+    if source.data is not None:
+        with document_bytes(source) as buf:
+            return one_line_spans(buf, source.path)
+    try:
+        st = os.stat(source.path)
+    except OSError:
+        return None
+    key = (source.path, st.st_ino, st.st_size, st.st_mtime_ns)
+    if _LAST and _LAST[0][0] == key:
+        return _LAST[0][1]
+    with document_bytes(source) as buf:
+        spans = one_line_spans(buf, source.path)
+    _LAST[:] = [(key, spans)]
+    return spans

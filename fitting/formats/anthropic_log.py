@@ -230,9 +230,14 @@ def _values(source: Input, skip_invalid: bool, skipped: list[Skipped]) -> Iterat
             yield member.line, member.value, member.text
 
 
-def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
+def hands_over(source: Input) -> bool:
+    """Whether ``load`` hands ``source`` to the messages format: one bare request body alone in a file."""
     shape = scan_head(source.head())
-    if shape.opening == "{" and "request" not in shape.keys and is_document(source):
+    return shape.opening == "{" and "request" not in shape.keys and is_document(source)
+
+
+def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
+    if hands_over(source):
         # One bare request body alone in a file is the messages format's document: handed over before it
         # is streamed member by member here (which would hold its text twice over for nothing).
         return messages.FORMAT.load(source, skip_invalid=skip_invalid)

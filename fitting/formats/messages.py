@@ -4,17 +4,18 @@ request body ``{"system"?, "tools"?, "messages": [...]}`` or a message array."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 
 from .._json import encode, member_spans, str_field, with_input_texts
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..transcript import Dialect, Message, Skipped, Source, Transcript, Verbatim
+from ..transcript import Block, Dialect, Message, Skipped, Source, ToolDef, Transcript, Verbatim
 from ..wire import anthropic, openai
-from ..wire.bodies import body_from_transcript, messages_keeping, transcript_from_body
+from ..wire.bodies import body_dialect, body_from_transcript, messages_keeping, transcript_from_body
+from ._document import Buffer, Spans, document_bytes, long_line_document, parse_member, release, spans_of
 from ._jsonl import BOM, LineReader, loads_document
 from .base import Format, Input
 
@@ -89,10 +90,14 @@ def _verbatim_system(texts: Iterable[bytes | None], system: tuple[Any, ...]) -> 
 def _with_verbatim(transcript: Transcript, text: bytes, members: list[tuple[str | None, int, int]]) -> Transcript:
     """``transcript`` (read from a document) with each message's JSON text, and
     the system prompt's, as the document spells them (invariant 9)."""
-    leading = len(members) - len(transcript.messages)  # OpenAI system messages, now the system prompt
+    return _with_texts(transcript, [text[a:b] for _, a, b in members])
+
+
+def _with_texts(transcript: Transcript, spans: list[bytes]) -> Transcript:
+    """``transcript`` with each message's JSON text given, system messages' first."""
+    leading = len(spans) - len(transcript.messages)  # OpenAI system messages, now the system prompt
     if leading < 0:
         return transcript
-    spans = [text[a:b] for _, a, b in members]
     messages = tuple(
         Message(m.role, content, m.source, m.extra, Verbatim((raw,), content))
         for m, raw in zip(transcript.messages, spans[leading:], strict=True)
@@ -151,8 +156,59 @@ def _document(data: bytes, path: str, *, skip_invalid: bool, keep_text: bool = T
     )
 
 
+def _one_line(source: Input, *, skip_invalid: bool) -> Transcript | None:
+    """A document alone on one long line, read member by member from the file's pages (handed back as they
+    are read) instead of parsed whole: the file's bytes, the parser's work and the strings are never all held
+    at once. The same transcript as ``_document``; None where that reading must decide (not such a document,
+    a text the scan cannot vouch for, a single message)."""
+    spans = spans_of(source)
+    if spans is None or not spans.has_messages:
+        return None
+    with document_bytes(source) as buf:
+        path, keep_text = source.path, source.keep_text
+        texts: list[bytes] = []  # each message's JSON text, for a writer
+        values = []
+        for a, b in spans.elements:
+            raw = buf[a:b]
+            values.append(parse_member(raw, path, 2))
+            release(buf, b)
+            if keep_text:
+                texts.append(raw)
+            del raw
+        if spans.opening == b"[":
+            transcript = transcript_from_objects(
+                ((None, m, None) for m in values), path, skip_invalid=skip_invalid, skipped=[]
+            )
+            del values
+            if transcript.skipped or not keep_text:
+                return transcript
+            return _with_texts(transcript, texts)
+        body = _head(buf, spans, path)
+        body["messages"] = values
+        del values
+        transcript = transcript_from_body(body, source=Source(path), fmt=REQUEST)
+        del body
+        if not keep_text:
+            return transcript
+        transcript = _with_texts(transcript, texts)
+        del texts
+        system = next((buf[a:b] for key, a, b in spans.members if key == "system"), None)
+        if system is not None and transcript.dialect == "anthropic":
+            transcript = replace(transcript, system_verbatim=Verbatim((system,), transcript.system))
+        return transcript
+
+
+def _head(buf: Buffer, spans: Spans, path: str) -> dict[str, Any]:
+    """A body's members but its messages (an empty list in their place)."""
+    return {key or "": [] if key == "messages" else parse_member(buf[a:b], path, 1) for key, a, b in spans.members}
+
+
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
-    if source.is_document():
+    long_line = long_line_document(source)
+    if long_line if long_line is not None else source.is_document():
+        fast = _one_line(source, skip_invalid=skip_invalid) if long_line else None
+        if fast is not None:
+            return (fast,)
         return (_document(source.read_all(), source.path, skip_invalid=skip_invalid, keep_text=source.keep_text),)
     reader = LineReader(source.path, skip_invalid)
     transcript = transcript_from_objects(
@@ -210,3 +266,127 @@ FORMAT = Format(
     write=write,
     variants=(REQUEST,),
 )
+
+
+# --------------------------------------------------------------------------
+# Streaming: one message at a time, for commands that keep only a summary
+
+
+@dataclass(slots=True)
+class MessageStream:
+    """A messages file read one message at a time, none of them kept: iterate ``messages`` once, then
+    ``header()`` is the transcript ``load`` gives without its messages (system prompt, tools, dialect, skipped
+    lines). Loading the file instead gives the same messages, in order (``fitting.report.fold_report``)."""
+
+    path: str
+    fmt: str
+    messages: Iterator[Message]
+    tools: tuple[ToolDef, ...] = ()
+    extra: str = ""
+    system: list[Block] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    dialect: Dialect = "anthropic"
+
+    def header(self) -> Transcript:
+        system, skipped = tuple(self.system), tuple(self.skipped)
+        return Transcript(system, self.tools, (), Source(self.path), self.fmt, self.dialect, skipped, self.extra)
+
+
+def stream(source: Input, *, skip_invalid: bool) -> MessageStream | None:
+    """``source`` (in this format) as a stream of its messages; None where only ``load`` reads it (a document
+    over several lines, a single message, a text the scan cannot vouch for). An error it raises is one
+    ``load`` may word differently: a caller that wants ``load``'s words loads the file again."""
+    long_line = long_line_document(source)
+    if not (long_line if long_line is not None else source.is_document()):
+        reader = LineReader(source.path, skip_invalid)
+        found = MessageStream(source.path, NAME, iter(()), skipped=reader.skipped)
+        objects = ((line, obj) for line, obj, _ in reader.entries(source.lines()))
+        found.messages = _objects(found, objects, skip_invalid=skip_invalid, openai_leading=True)
+        return found
+    if not long_line:
+        return None
+    spans = spans_of(source)
+    if spans is None or not spans.has_messages:
+        return None
+    with document_bytes(source) as buf:
+        head = _head(buf, spans, source.path) if spans.opening == b"{" else None
+    found = MessageStream(source.path, NAME if head is None else REQUEST, iter(()))
+    values = _elements(source, spans)
+    if head is None:
+        found.messages = _objects(found, ((None, v) for v in values), skip_invalid=skip_invalid, openai_leading=True)
+        return found
+    if "system" in head:
+        dialect: Dialect = "anthropic"
+    elif any(isinstance(m, dict) and (openai.looks_openai(m) or m.get("role") == "system") for m in values):
+        dialect = "openai"  # the body's dialect is told by any of its messages: one pass to find it
+    else:
+        dialect = body_dialect(head)
+    empty = transcript_from_body(head, dialect=dialect, source=Source(source.path), fmt=REQUEST)
+    found.tools, found.extra, found.system, found.dialect = empty.tools, empty.extra, list(empty.system), dialect
+    found.messages = _body_messages(found, _elements(source, spans), dialect)
+    return found
+
+
+def _elements(source: Input, spans: Spans) -> Iterator[Any]:
+    """The document's messages, parsed one at a time, the pages behind handed back."""
+    with document_bytes(source) as buf:
+        for a, b in spans.elements:
+            value = parse_member(buf[a:b], source.path, 2)
+            release(buf, b)
+            yield value
+
+
+def _body_messages(found: MessageStream, values: Iterator[Any], dialect: Dialect) -> Iterator[Message]:
+    source = Source(found.path)
+    where = Location(found.path)
+    leading = dialect == "openai"
+    for value in values:
+        if not isinstance(value, dict):
+            raise UnknownShape(where, "each message must be an object")
+        if dialect == "anthropic":
+            yield anthropic.message_from_json(value, source)
+            continue
+        message = openai.message_from_json(value, source)
+        if leading and message.role == "system":
+            found.system.extend(message.content)
+            continue
+        leading = False
+        yield message
+
+
+def _objects(
+    found: MessageStream, objects: Iterable[tuple[int | None, Any]], *, skip_invalid: bool, openai_leading: bool
+) -> Iterator[Message]:
+    """``transcript_from_objects`` one message at a time: leading system messages go to the system prompt."""
+    dialects: set[Dialect] = set()
+    leading, any_message = openai_leading, False
+    for line, obj in objects:
+        source = Source(found.path, line)
+        try:
+            message, dialect = message_from_json(obj, source)
+        except UnknownShape as exc:
+            if not skip_invalid:
+                raise
+            found.skipped.append(Skipped(source, exc.message))
+            continue
+        any_message = True
+        if dialect:
+            dialects.add(dialect)
+        found.dialect = "openai" if "openai" in dialects else "anthropic"
+        if leading and message.role == "system":
+            found.system.extend(message.content)
+            continue
+        leading = False
+        yield message
+    if not any_message:
+        raise EmptyTranscript(Location(found.path), "no messages found", hint="is this the right file?")
+
+
+def stream_messages(source: Input, fmt: str, *, skip_invalid: bool) -> MessageStream | None:
+    """``source``, detected as ``fmt``, as a stream of messages when ``load`` would read it as this format:
+    a messages file, or the bare request body the request-log format hands over; else None."""
+    from . import anthropic_log  # it imports this module
+
+    if fmt == NAME or (fmt == anthropic_log.NAME and anthropic_log.hands_over(source)):
+        return stream(source, skip_invalid=skip_invalid)
+    return None
