@@ -73,3 +73,18 @@ def test_fit_writes_a_valid_request(run_cli: Run, tmp_path: Path) -> None:
     (fitted,) = load_path(out)
     assert (fitted.format, fitted.dialect) == ("request", "openai")
     assert check_request(fitted) == ()
+
+
+def test_call_ids_that_are_not_strings_are_a_clean_error_not_a_crash(tmp_path: Path) -> None:
+    """A list where an id belongs (found by the fuzzer: the set of call ids raised TypeError, a traceback)."""
+    agent = {"step_id": 2, "source": "agent", "message": "ok"}
+    call = {"tool_call_id": "c1", "function_name": "f", "arguments": {}}
+    loose = {**agent, "tool_calls": [call], "observation": {"results": [{"source_call_id": ["c1"], "content": "r"}]}}
+    path = tmp_path / "loose.json"
+    path.write_text(json.dumps({"schema_version": "ATIF-v1.4", "steps": [{"step_id": 1, "source": "user"}, loose]}))
+    (t,) = load_path(path)
+    assert [m.role for m in t.messages][-1] == "user"  # the result answers no call: user text
+    bad = {**agent, "tool_calls": [{**call, "tool_call_id": ["c1"]}]}
+    path.write_text(json.dumps({"schema_version": "ATIF-v1.4", "steps": [{"step_id": 1, "source": "user"}, bad]}))
+    with pytest.raises(UnknownShape, match="'id'"):
+        load_path(path)

@@ -55,7 +55,7 @@ def _step_messages(step: dict[str, Any], where: Location, inputs: InputTexts | N
     if source != "agent":
         raise UnknownShape(where, f"unknown step source {source!r} (expected 'system', 'user' or 'agent')")
     calls = [c for c in step.get("tool_calls") or () if isinstance(c, dict)]
-    ids = {c.get("tool_call_id") for c in calls}
+    ids = {c["tool_call_id"] for c in calls if isinstance(c.get("tool_call_id"), str)}
     assistant: dict[str, Any] = {"role": "assistant", "content": _text(step.get("message")) or None}
     if calls:
         assistant["tool_calls"] = [
@@ -78,7 +78,7 @@ def _step_messages(step: dict[str, Any], where: Location, inputs: InputTexts | N
             continue
         content = result.get("content")
         call = result.get("source_call_id")
-        if call in ids and call not in answered:
+        if isinstance(call, str) and call in ids and call not in answered:
             answered.add(call)
             out.append({"role": "tool", "tool_call_id": call, "content": _text(content) or ""})
         elif isinstance(content, str) and content:
