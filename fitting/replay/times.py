@@ -8,22 +8,29 @@ then every request is taken to follow the one before within the lifetime."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
+from typing import BinaryIO
 
 import orjson
 
+KEY = b'"timestamp"'
+CHUNK = 1 << 20
 
-def line_times(path: str) -> dict[int, float]:
+
+def line_times(path: str, chunk: int = CHUNK) -> dict[int, float]:
     """Seconds since the epoch of each line of a JSONL file that records a top-level ``timestamp``
-    (ISO 8601, or a number of seconds or milliseconds), by 1-based line; empty for any other file."""
+    (ISO 8601, or a number of seconds or milliseconds), by 1-based line; empty for any other file.
+
+    The file is searched for the key a chunk at a time, and only a line holding it is read and parsed:
+    a long line without one (a request body alone on one line) is never held whole (issue 11, item 5)."""
     times: dict[int, float] = {}
     try:
-        with open(path, "rb") as f:
-            for number, line in enumerate(f, start=1):
-                if b'"timestamp"' not in line:
-                    continue
+        with open(path, "rb") as scan, open(path, "rb") as read:
+            for number, start in lines_with(scan, KEY, chunk):
+                read.seek(start)
                 try:
-                    value = orjson.loads(line)
+                    value = orjson.loads(read.readline())
                 except orjson.JSONDecodeError:
                     continue
                 at = _seconds(value.get("timestamp")) if isinstance(value, dict) else None
@@ -32,6 +39,46 @@ def line_times(path: str) -> dict[int, float]:
     except OSError:
         return {}
     return times
+
+
+def lines_with(f: BinaryIO, key: bytes, chunk: int = CHUNK) -> Iterator[tuple[int, int]]:
+    """The 1-based number and starting offset of each line of ``f`` that contains ``key``, in order,
+    each once, reading ``chunk`` bytes at a time (a line is what ``for line in f`` gives)."""
+    line = 1  # the number of the line that starts at `start`
+    start = 0  # where the current (last unfinished) line starts
+    offset = 0  # the file offset of `buffer[0]`
+    buffer = b""
+    reported = 0  # the last line number yielded
+    while True:
+        block = f.read(chunk)
+        if not block:
+            break
+        # Carry over only the bytes that could start a key cut by the chunk boundary (or, after a key
+        # found near the end, the bytes from it on); their newlines are counted in the next round.
+        searched = buffer + block
+        found = searched.find(key)
+        scanned = 0  # newlines in searched[:scanned] are already counted in `line`/`start`
+        while found != -1:
+            line += searched.count(b"\n", scanned, found)
+            newline = searched.rfind(b"\n", scanned, found)
+            if newline != -1:
+                start = offset + newline + 1
+            scanned = found
+            if line != reported:
+                reported = line
+                yield line, start
+            found = searched.find(key, found + 1)
+        keep = min(len(key) - 1, len(searched))
+        cut = len(searched) - keep
+        if cut > scanned:
+            line += searched.count(b"\n", scanned, cut)
+            newline = searched.rfind(b"\n", scanned, cut)
+            if newline != -1:
+                start = offset + newline + 1
+        else:
+            cut = scanned
+        buffer = searched[cut:]
+        offset += cut
 
 
 def _seconds(value: object) -> float | None:
