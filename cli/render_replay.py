@@ -23,8 +23,9 @@ class Items(Text):
     """Comma-separated items ("over-budget 70%") that wrap only between items,
     never inside one: a share alone on a line says nothing."""
 
-    def __init__(self, items: Sequence[str]) -> None:
-        self.items = tuple(f"{item}," for item in items[:-1]) + tuple(items[-1:])
+    def __init__(self, items: Sequence[str], *, lead: str = "") -> None:
+        """``lead``: words before the items, wrapping between words."""
+        self.items = tuple(lead.split()) + tuple(f"{item}," for item in items[:-1]) + tuple(items[-1:])
         super().__init__(" ".join(self.items))
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
@@ -43,6 +44,15 @@ class Items(Text):
         return lines
 
 
+def over_budget_caption(runs: Sequence[Run], *, budget: int) -> Items | None:
+    """Without ``--window`` nothing is rejected: say which policies still sent requests over the
+    budget, which the outcomes column says too but narrow terminals drop."""
+    over = [(run.policy, sum(s.sent_tokens > budget for s in run.steps)) for run in runs]
+    listed = [f"{name} {n:,}" for name, n in over if n]
+    lead = "No --window, so nothing is rejected; requests sent over the budget:"
+    return Items(listed, lead=lead) if listed else None
+
+
 def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Table:
     table = WholeTable(
         title=f"Policies side by side (budget {budget:,}" + (f", window {window:,})" if window else ")"),
@@ -51,6 +61,8 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
         # Narrow terminals drop these first (they stay in --json), so the
         # figures that compare policies (rejections, breaks, cache hit, dollars) stay a table.
         decorative=("outcomes", "requests"),
+        caption=over_budget_caption(runs, budget=budget) if window is None else None,
+        caption_justify="left",
     )
     for col in (
         "policy",
@@ -83,10 +95,14 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
     return table
 
 
-def render_retrievable(runs: Sequence[Run]) -> Text:
+def render_retrievable(runs: Sequence[Run]) -> RenderableType:
     """Under the table: per policy, the cleared tokens a store would keep retrievable by handle."""
-    listed = ", ".join(f"{run.policy} {run.retrievable_tokens:,}" for run in runs)
-    return Text(f"Cleared tokens retrievable by handle with a store (fit --store): {listed}", style="dim")
+    listed = Items(
+        [f"{run.policy} {run.retrievable_tokens:,}" for run in runs],
+        lead="Cleared tokens retrievable by handle with a store (fit --store):",
+    )
+    listed.style = "dim"
+    return Group(listed)  # printed alone, a Text would be joined into a plain one and wrap inside items
 
 
 def render_chart(run: Run, *, budget: int, window: int | None) -> RenderableType:

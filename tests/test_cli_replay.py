@@ -253,3 +253,15 @@ def test_outcome_shares_wrap_between_items_never_inside_one(shares: list[tuple[s
     if all(len(item) + 1 <= width for item in items):  # room for each item: none is split
         pieces = [piece.rstrip(",") for line in lines for piece in line.split(", ")]
         assert pieces == items
+
+
+def test_without_a_window_the_table_says_who_went_over_the_budget(run_cli: Run, in_data: Path) -> None:
+    # six_reads at 3,000: legacy sends everything, so its last four requests (3,007, 4,009, 5,011 and 6,013)
+    # are over the budget; windowfit's largest is 2,197. Nothing is rejected without --window, so only this line says so.
+    args = ("replay", "six_reads.jsonl", "--budget", "3000", "--no-chart", "-p", "windowfit", "-p", "legacy")
+    result = run_cli(*args)
+    assert result.exit_code == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "No --window, so nothing is rejected; requests sent over the budget: legacy 4" in text
+    assert "budget: windowfit" not in text
+    assert "sent over the budget" not in " ".join(run_cli(*args, "--window", "8000").stdout.split())
