@@ -257,7 +257,7 @@ def test_outcome_shares_wrap_between_items_never_inside_one(shares: list[tuple[s
 
 def test_without_a_window_the_table_says_who_went_over_the_budget(run_cli: Run, in_data: Path) -> None:
     # six_reads at 3,000: legacy sends everything, so its last four requests (3,007, 4,009, 5,011 and 6,013)
-    # are over the budget; windowfit's largest is 2,197. Nothing is rejected without --window, so only this line says so.
+    # are over the budget; windowfit's largest is 2,197. Nothing is rejected without --window: only this line says it.
     args = ("replay", "six_reads.jsonl", "--budget", "3000", "--no-chart", "-p", "windowfit", "-p", "legacy")
     result = run_cli(*args)
     assert result.exit_code == 0, result.stderr
