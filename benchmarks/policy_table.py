@@ -58,13 +58,20 @@ def main() -> int:
         "timestamps), **cache hit** the share of sent tokens read from the cache, **breaks** the share of",
         "requests whose previous request is not a prefix of them. A prefix under the row's minimum cacheable",
         f"length ({ANTHROPIC_MINIMUM[MODEL]:,} tokens for `{MODEL}`) is not cached at all, so at budgets below it",
-        "nothing is read (fitting/replay/cache.py).",
+        "nothing is read (fitting/replay/cache.py). A rejected request is priced as if it had been sent and",
+        "served (its reads and writes counted like any other's), so the dollars of a policy that rejects are",
+        "not what it would cost: the provider would refuse those requests and the session would stop there.",
+        "Compare dollars only between policies that reject nothing, as the summary at the end does.",
         "",
     ]
     summary: list[tuple[str, float, str, str]] = []
     breaks_by_policy: dict[str, list[float]] = {}
     rejected_by_policy: dict[str, int] = {}
     tables = 0
+    rejected_not_too_long: dict[str, int] = {}
+    no_cache_wins: list[str] = []
+    cache_rejects_more: list[str] = []
+    first_too_long = 0
     for path in sessions():
         probe = replay(path, "--budget", "1000000000", "-p", "send-everything", "--model", MODEL)
         if probe is None:
@@ -102,10 +109,23 @@ def main() -> int:
                 if r["rejections"] == 0:  # the break share of a policy that keeps within the budget
                     breaks_by_policy.setdefault(r["policy"], []).append(r["prefix_breaks"] / max(r["requests"], 1))
                 rejected_by_policy[r["policy"]] = rejected_by_policy.get(r["policy"], 0) + (r["rejections"] > 0)
+                if r["policy"].startswith("windowfit"):
+                    other = sum(s["rejected"] and s["outcome"] != "too-long" for s in r["steps"])
+                    rejected_not_too_long[r["policy"]] = rejected_not_too_long.get(r["policy"], 0) + other
+            by_name = {r["policy"]: r for r in rows}
+            plain, tuned = by_name.get("windowfit"), by_name.get("windowfit-cache")
+            if plain and plain["steps"] and plain["steps"][0]["rejected"]:
+                first_too_long += 1
+            if plain and tuned and tuned["rejections"] > plain["rejections"]:
+                cache_rejects_more.append(
+                    f"{name} at {fraction:.0%}: {tuned['rejections']} against {plain['rejections']}"
+                )
             fitting = [r for r in rows if r["rejections"] == 0 and r["cost_usd"] is not None]
             if fitting:
                 best = min(fitting, key=lambda r: r["cost_usd"])
                 summary.append((str(name), fraction, best["policy"], f"{best['cost_usd']:.2f}"))
+                if best["cache_hit_rate"] == 0:
+                    no_cache_wins.append(f"{name} at {fraction:.0%} (budget {budget:,})")
     wins: dict[str, int] = {}
     for _, _, policy, _ in summary:
         wins[policy] = wins.get(policy, 0) + 1
@@ -117,8 +137,26 @@ def main() -> int:
         "the cheapest of those is "
         + ", ".join(f"`{p}` in {n}" for p, n in sorted(wins.items(), key=lambda kv: -kv[1]))
         + ".",
-        "In the rest, every policy sends some request over the budget; windowfit's among them only with the",
-        "outcome too-long, its smallest request (the fixed part and the newest round) still over the budget.",
+        "In the rest, every policy sends some request over the budget; the windowfit policies' among them all",
+        "have the outcome too-long ("
+        + (
+            "none has another"
+            if not any(rejected_not_too_long.values())
+            else "rejected with another outcome: " + ", ".join(f"`{p}` {n}" for p, n in rejected_not_too_long.items())
+        )
+        + "): the smallest request they can build is still over",
+        f"the budget. In {first_too_long} of these tables `windowfit` rejects even the first request (the system",
+        "prompt and tools, inferred from the log's usage, and the first message): a budget that small",
+        "leaves no room to fit anything.",
+        *(
+            [
+                "`windowfit-cache` rejects more than `windowfit` where its size-closed batch is not full yet: the",
+                "results in it stay whole, so its smallest request can be over the budget where `windowfit`'s, whose",
+                "batches of 4 close sooner, is not (" + "; ".join(cache_rejects_more) + ").",
+            ]
+            if cache_rejects_more
+            else []
+        ),
         "",
         "Why. A request costs least when most of it is read from the cache, and a read needs the previous",
         "request to be a prefix of this one. Sending everything never breaks the prefix, so its cache hit is",
@@ -138,7 +176,14 @@ def main() -> int:
         f"breaks the prefix on {mean_breaks.get('windowfit', 0):.0%} of requests on average and stays under the",
         "budget; its cache-tuned variant `windowfit-cache`, whose batches close by size and whose cuts sit at",
         f"fixed steps, breaks it on {mean_breaks.get('windowfit-cache', 0):.0%}: each break frees room for many",
-        "requests, so more of each is read rather than written. Where a session has many turns, the old",
+        "requests, so more of each is read rather than written."
+        + (
+            " Where the budget is under the minimum cacheable length nothing is read by any policy, and the"
+            " cheapest is simply the one that sends least (" + "; ".join(no_cache_wins) + ")."
+            if no_cache_wins
+            else ""
+        ),
+        "Where a session has many turns, the old",
         "whole-turn cut (`legacy`) breaks little too; on a one-turn subagent it has nowhere to cut.",
         "",
         "## Cheapest policy with no rejection",

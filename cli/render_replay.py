@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType
+from rich.containers import Lines
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -16,6 +19,40 @@ CHART_HEIGHT = 12
 CHART_WIDTH = 64
 
 
+class Items(Text):
+    """Comma-separated items ("over-budget 70%") that wrap only between items,
+    never inside one: a share alone on a line says nothing."""
+
+    def __init__(self, items: Sequence[str], *, lead: str = "") -> None:
+        """``lead``: words before the items, wrapping between words."""
+        self.items = tuple(lead.split()) + tuple(f"{item}," for item in items[:-1]) + tuple(items[-1:])
+        super().__init__(" ".join(self.items))
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(max(map(cell_len, self.items), default=0), cell_len(self.plain))
+
+    def wrap(self, console: Console, width: int, **kwargs: object) -> Lines:
+        packed: list[str] = []
+        for item in self.items:
+            if packed and cell_len(packed[-1]) + 1 + cell_len(item) <= width:
+                packed[-1] += " " + item
+            else:
+                packed.append(item)
+        lines = Lines()
+        for line in packed or [""]:  # an item wider than the column still folds rather than being cut
+            lines.extend(Text(line, style=self.style).wrap(console, width, **kwargs))  # type: ignore[arg-type]
+        return lines
+
+
+def over_budget_caption(runs: Sequence[Run], *, budget: int) -> Items | None:
+    """Without ``--window`` nothing is rejected: say which policies still sent requests over the
+    budget, which the outcomes column says too but narrow terminals drop."""
+    over = [(run.policy, sum(s.sent_tokens > budget for s in run.steps)) for run in runs]
+    listed = [f"{name} {n:,}" for name, n in over if n]
+    lead = "No --window, so nothing is rejected; requests sent over the budget:"
+    return Items(listed, lead=lead) if listed else None
+
+
 def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Table:
     table = WholeTable(
         title=f"Policies side by side (budget {budget:,}" + (f", window {window:,})" if window else ")"),
@@ -24,6 +61,8 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
         # Narrow terminals drop these first (they stay in --json), so the
         # figures that compare policies (rejections, breaks, cache hit, dollars) stay a table.
         decorative=("outcomes", "requests"),
+        caption=over_budget_caption(runs, budget=budget) if window is None else None,
+        caption_justify="left",
     )
     for col in (
         "policy",
@@ -40,7 +79,7 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
         # The policy column never wraps: its names are what --policy takes, and a cut one is no help.
         table.add_column(col, justify="left" if col in ("policy", "outcomes") else "right", no_wrap=col == "policy")
     for run in runs:
-        shares = ", ".join(f"{name} {share:.0%}" for name, share in run.outcome_shares())
+        shares = Items([f"{name} {share:.0%}" for name, share in run.outcome_shares()])
         table.add_row(
             run.policy,
             f"{run.requests:,}",
@@ -56,16 +95,21 @@ def render_table(runs: Sequence[Run], *, budget: int, window: int | None) -> Tab
     return table
 
 
-def render_retrievable(runs: Sequence[Run]) -> Text:
+def render_retrievable(runs: Sequence[Run]) -> RenderableType:
     """Under the table: per policy, the cleared tokens a store would keep retrievable by handle."""
-    listed = ", ".join(f"{run.policy} {run.retrievable_tokens:,}" for run in runs)
-    return Text(f"Cleared tokens retrievable by handle with a store (fit --store): {listed}", style="dim")
+    listed = Items(
+        [f"{run.policy} {run.retrievable_tokens:,}" for run in runs],
+        lead="Cleared tokens retrievable by handle with a store (fit --store):",
+    )
+    listed.style = "dim"
+    return Group(listed)  # printed alone, a Text would be joined into a plain one and wrap inside items
 
 
 def render_chart(run: Run, *, budget: int, window: int | None) -> RenderableType:
     """Sent tokens per step (columns are groups of steps, each showing its
     largest request), the budget (``B``) and window (``W``) lines, and marks
-    under the steps where the prefix broke (``▲``) or a request was rejected (``✗``)."""
+    under the steps where the prefix broke (``▲``, whatever the policy changed:
+    a clearing batch, a cut, a mask, a trim) or a request was rejected (``✗``)."""
     steps = run.steps
     if not steps:
         return Text("no requests to replay", style="dim")
@@ -105,7 +149,7 @@ def render_chart(run: Run, *, budget: int, window: int | None) -> RenderableType
     caption = Text(
         f"{run.policy}: sent tokens per request, {len(steps):,} requests "
         f"({len(steps) / width:.1f} per column); peak {max(s.sent_tokens for s in steps):,}; "
-        "▲ prefix break (clearing batch or cut), ✗ rejected",
+        "▲ prefix break (something sent before changed), ✗ rejected",
         style="dim",
     )
     return Group(*rows, caption)

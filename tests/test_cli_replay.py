@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import require_shared
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import Result
 
 Run = Callable[..., Result]
@@ -225,3 +228,40 @@ def test_replays_the_real_claude_trace_log(run_cli: Run) -> None:
     for run in doc["runs"]:
         assert run["requests"] == 13
         assert all(s["measured_tokens"] is not None for s in run["steps"])
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["fits", "cleared", "over-budget", "rounds-dropped"]), st.integers(0, 100)),
+        min_size=1,
+        max_size=5,
+    ),
+    st.integers(4, 60),
+)
+def test_outcome_shares_wrap_between_items_never_inside_one(shares: list[tuple[str, int]], width: int) -> None:
+    from rich.console import Console, Group
+
+    from windowfit.cli.render_replay import Items
+
+    items = [f"{name} {share}%" for name, share in shares]
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    with console.capture() as captured:
+        console.print(Group(Items(items)))  # as a table cell renders it (print would join it into a plain Text)
+    lines = [line.rstrip() for line in captured.get().splitlines()]
+    # nothing lost, nothing added (an item wider than the whole column folds, so compare without spaces)
+    assert "".join(lines).replace(" ", "") == ", ".join(items).replace(" ", "")
+    if all(len(item) + 1 <= width for item in items):  # room for each item: none is split
+        pieces = [piece.rstrip(",") for line in lines for piece in line.split(", ")]
+        assert pieces == items
+
+
+def test_without_a_window_the_table_says_who_went_over_the_budget(run_cli: Run, in_data: Path) -> None:
+    # six_reads at 3,000: legacy sends everything, so its last four requests (3,007, 4,009, 5,011 and 6,013)
+    # are over the budget; windowfit's largest is 2,197. Nothing is rejected without --window: only this line says it.
+    args = ("replay", "six_reads.jsonl", "--budget", "3000", "--no-chart", "-p", "windowfit", "-p", "legacy")
+    result = run_cli(*args)
+    assert result.exit_code == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "No --window, so nothing is rejected; requests sent over the budget: legacy 4" in text
+    assert "budget: windowfit" not in text
+    assert "sent over the budget" not in " ".join(run_cli(*args, "--window", "8000").stdout.split())

@@ -30,6 +30,7 @@ from windowfit.fitting.replay import (
     replay,
     standard_policies,
 )
+from windowfit.fitting.replay.presets import SendEverything
 from windowfit.fitting.replay.session import NOTE
 
 PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -471,3 +472,18 @@ def test_the_600_round_session_of_the_issue_at_60000_tokens(tmp_path: Path) -> N
     cache = cache_runs(600, tmp_path)["windowfit-cache"]
     assert cache.requests == 601 and cache.rejections == 0
     assert cache.prefix_breaks <= 0.10 * cache.requests
+
+
+def test_legacy_never_sends_a_cut_that_drops_nothing() -> None:
+    """A second user message right after the first (Codex rollouts open with an
+    environment message, then the prompt) starts a turn at message 1; cutting
+    there drops no message, so legacy must send the request untouched (no
+    note, no prefix break) rather than the request plus a truncation note."""
+    t = subagent([4000] * 4)
+    second = Message("user", (Text("and more"),), Source("t", 2))
+    t = Transcript((), (), (t.messages[0], second, *t.messages[1:]))
+    untouched = run_of(t, SendEverything, 1500)
+    legacy = run_of(t, LegacyPolicy, 1500)
+    assert [s.sent_tokens for s in legacy.steps] == [s.sent_tokens for s in untouched.steps]
+    assert [s.outcome for s in legacy.steps] == ["fits", "fits", "over-budget", "over-budget"]
+    assert legacy.prefix_breaks == 0

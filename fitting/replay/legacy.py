@@ -23,7 +23,10 @@ class LegacyPolicy(Untouched):
         if raw <= self.budget:
             return Sent("fits", raw, 0, ((0, n),))
         turns = s.turn_starts  # searched between indices: a slice per request made replay quadratic
-        lo, hi = bisect_left(turns, 1), bisect_left(turns, n)
+        # A cut at message 1 keeps every message and only adds the note: a turn
+        # starting there (a second user message straight after the first, as
+        # Codex rollouts open) is no place to cut.
+        lo, hi = bisect_left(turns, 2), bisect_left(turns, n)
         if lo == hi:
             return Sent("over-budget", raw, 0, ((0, n),))
         fixed = s.preamble + self.tree.range(0, 1) + s.note_tokens
