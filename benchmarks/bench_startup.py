@@ -36,6 +36,7 @@ def main() -> None:
     runs = {
         'python -c "pass"': [sys.executable, "-c", "pass"],
         'python -c "import typer"': [sys.executable, "-c", "import typer"],
+        'python -c "import windowfit.fitting"': [sys.executable, "-c", "import windowfit.fitting"],
         "windowfit --help": [windowfit, "--help"],
         "windowfit --version": [windowfit, "--version"],
         "windowfit report --help": [windowfit, "report", "--help"],

@@ -1,9 +1,15 @@
 """windowfit's pure core: transcripts, the token estimate, reports and fitting.
 
-Nothing here prints, exits or reads files beyond the loaders.
+Nothing here prints, exits or reads files beyond the loaders. The audit, the
+rule suggestion and the tokenizers load on first use (``__getattr__``): most
+commands never need them, and importing them cost every command's start-up.
 """
 
-from .audit import TranscriptAudit, audit_transcript
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .errors import InputError, Location, OptionError, WindowfitError
 from .estimate import (
     SAFE,
@@ -27,8 +33,6 @@ from .report import Report, build_report
 from .request import FittedRequest, Fitter, fit_request
 from .size import Size, predict_size
 from .store import Offloaded, ResultStore, handle_tool_call, offload, open_store
-from .suggest import suggest_rule
-from .tokenizers import load_tokenizer
 from .transcript import (
     Block,
     Image,
@@ -48,6 +52,29 @@ from .transcript import (
     split_units,
 )
 from .validate import Violation, check_request
+
+if TYPE_CHECKING:
+    from .audit import TranscriptAudit, audit_transcript
+    from .suggest import suggest_rule
+    from .tokenizers import load_tokenizer
+
+_LAZY = {
+    "TranscriptAudit": "audit",
+    "audit_transcript": "audit",
+    "suggest_rule": "suggest",
+    "load_tokenizer": "tokenizers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The names of ``_LAZY``, imported from their module the first time they are read."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "POLICIES",

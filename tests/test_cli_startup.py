@@ -50,3 +50,41 @@ def test_a_command_still_runs_after_help_listed_it_as_a_summary() -> None:
     result = runner.invoke(app, ["report", "--help"])
     assert result.exit_code == 0
     assert "--jobs" in result.stdout
+
+
+LIBRARY_PROBE = """
+import sys
+import windowfit.fitting
+print(sorted(m for m in ("windowfit.fitting.audit", "windowfit.fitting.suggest", "windowfit.fitting.tokenizers")
+             if m in sys.modules))
+"""
+
+
+def test_importing_the_library_leaves_audit_suggest_and_tokenizers_unloaded() -> None:
+    result = subprocess.run([sys.executable, "-c", LIBRARY_PROBE], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [
+        ("TranscriptAudit", "audit"),
+        ("audit_transcript", "audit"),
+        ("suggest_rule", "suggest"),
+        ("load_tokenizer", "tokenizers"),
+    ],
+)
+def test_a_lazy_name_is_its_module_s_own(name: str, module: str) -> None:
+    import importlib
+
+    from windowfit import fitting
+
+    assert getattr(fitting, name) is getattr(importlib.import_module(f"windowfit.fitting.{module}"), name)
+    assert name in fitting.__all__
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    from windowfit import fitting
+
+    with pytest.raises(AttributeError):
+        fitting.no_such_name  # noqa: B018

@@ -95,7 +95,9 @@ def gemini_preview(tool: str, output: str) -> str:
         return "\n".join(previews)
     opening, closing = '{\n  "output": "', '"\n}'
     if len(output) <= 600:
-        content = json.dumps({"output": output}, indent=2, ensure_ascii=False)
+        # ``json.dumps({"output": output}, indent=2, ensure_ascii=False)``, without the pure-Python
+        # encoder that ``indent`` selects (a string is quoted the same either way).
+        content = '{\n  "output": ' + json.dumps(output, ensure_ascii=False) + "\n}"
         return f"{content[:250]}\n... [TRUNCATED] ...\n{content[-250:]}" if len(content) > 500 else content
     # Longer than 500 once quoted: only its ends are kept, and JSON escapes each character on its own, so
     # the ends of the quoted whole are the quoted ends (no need to quote a whole large output).

@@ -169,6 +169,17 @@ def _tokens_before(session: Session, tree: Fenwick, segments: Sequence[tuple[int
 def _shared_prefix(session: Session, policy: Policy, previous: Sent, sent: Sent) -> tuple[int, bool]:
     """Tokens the two requests share from the start, and whether the previous
     one is not a prefix of this one (a prefix break)."""
+    if len(previous.segments) == 1 == len(sent.segments) and not sent.newly_cleared:
+        # Both whole histories from message 0, nothing newly cleared (most requests of most
+        # policies): the shared prefix is the previous request, as ``_sequence_prefix`` finds.
+        (a, m), (b, n) = previous.segments[0], sent.segments[0]
+        if a == b == 0 and m <= n:
+            return session.preamble + policy.sizes().prefix(m), False
+    return _shared_prefix_of_segments(session, policy, previous, sent)
+
+
+def _shared_prefix_of_segments(session: Session, policy: Policy, previous: Sent, sent: Sent) -> tuple[int, bool]:
+    """``_shared_prefix`` for any two requests, message position by position."""
     common = _sequence_prefix(previous.segments, sent.segments)
     # A result cleared now changes its message: the shared prefix ends inside it.
     first: tuple[int, int, int] | None = None

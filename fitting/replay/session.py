@@ -65,6 +65,29 @@ class Fenwick:
         return position + 1
 
 
+class StaticSizes(Fenwick):
+    """A ``Fenwick`` whose values never change: prefix sums read from one list
+    (O(1)) and searched by bisection, for policies that never change a message."""
+
+    def __init__(self, values: Sequence[int], prefixes: Sequence[int] | None = None) -> None:
+        self.n = len(values)
+        self.sums = list(accumulate(values, initial=0)) if prefixes is None else prefixes
+
+    def add(self, index: int, delta: int) -> None:
+        raise TypeError("StaticSizes never changes")
+
+    def prefix(self, stop: int) -> int:
+        return self.sums[stop]
+
+    def range(self, start: int, stop: int) -> int:
+        return self.sums[stop] - self.sums[start] if stop > start else 0
+
+    def first_reaching(self, target: int) -> int:
+        if target <= 0:
+            return 0
+        return bisect_left(self.sums, target)
+
+
 @dataclass(slots=True)
 class Session:
     """What every policy reads: the transcript's messages, their estimates and
@@ -160,7 +183,8 @@ class Untouched:
     def __init__(self, session: Session, budget: int, *, name: str) -> None:
         self.name = name
         self.session, self.budget = session, budget
-        self.tree = Fenwick(session.tokens)
+        fresh = len(session.before) == len(session.tokens) + 1
+        self.tree: Fenwick = StaticSizes(session.tokens, session.before if fresh else None)
 
     def sizes(self) -> Fenwick:
         return self.tree
