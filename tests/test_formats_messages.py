@@ -379,6 +379,15 @@ def test_directory_without_transcripts(tmp_path: Path) -> None:
     assert str(info.value).startswith(f"{tmp_path}: no transcript files")
 
 
+def test_an_empty_name_is_not_the_current_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Path("")`` is ``Path(".")``: an unset shell variable must not scan the folder the user stands in."""
+    write(tmp_path, "session.jsonl", b'{"role": "user", "content": "hi"}\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NoTranscripts, match="empty file name"):
+        list(discover([""]))
+    assert [p.name for p in discover(["."])] == ["session.jsonl"]
+
+
 def test_discover_finds_transcripts_recursively_in_order(tmp_path: Path) -> None:
     for name in ("b.json", "a/x.jsonl", "a/deep/y.traj", "c.txt", "a/z.md"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -234,6 +234,9 @@ def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
     is found too: loading the session loads it. A folder a format reads as one
     input (opencode storage, by its layout) is yielded itself, named or found."""
     for raw in paths:
+        if str(raw) == "":
+            # Path("") is Path("."): an empty name (an unset shell variable, say) would scan the current folder.
+            raise NoTranscripts(Location("''"), "an empty file name names no transcript (use . for this folder)")
         path = Path(raw)
         if path.is_dir() and directory_format(path) is not None:
             yield path
