@@ -204,8 +204,8 @@ def build_report(
     transcript = transcript.live()
     messages = transcript.messages
     counts = CharCounts()
-    by_role: dict[str, int] = defaultdict(int)
-    by_kind: dict[str, int] = defaultdict(int)
+    by_role: defaultdict[str, int] = defaultdict(int)
+    by_kind: defaultdict[str, int] = defaultdict(int)
     total = 0
     for message in messages:
         est = estimator.message(message)
@@ -216,26 +216,10 @@ def build_report(
             by_kind[block_kind(block)] += tokens
         if estimator.rule.message_overhead_tokens:  # no row of zeros under --overhead 0
             by_kind["message overhead"] += estimator.rule.message_overhead_tokens
-    system = estimator.blocks(transcript.system) if transcript.system else None
+    counts = _add_header(transcript, estimator, size, counts, by_role, by_kind)
     preamble = size.preamble_tokens
-    if system is not None:
-        counts = counts + system.counts
-        by_role["system"] += system.tokens
-    tool_defs = 0
-    for tool in transcript.tools:
-        est = estimator.tool_def(tool)
-        counts = counts + est.counts
-        tool_defs += est.tokens
-    if tool_defs:
-        by_role["tool definitions"] += tool_defs
-        by_kind["tool definitions"] += tool_defs
     total += preamble
-    if size.preamble_source in ("inferred", "given") and preamble:
-        by_role[f"system prompt and tools ({size.preamble_source})"] += preamble
-
-    rows = estimator.rule.class_rows(counts)
-    text_total = sum(r.tokens for r in rows) or 1.0
-    classes = tuple(ClassRow(r.name, r.chars, float(r.chars_per_token), r.tokens, r.tokens / text_total) for r in rows)
+    classes = _class_rows(estimator, counts)
 
     names = tool_names(messages)
     results: list[ResultRow] = []
@@ -291,6 +275,39 @@ def build_report(
         notes=session.notes,
         size=size,
     )
+
+
+def _add_header(
+    transcript: Transcript,
+    estimator: Estimator,
+    size: Size,
+    counts: CharCounts,
+    by_role: defaultdict[str, int],
+    by_kind: defaultdict[str, int],
+) -> CharCounts:
+    """``counts`` with the system prompt and the tool definitions added, which also go into ``by_role`` and
+    ``by_kind``, as does the preamble the file does not record (its tokens are in ``size``)."""
+    if transcript.system:
+        system = estimator.blocks(transcript.system)
+        counts = counts + system.counts
+        by_role["system"] += system.tokens
+    tool_defs = 0
+    for tool in transcript.tools:
+        est = estimator.tool_def(tool)
+        counts = counts + est.counts
+        tool_defs += est.tokens
+    if tool_defs:
+        by_role["tool definitions"] += tool_defs
+        by_kind["tool definitions"] += tool_defs
+    if size.preamble_source in ("inferred", "given") and size.preamble_tokens:
+        by_role[f"system prompt and tools ({size.preamble_source})"] += size.preamble_tokens
+    return counts
+
+
+def _class_rows(estimator: Estimator, counts: CharCounts) -> tuple[ClassRow, ...]:
+    rows = estimator.rule.class_rows(counts)
+    text_total = sum(r.tokens for r in rows) or 1.0
+    return tuple(ClassRow(r.name, r.chars, float(r.chars_per_token), r.tokens, r.tokens / text_total) for r in rows)
 
 
 def _defects(session: Transcript, live: Transcript) -> tuple[Defect, ...]:
@@ -394,25 +411,9 @@ class ReportFold:
         estimator = self.estimator
         size = predict_size(header, estimator, mode=size_mode, preamble=preamble)
         size = replace(size, tokens=size.tokens + self.total, estimated_tokens=self.total)
-        counts = self.counts
         by_role, by_kind = defaultdict(int, self.by_role), defaultdict(int, self.by_kind)
-        if header.system:
-            system = estimator.blocks(header.system)
-            counts = counts + system.counts
-            by_role["system"] += system.tokens
-        tool_defs = 0
-        for tool in header.tools:
-            est = estimator.tool_def(tool)
-            counts = counts + est.counts
-            tool_defs += est.tokens
-        if tool_defs:
-            by_role["tool definitions"] += tool_defs
-            by_kind["tool definitions"] += tool_defs
+        counts = _add_header(header, estimator, size, self.counts, by_role, by_kind)
         total = self.total + size.preamble_tokens
-        if size.preamble_source in ("inferred", "given") and size.preamble_tokens:
-            by_role[f"system prompt and tools ({size.preamble_source})"] += size.preamble_tokens
-        rows = estimator.rule.class_rows(counts)
-        text_total = sum(r.tokens for r in rows) or 1.0
         results: list[ResultRow] = []
         per_tool: dict[str, list[int]] = defaultdict(list)
         for call_id, recorded, tokens, index, line in self.results:
@@ -432,9 +433,7 @@ class ReportFold:
             skipped_lines=len(header.skipped),
             tokens=size.tokens,
             preamble_tokens=size.preamble_tokens,
-            classes=tuple(
-                ClassRow(r.name, r.chars, float(r.chars_per_token), r.tokens, r.tokens / text_total) for r in rows
-            ),
+            classes=_class_rows(estimator, counts),
             by_role=tuple(sorted(by_role.items(), key=lambda kv: (-kv[1], kv[0]))),
             by_kind=tuple(sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0]))),
             largest_results=tuple(sorted(results, key=lambda r: (-r.tokens, r.message_index))[:top]),
