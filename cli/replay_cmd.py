@@ -117,11 +117,15 @@ def check_line(c: CacheCheck) -> str:
     )
     if c.misses and c.recorded_write:  # misses rewrite only where writes are recorded (Anthropic)
         tail = f" ({c.tail_write_error:+.1%})" if c.tail_write_error is not None else ""
+        which = "all" if c.turn_misses == c.misses else f"{c.turn_misses:,} of them"
+        turns = (
+            f"{which} at the first request of a user turn after tool calls ({c.turn_starts:,} such turn starts)"
+            + (f", writing {c.turn_miss_recorded_write:,}" if c.turn_misses != c.misses else "")
+        )
         line += (
             f"; {c.misses:,} recorded misses (a request read less than the one before had cached) wrote "
-            f"{c.miss_recorded_write:,} (predicted {c.miss_predicted_write:,}), {c.turn_misses:,} of them at the "
-            f"first request of a user turn after tool calls ({c.turn_miss_recorded_write:,} written; such turn "
-            f"starts: {c.turn_starts:,}); the other requests' writes predicted "
+            f"{c.miss_recorded_write:,} (predicted {c.miss_predicted_write:,}); {turns}; the other requests' writes "
+            f"predicted "
             f"{c.predicted_write - c.miss_predicted_write:,} vs recorded {c.recorded_write - c.miss_recorded_write:,}"
             f"{tail}"
         )
