@@ -5,7 +5,9 @@ what no longer fits with an ellipsis: at 80 columns (every piped run) a token
 count became ``2,022,…``. A ``WholeTable`` keeps its figures whole whatever the
 width: right-justified columns (figures) and ``no_wrap`` columns (verdicts)
 never shrink; text columns fold. When even that is too wide it drops the
-columns named decorative, then lists each row as ``header: value`` lines.
+columns named decorative, then splits the figures over two or three tables that
+each repeat the first column, and only then lists each row as ``header: value``
+lines.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from rich.text import Text
 
 TEXT_MIN_WIDTH = 8
 """The narrowest a folding text column gets before the table changes shape instead."""
+MAX_PARTS = 3
+"""The most tables a split makes; past that, rows are listed as ``header: value`` lines."""
 
 
 def _plain(cell: object) -> str:
@@ -76,15 +80,15 @@ class WholeTable(Table):
             table.box, table.show_edge, table.padding = box.SIMPLE_HEAD, False, (0, 0)
         return table
 
-    def _least_width(self, table: Table) -> int:
-        """The narrowest ``table`` renders without cutting a figure."""
+    def _least_width(self, table: Table, *, fold: bool = True) -> int:
+        """The narrowest ``table`` renders without cutting a figure (nor folding a text, unless ``fold``)."""
         total = table._extra_width
         for i, column in enumerate(table.columns):
             if _whole(column):
                 least = _least_figure_width(column)
             else:
                 widest = max([_width(column.header), *map(_width, column._cells)])
-                least = max(column.min_width or 0, min(widest, TEXT_MIN_WIDTH))
+                least = max(column.min_width or 0, min(widest, TEXT_MIN_WIDTH) if fold else widest)
             total += least + table._get_padding_width(i)
         return total
 
@@ -99,7 +103,34 @@ class WholeTable(Table):
                 if self._least_width(table) <= width:
                     yield table
                     return
-        yield self._stacked()
+        parts = self._split(width)
+        if parts is None:
+            yield self._stacked()
+            return
+        for number, part in enumerate(parts):
+            if number:
+                yield Text("")
+            yield part
+
+    def _split(self, width: int) -> list[Table] | None:
+        """The compact table without its decorative columns, its columns spread over at most ``MAX_PARTS``
+        tables that each repeat the first column (the row's name), every one within ``width`` with no text
+        folded; None if that cannot be done."""
+        base = self._shaped(self.decorative, compact=True)
+        if len(base.columns) < 3:
+            return None
+        key, *rest = base.columns
+        groups: list[list[Column]] = [[]]
+        for column in rest:
+            if self._least_width(_part(base, [key, *groups[-1], column], titled=len(groups) == 1), fold=False) <= width:
+                groups[-1].append(column)
+            elif groups[-1] and self._least_width(_part(base, [key, column], titled=False), fold=False) <= width:
+                groups.append([column])
+            else:
+                return None
+        if len(groups) > MAX_PARTS:
+            return None
+        return [_part(base, [key, *group], titled=number == 0) for number, group in enumerate(groups)]
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self._shaped())
@@ -123,3 +154,17 @@ class WholeTable(Table):
             parts.append(first)
             parts.extend(Text("  ") + line for line in rest)
         return Group(*parts)
+
+
+def _part(table: Table, columns: list[Column], *, titled: bool) -> Table:
+    """A copy of ``table`` with only ``columns`` (re-indexed), and its title only if ``titled``."""
+    part = Table.__new__(Table)
+    part.__dict__.update(table.__dict__)
+    part.columns = []
+    for index, column in enumerate(columns):
+        column = copy.copy(column)
+        column._index = index
+        part.columns.append(column)
+    if not titled:
+        part.title = None
+    return part

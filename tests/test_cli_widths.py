@@ -6,6 +6,7 @@ in the text whole, with no ellipsis next to a digit.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -14,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
+from rich.table import Column
 from typer.testing import Result
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,3 +106,29 @@ def test_report_verdict_survives_narrow_terminals(at_width: Callable[..., Result
         assert f"{report['tokens']:,}" in text
     for excess in over:  # the verdict, whole
         assert f"{excess:+,} over budget" in text.replace("\n", " ") or f"{excess:+,}" in text
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=30, max_value=130),
+    st.lists(st.text("abcdefghij-", min_size=1, max_size=30), min_size=1, max_size=6),
+    st.integers(min_value=2, max_value=12),
+    st.integers(min_value=0, max_value=10**12),
+)
+def test_a_table_too_wide_keeps_every_figure_whole_and_every_line_within_the_width(
+    width: int, names: list[str], columns: int, seed: int
+) -> None:
+    """Whatever shape a WholeTable falls back to (compact, split into parts that repeat the first column, or
+    ``header: value`` lines), no line is wider than the terminal and every figure appears whole."""
+    from windowfit.cli.tables import WholeTable
+
+    table = WholeTable("name", *(Column(f"figure {i}", justify="right") for i in range(columns)))
+    figures = [[f"{(seed * (r + 3) * (c + 7)) % 10**9:,}" for c in range(columns)] for r in range(len(names))]
+    for name, row in zip(names, figures, strict=True):
+        table.add_row(name, *row)
+    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+    console.print(table)
+    text = console.export_text()
+    assert all(len(line.rstrip()) <= width for line in text.splitlines())
+    tokens = set(text.split())
+    assert all(figure in tokens for row in figures for figure in row)
