@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
-from .estimate import CharCounts, Estimator
+from .estimate import CharCounts, Estimator, MessageEstimate
 from .repair import repair_defects
 from .size import Size, SizeMode, predict_size
 from .store.base import PAGE_TOKENS
@@ -23,10 +23,6 @@ from .transcript import (
     ToolResult,
     Transcript,
     block_kind,
-    count_rounds,
-    iter_tool_results,
-    split_turns,
-    tool_names,
 )
 
 TOP_RESULTS = 10
@@ -202,78 +198,27 @@ def build_report(
         size = predict_size(transcript, estimator, mode=size_mode, preamble=preamble)
     session = transcript
     transcript = transcript.live()
-    messages = transcript.messages
-    counts = CharCounts()
-    by_role: defaultdict[str, int] = defaultdict(int)
-    by_kind: defaultdict[str, int] = defaultdict(int)
-    total = 0
-    for message in messages:
-        est = estimator.message(message)
-        total += est.tokens
-        counts = counts + est.counts
-        by_role[message.role] += est.tokens
-        for block, tokens in zip(message.content, est.block_tokens, strict=True):
-            by_kind[block_kind(block)] += tokens
-        if estimator.rule.message_overhead_tokens:  # no row of zeros under --overhead 0
-            by_kind["message overhead"] += estimator.rule.message_overhead_tokens
-    counts = _add_header(transcript, estimator, size, counts, by_role, by_kind)
-    preamble = size.preamble_tokens
-    total += preamble
-    classes = _class_rows(estimator, counts)
-
-    names = tool_names(messages)
-    results: list[ResultRow] = []
-    per_tool: dict[str, list[int]] = defaultdict(list)
-    for mi, bi, result in iter_tool_results(messages):
-        tokens = estimator.message(messages[mi]).block_tokens[bi]
-        name = names.get(result.call_id) or result.name or "?"
-        results.append(ResultRow(name, result.call_id, tokens, mi, messages[mi].source.line))
-        per_tool[name].append(tokens)
-    calls_per_tool: dict[str, int] = defaultdict(int)
-    n_calls = 0
-    for message in messages:
-        for call in message.tool_calls:
-            calls_per_tool[call.name] += 1
-            n_calls += 1
-    tools = tuple(
-        _tool_row(name, calls_per_tool.get(name, 0), sizes)
-        for name, sizes in sorted(per_tool.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
-    )
-    largest = tuple(sorted(results, key=lambda r: (-r.tokens, r.message_index))[:top])
-
+    fold = ReportFold(estimator, keep_skeleton=False)
+    for message in transcript.messages:
+        fold.add(message, estimator.message(message))  # memoised: fit and size ask for the same messages
     # The provider's counts next to the estimate of what the file records: how the
     # estimator does on its own (audit reads these rows), without the inferred preamble.
     usage = _usage_rows(session, estimator, estimator.preamble(transcript))
     session_tokens = (
-        total if session is transcript else preamble + sum(estimator.message(m).tokens for m in session.messages)
+        None
+        if session is transcript
+        else size.preamble_tokens + sum(estimator.message(m).tokens for m in session.messages)
     )
-    return Report(
-        path=transcript.source.path,
-        format=transcript.format,
-        dialect=transcript.dialect,
-        messages=len(messages),
-        turns=len(split_turns(messages)),
-        rounds=count_rounds(messages),
-        tool_calls=n_calls,
-        tool_results=len(results),
-        skipped_lines=len(transcript.skipped),
-        tokens=size.tokens,
-        preamble_tokens=preamble,
-        classes=classes,
-        by_role=tuple(sorted(by_role.items(), key=lambda kv: (-kv[1], kv[0]))),
-        by_kind=tuple(sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0]))),
-        largest_results=largest,
-        tools=tools,
+    return fold.assemble(
+        transcript,
+        session,
+        size,
         budget=budget,
         window=window,
-        name=session.name,
-        session_messages=len(session.messages),
-        session_tokens=session_tokens,
+        top=top,
         usage=usage,
+        session_tokens=session_tokens,
         defects=_defects(session, transcript),
-        line_kinds=session.line_kinds,
-        notes=session.notes,
-        size=size,
     )
 
 
@@ -354,6 +299,8 @@ class ReportFold:
     messages format), ``fold_report`` gives what ``build_report`` gives on the loaded transcript."""
 
     estimator: Estimator
+    keep_skeleton: bool = True
+    """Keep each message's calls and results for the defects (``build_report`` finds them on the transcript)."""
     messages: int = 0
     total: int = 0
     counts: CharCounts = field(default_factory=CharCounts)
@@ -368,8 +315,10 @@ class ReportFold:
     """Each tool result: call id, the name it records, tokens, message index, line."""
     skeleton: list[Message] = field(default_factory=list)
 
-    def add(self, message: Message) -> None:
-        est = self.estimator.blocks(message.content)
+    def add(self, message: Message, est: MessageEstimate | None = None) -> None:
+        """Count ``message``, estimated as ``est`` if given."""
+        if est is None:
+            est = self.estimator.blocks(message.content)
         index = self.messages
         self.messages += 1
         self.total += est.tokens
@@ -383,17 +332,21 @@ class ReportFold:
         self.turns += 1 if starts or index == 0 else 0
         if message.role == "assistant" and any(isinstance(b, ToolCall) for b in message.content):
             self.rounds += 1  # a round opens at each (results are never in an assistant message: ``iter_units``)
+        keep = self.keep_skeleton
         kept: list[Block] = []
         for bi, block in enumerate(message.content):
             if isinstance(block, ToolCall):
                 self.names[block.id] = block.name
                 self.calls_per_tool[block.name] += 1
                 self.calls += 1
-                kept.append(ToolCall(block.id, block.name, ""))
+                if keep:
+                    kept.append(ToolCall(block.id, block.name, ""))
             elif isinstance(block, ToolResult):
                 self.results.append((block.call_id, block.name, est.block_tokens[bi], index, message.source.line))
-                kept.append(ToolResult(block.call_id, ()))
-        self.skeleton.append(Message(message.role, tuple(kept), message.source) if kept else _PLAIN[message.role])
+                if keep:
+                    kept.append(ToolResult(block.call_id, ()))
+        if keep:
+            self.skeleton.append(Message(message.role, tuple(kept), message.source) if kept else _PLAIN[message.role])
 
     def report(
         self,
@@ -408,11 +361,31 @@ class ReportFold:
         """The report of ``header`` (the transcript without its messages) holding the messages added."""
         if header.messages or header.usage or header.context_start:
             raise ValueError("a folded report is for a transcript without usage or compaction")
-        estimator = self.estimator
-        size = predict_size(header, estimator, mode=size_mode, preamble=preamble)
+        size = predict_size(header, self.estimator, mode=size_mode, preamble=preamble)
         size = replace(size, tokens=size.tokens + self.total, estimated_tokens=self.total)
+        skeleton = replace(header, messages=tuple(self.skeleton))
+        return self.assemble(
+            header, header, size, budget=budget, window=window, top=top, defects=_defects(header, skeleton)
+        )
+
+    def assemble(
+        self,
+        live: Transcript,
+        session: Transcript,
+        size: Size,
+        *,
+        budget: int | None,
+        window: int | None,
+        top: int,
+        defects: tuple[Defect, ...],
+        usage: tuple[UsageRow, ...] = (),
+        session_tokens: int | None = None,
+    ) -> Report:
+        """The report of the messages added, which are ``live``'s (the context since its last compaction)
+        of ``session``; ``session_tokens`` counts the whole session where that is more than ``live``."""
+        estimator = self.estimator
         by_role, by_kind = defaultdict(int, self.by_role), defaultdict(int, self.by_kind)
-        counts = _add_header(header, estimator, size, self.counts, by_role, by_kind)
+        counts = _add_header(live, estimator, size, self.counts, by_role, by_kind)
         total = self.total + size.preamble_tokens
         results: list[ResultRow] = []
         per_tool: dict[str, list[int]] = defaultdict(list)
@@ -420,17 +393,16 @@ class ReportFold:
             name = self.names.get(call_id) or recorded or "?"
             results.append(ResultRow(name, call_id, tokens, index, line))
             per_tool[name].append(tokens)
-        skeleton = replace(header, messages=tuple(self.skeleton))
         return Report(
-            path=header.source.path,
-            format=header.format,
-            dialect=header.dialect,
+            path=live.source.path,
+            format=live.format,
+            dialect=live.dialect,
             messages=self.messages,
             turns=self.turns,
             rounds=self.rounds,
             tool_calls=self.calls,
             tool_results=len(results),
-            skipped_lines=len(header.skipped),
+            skipped_lines=len(live.skipped),
             tokens=size.tokens,
             preamble_tokens=size.preamble_tokens,
             classes=_class_rows(estimator, counts),
@@ -443,13 +415,13 @@ class ReportFold:
             ),
             budget=budget,
             window=window,
-            name=header.name,
-            session_messages=self.messages,
-            session_tokens=total,
-            usage=(),
-            defects=_defects(header, skeleton),
-            line_kinds=header.line_kinds,
-            notes=header.notes,
+            name=session.name,
+            session_messages=len(session.messages) if session is not live else self.messages,
+            session_tokens=total if session_tokens is None else session_tokens,
+            usage=usage,
+            defects=defects,
+            line_kinds=session.line_kinds,
+            notes=session.notes,
             size=size,
         )
 

@@ -35,6 +35,7 @@ from windowfit.fitting.formats import messages as messages_format
 from windowfit.fitting.formats._document import long_line_document
 from windowfit.fitting.formats.base import SNIFF_BYTES
 from windowfit.fitting.report import Report, fold_report
+from windowfit.fitting.transcript import count_rounds, iter_tool_results, split_turns, tool_names
 from windowfit.fitting.wire.anthropic import request_to_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +65,18 @@ def test_the_fold_is_build_report(
     expected = build_report(transcript, estimator, budget=1_000, window=2_000, top=top, preamble=preamble)
     folded = _folded(transcript, estimator, budget=1_000, window=2_000, top=top, preamble=preamble)
     assert folded == expected
+    # build_report folds too, so hold the counts to the transcript model's own definitions as well.
+    messages = transcript.messages
+    assert expected.messages == len(messages)
+    assert expected.turns == len(split_turns(messages))
+    assert expected.rounds == count_rounds(messages)
+    assert expected.tool_calls == sum(len(m.tool_calls) for m in messages)
+    results = list(iter_tool_results(messages))
+    assert expected.tool_results == len(results)
+    names = tool_names(messages)
+    named = {(mi, r.call_id): names.get(r.call_id) or r.name or "?" for mi, _, r in results}
+    assert all(row.tool == named[row.message_index, row.call_id] for row in expected.largest_results)
+    assert expected.session_tokens == sum(estimator.message(m).tokens for m in messages) + expected.preamble_tokens
 
 
 def test_the_fold_names_a_result_after_a_call_that_comes_later() -> None:
