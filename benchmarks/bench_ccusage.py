@@ -8,7 +8,6 @@ Run ``python benchmarks/bench_ccusage.py`` (200 sessions; ``--quick`` for 40).
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -20,7 +19,7 @@ from bench_folder import bare_loop
 from common import OUT, best_of
 from rich.console import Console
 from rich.table import Table
-from sessions import ROUNDS, ensure_folder
+from sessions import benchmark_folder, folder_parser
 
 MB = 1_000_000
 CCUSAGE = "ccusage@20.0.24"
@@ -52,16 +51,9 @@ def timed(repeat: int, command: list[str], env: dict[str, str] | None = None) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="40 sessions, best of 1")
-    parser.add_argument("--sessions", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
-    options = parser.parse_args()
-    sessions, repeat = (40, 1) if options.quick else (options.sessions, options.repeat)
-    root = OUT / f"folder-{sessions}-{ROUNDS[1]}"
-    folder = ensure_folder(root, sessions, rounds=ROUNDS)  # root/projects: a ~/.claude (CLAUDE_CONFIG_DIR)
-    files = sorted(folder.rglob("*.jsonl"))
-    size = sum(f.stat().st_size for f in files)
+    bench = benchmark_folder(folder_parser(__doc__.splitlines()[0]).parse_args(), OUT)
+    root, folder, files, size = bench.root, bench.folder, bench.files, bench.size  # root: a ~/.claude
+    repeat = bench.repeat
     console = Console()
     console.print(
         f"{len(files)} sessions, {size / MB:.0f} MB; {os.cpu_count()} CPUs, "

@@ -8,7 +8,6 @@ into ``benchmarks/out/``. The machine may be shared: the load average is printed
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import shutil
@@ -21,7 +20,7 @@ import orjson
 from common import OUT, best_of
 from rich.console import Console
 from rich.table import Table
-from sessions import ROUNDS, ensure_folder
+from sessions import benchmark_folder, folder_parser
 
 from windowfit.fitting.rows import file_rows
 
@@ -76,16 +75,11 @@ def best_run(repeat: int, args: list[str]) -> tuple[float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="40 sessions, best of 1")
-    parser.add_argument("--sessions", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = folder_parser(__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, nargs="+", default=[2])
     options = parser.parse_args()
-    sessions, repeat = (40, 1) if options.quick else (options.sessions, options.repeat)
-    folder = ensure_folder(OUT / f"folder-{sessions}-{ROUNDS[1]}", sessions, rounds=ROUNDS)
-    files = sorted(folder.rglob("*.jsonl"))
-    size = sum(f.stat().st_size for f in files)
+    bench = benchmark_folder(options, OUT)
+    folder, files, size, repeat = bench.folder, bench.files, bench.size, bench.repeat
     largest = max(files, key=lambda f: f.stat().st_size)
     console = Console()
     console.print(

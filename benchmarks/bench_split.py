@@ -13,7 +13,6 @@ Run ``python benchmarks/bench_split.py`` (200 sessions, best of 3; ``--quick``: 
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import sys
@@ -25,7 +24,7 @@ from bench_folder import bare_loop
 from common import OUT
 from rich.console import Console
 from rich.table import Table
-from sessions import ROUNDS, ensure_folder
+from sessions import benchmark_folder, folder_parser
 
 from windowfit.fitting._json import encode
 from windowfit.fitting.estimate import make_estimator
@@ -54,15 +53,8 @@ def timed(repeat: int, run: Callable[[], Any]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="40 sessions, best of 1")
-    parser.add_argument("--sessions", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
-    options = parser.parse_args()
-    sessions, repeat = (40, 1) if options.quick else (options.sessions, options.repeat)
-    folder = ensure_folder(OUT / f"folder-{sessions}-{ROUNDS[1]}", sessions, rounds=ROUNDS)
-    files = sorted(folder.rglob("*.jsonl"))
-    size = sum(f.stat().st_size for f in files)
+    bench = benchmark_folder(folder_parser(__doc__.splitlines()[0]).parse_args(), OUT)
+    files, size, repeat = bench.files, bench.size, bench.repeat
     inputs = [Input(str(f), keep_text=False) for f in files]  # what report loads (it never writes a transcript)
     console = Console()
     console.print(

@@ -5,8 +5,10 @@ Shared by bench_folder.py and bench_ccusage.py."""
 
 from __future__ import annotations
 
+import argparse
 import random
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +114,34 @@ def ensure_folder(root: Path, sessions: int, *, seed: int = 15, rounds: tuple[in
         write_session(project / f"{i:04d}-{rng.getrandbits(32):08x}.jsonl", rng, rng.randint(*rounds))
     marker.touch()
     return root / "projects"
+
+
+def folder_parser(description: str) -> argparse.ArgumentParser:
+    """The options every folder benchmark takes: ``--quick``, ``--sessions``, ``--repeat``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="40 sessions, best of 1")
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    return parser
+
+
+@dataclass(frozen=True)
+class Folder:
+    """The generated folder of Claude Code sessions the options name, and how often to time each run."""
+
+    root: Path
+    """The folder holding ``projects/`` (a ``~/.claude``, for ``CLAUDE_CONFIG_DIR``)."""
+    folder: Path
+    """``root/projects``: what the commands are pointed at."""
+    files: list[Path]
+    size: int
+    repeat: int
+
+
+def benchmark_folder(options: argparse.Namespace, out: Path) -> Folder:
+    """``folder_parser``'s options as a folder under ``out``, written once (``ensure_folder``)."""
+    sessions, repeat = (40, 1) if options.quick else (options.sessions, options.repeat)
+    root = out / f"folder-{sessions}-{ROUNDS[1]}"
+    folder = ensure_folder(root, sessions, rounds=ROUNDS)
+    files = sorted(folder.rglob("*.jsonl"))
+    return Folder(root, folder, files, sum(f.stat().st_size for f in files), repeat)
