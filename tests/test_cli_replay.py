@@ -19,6 +19,22 @@ Golden = Callable[[str, str], None]
 DATA = Path(__file__).parent / "data" / "replay"
 
 
+EVERY_POLICY = [
+    "windowfit",
+    "windowfit-cache",
+    "windowfit-batch-1",
+    "legacy",
+    "keep-last",
+    "anthropic-clear-tool-uses",
+    "gemini-cli-masking",
+    "claude-code-idle-clear",
+    "openhands-observation-masking",
+    "langchain-trim-last",
+    "send-everything",
+]
+"""Every default policy, in the order replay shows them."""
+
+
 @pytest.fixture
 def in_data(monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(DATA)
@@ -58,19 +74,7 @@ def test_json_has_every_step_with_hand_checked_numbers(run_cli: Run, in_data: Pa
     }
     assert doc["skipped_files"] == []
     runs = {r["policy"]: r for r in doc["runs"]}
-    assert list(runs) == [
-        "windowfit",
-        "windowfit-cache",
-        "windowfit-batch-1",
-        "legacy",
-        "keep-last",
-        "anthropic-clear-tool-uses",
-        "gemini-cli-masking",
-        "claude-code-idle-clear",
-        "openhands-observation-masking",
-        "langchain-trim-last",
-        "send-everything",
-    ]
+    assert list(runs) == EVERY_POLICY
     ours = runs["windowfit"]
     # 7 requests: before each of the 7 assistant replies (see the comment above)
     assert [s["sent_tokens"] for s in ours["steps"]] == [1, 1003, 2005, 1099, 1147, 1195, 2197]
@@ -124,22 +128,7 @@ def test_policy_choices_are_the_one_list_in_fitting() -> None:
     assert tuple(p.value for p in PolicyName) == POLICY_NAMES
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "windowfit",
-        "windowfit-cache",
-        "windowfit-batch-1",
-        "legacy",
-        "keep-last",
-        "anthropic-clear-tool-uses",
-        "gemini-cli-masking",
-        "claude-code-idle-clear",
-        "openhands-observation-masking",
-        "langchain-trim-last",
-        "send-everything",
-    ],
-)
+@pytest.mark.parametrize("name", EVERY_POLICY)
 def test_the_name_passed_to_policy_is_the_name_in_the_output(run_cli: Run, in_data: Path, name: str) -> None:
     args = ("replay", "six_reads.jsonl", "--budget", "3000", "--policy", name)
     doc = json.loads(run_cli(*args, "--json").stdout)
