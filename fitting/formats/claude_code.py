@@ -321,9 +321,11 @@ def _fast_message_node(obj: dict[str, Any], kind: str, path: str, line: int, tex
     uuid = obj.get("uuid")
     parent = obj.get("parentUuid")
     agent = obj.get("agentId")
-    if kind == "assistant":
+    counts = None
+    node_id = f"line {line}"
+    model = ""
+    if kind == "assistant":  # only a reply records its usage, its message id and its model
         usage = message.get("usage")
-        counts = None
         if type(usage) is dict:
             i, w, r, o = (
                 usage.get("input_tokens"),
@@ -338,19 +340,11 @@ def _fast_message_node(obj: dict[str, Any], kind: str, path: str, line: int, tex
                 o if type(o) is int else 0,
             )
         message_id = message.get("id")
-        model = message.get("model")
-        return _Node(
-            line,
-            kind,
-            uuid if type(uuid) is str else None,
-            parent if type(parent) is str else None,
-            obj.get("isSidechain") is True,
-            agent if type(agent) is str else "",
-            message_id if type(message_id) is str else f"line {line}",
-            blocks,
-            counts,
-            model=model if type(model) is str else "",
-        )
+        if type(message_id) is str:
+            node_id = message_id
+        recorded = message.get("model")
+        if type(recorded) is str:
+            model = recorded
     return _Node(
         line,
         kind,
@@ -358,8 +352,10 @@ def _fast_message_node(obj: dict[str, Any], kind: str, path: str, line: int, tex
         parent if type(parent) is str else None,
         obj.get("isSidechain") is True,
         agent if type(agent) is str else "",
-        f"line {line}",
+        node_id,
         blocks,
+        counts,
+        model=model,
     )
 
 
