@@ -426,6 +426,12 @@ def _compact_lenient(span: bytes) -> JsonText | None:
         return None
 
 
+def reads_as(span: bytes, compact: JsonText) -> bool:
+    """Whether the JSON text ``span`` holds the value whose compact JSON is ``compact`` (read by orjson, or by
+    the standard library, which keeps integers past 64 bits exact)."""
+    return _compact(span) == compact or _compact_lenient(span) == compact
+
+
 class InputTexts:
     """The values of one key (``input``) in a JSON text, in order, matched to tool calls read from that
     text: each call gets the first value after the previous match whose compact JSON is its

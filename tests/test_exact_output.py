@@ -866,3 +866,97 @@ def test_corpus_messages_written_from_the_model_keep_what_they_do_not_model(tmp_
                 assert text in line and text in written  # the call object as the file spelled it
                 calls += 1
     assert calls
+
+
+# --------------------------------------------------------------------------
+# Logs (Claude Code, Anthropic logs): what a block does not model, in messages written from the model
+
+
+@st.composite
+def odd_blocks(draw: st.DrawFn) -> tuple[list[str], list[str], list[str]]:
+    """An assistant's and a user's content blocks (texts) carrying what windowfit does not model, spelled
+    oddly: extra keys of text, thinking, tool_use and tool_result blocks (and of a result's inner text), and
+    an unmodelled block; and the members and blocks the written body must hold as they came."""
+    kept: list[str] = []
+
+    def members(prefix: str) -> str:
+        found = draw(odd_members(prefix))
+        kept.extend(found)
+        return "," + ",".join(found)
+
+    other = (
+        '{"type":"server_tool_use","id":"srv_1","name":"web_search","input":{"q":"x"},"n":'
+        + draw(st.sampled_from((*INPUT_NUMBERS, *CONSTANTS)))
+        + "}"
+    )
+    kept.append(other)
+    assistant = [
+        '{"type":"thinking","thinking":"hm","signature":"c2ln"' + members("h") + "}",
+        '{"type":"text","text":"see"' + members("t") + "}",
+        other,
+        '{"type":"tool_use","id":"c1","name":"Read","input":{"p":1}' + members("u") + "}",
+    ]
+    inner = '{"type":"text","text":"ok"' + members("i") + "}"
+    user = ['{"type":"tool_result","tool_use_id":"c1","content":[' + inner + "]" + members("r") + "}"]
+    return draw(st.permutations(assistant)), user, kept
+
+
+def _claude_code_blocks(assistant: list[str], user: list[str]) -> bytes:
+    lines = [
+        '{"type":"user","uuid":"u0","parentUuid":null,"message":{"role":"user","content":"go"}}',
+        '{"type":"assistant","uuid":"a0","parentUuid":"u0","message":{"id":"m0","role":"assistant","content":['
+        + ",".join(assistant)
+        + "]}}",
+        '{"type":"user","uuid":"r0","parentUuid":"a0","message":{"role":"user","content":[' + ",".join(user) + "]}}",
+    ]
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _anthropic_log_blocks(assistant: list[str], user: list[str]) -> bytes:
+    messages = [
+        '{"role":"user","content":"go","x_m":1E+2}',
+        '{"role":"assistant","content":[' + ",".join(assistant) + "]}",
+        '{"role":"user","content":[' + ",".join(user) + "]}",
+    ]
+    body = '{"model":"claude-x","max_tokens":10,"messages":[' + ",".join(messages) + "]}"
+    capture = '{"request":{"method":"POST","url":"https://api.anthropic.com/v1/messages","body":' + body + "}}"
+    return (body + "\n" + capture + "\n").encode()
+
+
+BLOCK_LOGS = {"claude_code": _claude_code_blocks, "anthropic_log": _anthropic_log_blocks}
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(BLOCK_LOGS)), odd_blocks())
+def test_a_log_writes_what_its_blocks_do_not_model_as_the_file_spelled_it(
+    tmp_path_factory: pytest.TempPathFactory, fmt: str, blocks: tuple[list[str], list[str], list[str]]
+) -> None:
+    assistant, user, kept = blocks
+    path = tmp_path_factory.mktemp("logs") / "in.jsonl"
+    path.write_bytes(BLOCK_LOGS[fmt](assistant, user))
+    transcripts = load_path(path, fmt=fmt)
+    assert transcripts
+    for transcript in transcripts:
+        body = _tokens(write_transcript(transcript, to="anthropic").decode())
+        assert [member for member in kept if _tokens(member) not in body] == []
+        if fmt == "anthropic_log":
+            assert '"x_m":1E+2' in body
+
+
+def test_a_log_line_written_as_compact_json_keeps_no_text(tmp_path: Path) -> None:
+    """Only blocks whose file spelling differs from compact JSON hold text: a line as a harness writes it
+    (compact, as orjson would write it) leaves the blocks as they were built (extras compact, unmarked)."""
+    assistant = ['{"type":"text","text":"x","citations":[{"n":1.5}]}', '{"type":"document","n":2}']
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(_claude_code_blocks(assistant, ['{"type":"tool_result","tool_use_id":"c1","content":"ok"}']))
+    (transcript,) = load_path(path, fmt="claude_code")
+    blocks = [b for m in transcript.messages for b in m.content]
+    assert not any(getattr(b, "extra", "").startswith(" ") or getattr(b, "raw", "").startswith(" ") for b in blocks)
+    odd = [a.replace("1.5", "1.50").replace(":2}", ":2E0}") for a in assistant]
+    path.write_bytes(_claude_code_blocks(odd, ['{"type":"tool_result","tool_use_id":"c1","content":"ok"}']))
+    (transcript,) = load_path(path, fmt="claude_code")
+    blocks = [b for m in transcript.messages if m.role == "assistant" for b in m.content]
+    assert [getattr(b, "extra", "") or getattr(b, "raw", "") for b in blocks] == [
+        ' {"citations":[{"n":1.50}]}',
+        ' {"type":"document","n":2E0}',
+    ]
