@@ -918,7 +918,7 @@ def _anthropic_log_blocks(assistant: list[str], user: list[str]) -> bytes:
         '{"role":"assistant","content":[' + ",".join(assistant) + "]}",
         '{"role":"user","content":[' + ",".join(user) + "]}",
     ]
-    body = '{"model":"claude-x","max_tokens":10,"messages":[' + ",".join(messages) + "]}"
+    body = '{"model":"claude-x","max_tokens":1E+1,"messages":[' + ",".join(messages) + "]}"
     capture = '{"request":{"method":"POST","url":"https://api.anthropic.com/v1/messages","body":' + body + "}}"
     return (body + "\n" + capture + "\n").encode()
 
@@ -939,8 +939,8 @@ def test_a_log_writes_what_its_blocks_do_not_model_as_the_file_spelled_it(
     for transcript in transcripts:
         body = _tokens(write_transcript(transcript, to="anthropic").decode())
         assert [member for member in kept if _tokens(member) not in body] == []
-        if fmt == "anthropic_log":
-            assert '"x_m":1E+2' in body
+        if fmt == "anthropic_log":  # a message's extra keys, and the body's own
+            assert '"x_m":1E+2' in body and '"max_tokens":1E+1' in body
 
 
 def test_a_log_line_written_as_compact_json_keeps_no_text(tmp_path: Path) -> None:
@@ -960,3 +960,25 @@ def test_a_log_line_written_as_compact_json_keeps_no_text(tmp_path: Path) -> Non
         ' {"citations":[{"n":1.50}]}',
         ' {"type":"document","n":2E0}',
     ]
+
+
+@PROPERTY
+@given(st.data(), st.booleans(), st.sampled_from((0.5, 1.0)))
+def test_a_request_bodys_own_keys_are_written_as_the_file_spelled_them(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, one_line: bool, fraction: float
+) -> None:
+    """``model``, ``max_tokens`` and the other keys outside ``messages`` and ``system``: first in the written
+    body, in the file's order, each as the file spelled it (``1E+3`` stays ``1E+3``), fitted or not."""
+    dialect = data.draw(st.sampled_from(("anthropic", "openai")))
+    head = ['"model":"m-1"', f'"max_tokens":{data.draw(st.sampled_from(INPUT_NUMBERS))}', *data.draw(odd_members("q"))]
+    texts = data.draw(conversation(dialect))
+    system = ['"system":"You are terse."'] if dialect == "anthropic" and data.draw(st.booleans()) else []
+    members = [*head[:1], *system, '"messages":[' + ",".join(texts) + "]", *head[1:]]
+    separator = "," if one_line else ",\n  "
+    path = tmp_path_factory.mktemp("keys") / "body.json"
+    path.write_bytes(("{" + separator.join(members) + "}\n").encode())
+    written, _, _ = _fit(path, fraction)
+    text = written.decode()
+    assert [m for m in head if _tokens(m) not in _tokens(text)] == []
+    starts = [text.find(_tokens(m)[: _tokens(m).index(":") + 1]) for m in head]
+    assert starts == sorted(starts) and starts[-1] < text.index('"messages"')

@@ -20,7 +20,7 @@ from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Defect, Skipped, Source, Transcript, Usage
 from ..validate import check_messages
 from ..wire import anthropic
-from ..wire.spelling import spelled_messages
+from ..wire.spelling import spelled_body_keys, spelled_messages
 from . import messages
 from ._document import is_document, iter_members
 from ._jsonl import LineReader
@@ -169,7 +169,9 @@ class _Loader:
             inputs = InputTexts(text)
             t = replace(t, messages=tuple(replace(m, content=inputs.blocks(m.content)) for m in t.messages))
         if text is not None and self.keep_text:
-            t = replace(t, messages=spelled_messages(t.messages, text, path))
+            t = replace(
+                t, messages=spelled_messages(t.messages, text, path), extra=spelled_body_keys(t.extra, text, path[:-1])
+            )
         model = body.get("model")
         n = len(self.transcripts) + 1
         name = f"request {n} (line {source.line}{f', {model}' if isinstance(model, str) else ''})"

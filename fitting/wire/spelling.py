@@ -17,12 +17,14 @@ holds one block per item (OpenAI: after the reasoning, before the calls of ``too
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 import orjson
 
-from .._json import SPELLED, container_ends, members, reads_as, spelled_extras
-from ..transcript import Block, Image, Message, Other, Text, Thinking, ToolCall, ToolResult
+from .._json import SPELLED, container_ends, encode, members, reads_as, spelled_extras
+from ..transcript import Block, Image, JsonText, Message, Other, Text, Thinking, ToolCall, ToolResult
 
 Found = list[tuple[str | None, int, int, int]]
 Texts = dict[int, bytes]
@@ -253,3 +255,62 @@ def spelled_messages(
         return tuple(out)
     except (ValueError, orjson.JSONDecodeError):
         return messages
+
+
+# --------------------------------------------------------------------------
+# A request body's own keys (``model``, ``max_tokens``, ...), outside its messages, system prompt and tools
+
+REQUEST_PARTS = frozenset({"system", "tools", "messages"})
+"""The members of a body read into the model; the others are its request-level keys (``Transcript.extra``)."""
+
+
+def spelled_request_keys(extra: JsonText, found: Iterable[tuple[str | None, bytes]]) -> JsonText:
+    """``extra`` (a body's request-level keys as compact JSON) as the file spelled them, from the body's
+    members ``found`` (each one's key and value text, in the file's order): ``extra`` itself where compact
+    JSON is how the file has them, else their members' texts in an object marked ``SPELLED``."""
+    if not extra:
+        return extra
+    kept = b",".join(encode(key) + b":" + value for key, value in found if key not in REQUEST_PARTS)
+    whole = b"{" + kept + b"}"
+    if whole == extra.encode("utf-8", "surrogatepass") or not reads_as(whole, extra):
+        return extra
+    return SPELLED + whole.decode("utf-8", "surrogatepass")
+
+
+def body_bytes(body: dict[str, Any], extra: JsonText) -> bytes:
+    """``body`` (a request body built from a transcript whose request-level keys are ``extra``) as indented
+    JSON bytes, those keys written first as the file spelled them when ``extra`` holds that spelling and the
+    body carries them all (a body of the file's own dialect)."""
+    if extra[:1] != SPELLED:
+        return encode(body, indent=True) + b"\n"
+    text = extra[1:].encode("utf-8", "surrogatepass")
+    try:
+        found = members(text, 0, container_ends(text))
+    except ValueError:
+        return encode(body, indent=True) + b"\n"
+    keys = {key for key, _, _, _ in found}
+    if not keys <= body.keys():
+        return encode(body, indent=True) + b"\n"
+    rest = encode({k: v for k, v in body.items() if k not in keys}, indent=True)
+    head = b",\n  ".join(text[begin:end] for _, begin, _, end in found)
+    if rest == b"{}":
+        return b"{\n  " + head + b"\n}\n"
+    return b"{\n  " + head + b"," + rest[1:] + b"\n"
+
+
+def spelled_body_keys(extra: JsonText, text: bytes | str | None, path: tuple[str | int, ...] = ()) -> JsonText:
+    """``spelled_request_keys`` for the body at ``path`` in the JSON ``text`` (a logged request); ``extra``
+    itself, found without a walk, when the file spells it as compact JSON."""
+    if not extra or text is None:
+        return extra
+    raw = _encoded(text)
+    if extra.encode("utf-8", "surrogatepass")[1:-1] in raw:
+        return extra
+    try:
+        ends = container_ends(raw)
+        start = _at(raw, path, ends)
+        if start is None:
+            return extra
+        return spelled_request_keys(extra, ((k, raw[a:b]) for k, _, a, b in members(raw, start, ends)))
+    except (ValueError, orjson.JSONDecodeError):
+        return extra
