@@ -335,7 +335,8 @@ def members(text: bytes, start: int = 0, ends: dict[int, int] | None = None) -> 
             match = _STRING_RE.match(text, i)
             if match is None:
                 raise ValueError("expected a key")
-            key = loads_or_lenient(match.group())
+            quoted = match.group()
+            key = quoted[1:-1].decode() if b"\\" not in quoted else loads_or_lenient(quoted)  # most keys: no escape
             i = _BLANKS.match(text, match.end()).end()  # type: ignore[union-attr]
             if text[i : i + 1] != b":":
                 raise ValueError("expected ':'")

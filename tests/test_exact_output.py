@@ -961,6 +961,10 @@ def test_a_log_line_written_as_compact_json_keeps_no_text(tmp_path: Path) -> Non
         ' {"citations":[{"n":1.50}]}',
         ' {"type":"document","n":2E0}',
     ]
+    # Written as the other dialect's body, an unmodelled block is a text of its compact JSON, as before.
+    written = json.loads(write_transcript(transcript, to="openai"))
+    parts = [p for m in written["messages"] if m["role"] == "assistant" for p in m["content"]]
+    assert {"type": "text", "text": '{"type":"document","n":2.0}'} in parts
 
 
 @PROPERTY
