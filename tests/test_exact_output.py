@@ -987,3 +987,13 @@ def test_a_request_bodys_own_keys_are_written_as_the_file_spelled_them(
     assert [m for m in head if _tokens(m) not in _tokens(text)] == []
     starts = [text.find(_tokens(m)[: _tokens(m).index(":") + 1]) for m in head]
     assert starts == sorted(starts) and starts[-1] < text.index('"messages"')
+
+
+def test_a_long_one_line_bodys_own_keys_are_written_as_the_file_spelled_them(tmp_path: Path) -> None:
+    """A body alone on one line longer than the sniffed head is read member by member (``_one_line``):
+    its own keys keep their spelling there too."""
+    items = ",".join(_s(f"{k}: " + "word " * 2000).join(('{"role":"user","content":', "}")) for k in range(60))
+    path = tmp_path / "body.json"
+    path.write_text('{"model":"m-1","max_tokens":1E+3,"messages":[' + items + '],"temperature":0.50,"x":[1.0e2]}\n')
+    written = write_transcript(load_path(path)[0], to="same")
+    assert written.startswith(b'{\n  "model":"m-1",\n  "max_tokens":1E+3,\n  "temperature":0.50,\n  "x":[1.0e2],\n')
