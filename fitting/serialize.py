@@ -472,6 +472,7 @@ def plan_document(
 ) -> FitDocument:
     """``windowfit fit --json``: the plan as one document, every decision and every estimate."""
     from .fit import crossed, repaired, too_long_message
+
     cleared = {r.call_id for r in plan.cleared}
     protected = {r.call_id for r in plan.protected}
     too_small = {r.call_id for r in plan.too_small}
@@ -611,6 +612,7 @@ def check_document(
     """``windowfit check --format json``: per transcript (its path, name, plan, and whether it failed the check)
     its plan's outcome."""
     from .fit import crossed
+
     return {
         "schema": SCHEMA,
         "estimator": estimator,
@@ -1059,6 +1061,7 @@ def suggestion_to_dict(suggestion: Suggestion, base: ScriptRule) -> SuggestionJs
     """``audit --suggest``'s rule, the samples it was fitted on and held out, its
     margin, what its guarantee covers, and how much it over-estimates next to ``base``."""
     from .suggest import decimal_text, estimate_over, rule_spec, tightest
+
     rule, samples = suggestion.rule, suggestion.samples
     return {
         "tightest": [
