@@ -270,10 +270,18 @@ def report_document(
     reports: Sequence[Report], *, estimator: str, skipped: Sequence[SkippedFile] = ()
 ) -> ReportDocument:
     """``windowfit report --json``; ``skipped``: the files a folder scan passed over."""
+    return report_document_of([report_to_dict(r) for r in reports], estimator=estimator, skipped=skipped)
+
+
+def report_document_of(
+    transcripts: Sequence[TranscriptReportJson], *, estimator: str, skipped: Sequence[SkippedFile] = ()
+) -> ReportDocument:
+    """``report_document`` of reports already made into their objects (``report_to_dict``): a folder's workers
+    send those back, plain values that cost a quarter of the reports' time to pickle both ways."""
     return {
         "schema": SCHEMA,
         "estimator": estimator,
-        "transcripts": [report_to_dict(r) for r in reports],
+        "transcripts": list(transcripts),
         "skipped_files": _skipped(skipped),
     }
 
