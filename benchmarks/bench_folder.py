@@ -113,6 +113,52 @@ def best_run(repeat: int, args: list[str]) -> Ran:
     return Ran(fastest.seconds, max(r.peak for r in runs), min(r.cpu for r in runs))
 
 
+def sent_back(files: list[Path]) -> list[tuple[str, float, float, int]]:
+    """What each command's workers send the parent over the folder: the work's CPU seconds, the CPU seconds
+    to pickle the results and unpickle them (the parent unpickles alone), and their bytes, in this process."""
+    import pickle
+    from dataclasses import replace
+    from functools import partial
+
+    from windowfit.cli import fit_cmd, report_cmd
+    from windowfit.cli.scan import Task, scan_one
+    from windowfit.cli.shared import SizeChoice
+    from windowfit.fitting.fit import DEFAULTS
+    from windowfit.fitting.formats import Input
+
+    common = {"estimator": "seed", "overhead": 1.0, "window": None, "size": SizeChoice.auto, "preamble": None}
+    reports = {**common, "budget": None, "top": 10}
+    work = partial(report_cmd.report_work, **reports)
+    stream = partial(report_cmd.report_stream, **reports)
+    check = partial(
+        fit_cmd.check_work, **common, budget=100_000, threshold=3, fit_options=replace(DEFAULTS, budget=100_000)
+    )
+    kinds = {
+        "report --json (JSON objects)": (
+            partial(report_cmd.json_work, work=work),
+            partial(report_cmd.json_stream, stream=stream),
+        ),
+        "report, text (Report objects)": (work, stream),
+        "check (summary plans)": (check, None),
+        "check (whole plans, as before)": (check, None),
+    }
+    found = []
+    summary = fit_cmd.summary_plan
+    for name, (each, streamed) in kinds.items():
+        fit_cmd.summary_plan = (lambda plan: plan) if "whole" in name else summary  # type: ignore[assignment]
+        tasks = [Task(Input(str(f)), None, False, True, False, each, streamed) for f in files]
+        cpu = time.process_time()
+        dones = [scan_one(t) for t in tasks]
+        spent = time.process_time() - cpu
+        cpu = time.process_time()
+        blobs = [pickle.dumps(d, pickle.HIGHEST_PROTOCOL) for d in dones]
+        for b in blobs:
+            pickle.loads(b)
+        found.append((name, spent, time.process_time() - cpu, sum(map(len, blobs))))
+    fit_cmd.summary_plan = summary  # type: ignore[assignment]
+    return found
+
+
 def main() -> None:
     parser = folder_parser(__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, nargs="+", default=[2])
@@ -193,6 +239,10 @@ def main() -> None:
                 f"{pss / 2**20:.0f}" if pss else "", f"{pss / alone_pss:.2f}" if pss and alone_pss else "",
             )  # fmt: skip
     console.print(memory)
+    crossing = Table("results of", "work CPU s", "pickle + unpickle CPU s", "share", "MB", title="sent back")
+    for name, spent, pickled, size_ in sent_back(files):
+        crossing.add_row(name, f"{spent:.2f}", f"{pickled:.3f}", f"{pickled / spent:.1%}", f"{size_ / MB:.2f}")
+    console.print(crossing)
     console.print(f"load average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for jobs in options.jobs:
         console.print(f"cores available to {jobs} processes after: {machine_parallelism(jobs):.2f}")
