@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from pathlib import Path
@@ -189,14 +189,17 @@ class Scanned(Generic[T]):
     skipped: list[SkippedFile]
 
 
-def start_scan(tasks: Sequence[Task[T]], *, workers: int) -> Iterator[tuple[Task[T], Done[T]]]:
+def start_scan(
+    tasks: Sequence[Task[T]], *, workers: int, finished: Callable[[int], None] | None = None
+) -> Iterator[tuple[Task[T], Done[T]]]:
     """Each task with its result, in order: in this process, or over ``workers`` processes. With a pool every
     task is submitted before this returns, so call it before any thread (a progress bar's) starts: the workers
     are forked from this process where that is safe (Linux, one thread) and spawned otherwise; the tasks and
     results are picklable either way. The pool works on the largest files first (``chunk_plan``); the results
-    still come out in the tasks' order."""
+    still come out in the tasks' order, and ``finished`` is told how many files are done as they finish (a
+    progress bar's count: the files that come out next may have waited for a late run)."""
     if workers <= 1:
-        return ((task, scan_one(task)) for task in tasks)
+        return _in_process(tasks, finished)
     chunks = chunk_plan([_size(t.item) for t in tasks], workers)
     context = _context()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
@@ -209,7 +212,15 @@ def start_scan(tasks: Sequence[Task[T]], *, workers: int) -> Iterator[tuple[Task
         raise
     finally:
         gc.unfreeze()
-    return _collect(pool, tasks, chunks, futures)
+    return _collect(pool, tasks, chunks, futures, finished)
+
+
+def _in_process(tasks: Sequence[Task[T]], finished: Callable[[int], None] | None) -> Iterator[tuple[Task[T], Done[T]]]:
+    for i, task in enumerate(tasks):
+        done = scan_one(task)
+        if finished is not None:
+            finished(i + 1)
+        yield task, done
 
 
 def _collect(
@@ -217,13 +228,23 @@ def _collect(
     tasks: Sequence[Task[T]],
     chunks: list[list[int]],
     futures: list[Future[list[Done[T]]]],
+    finished: Callable[[int], None] | None,
 ) -> Iterator[tuple[Task[T], Done[T]]]:
     where = {i: (c, k) for c, chunk in enumerate(chunks) for k, i in enumerate(chunk)}
     left = [len(chunk) for chunk in chunks]
     results: dict[int, list[Done[T]]] = {}
+    running = set(futures)
+    sizes = {future: len(chunk) for future, chunk in zip(futures, chunks, strict=True)}
+    files_done = 0
     try:
         for i, task in enumerate(tasks):
             c, k = where[i]
+            while futures[c] in running:  # count the runs that finish meanwhile, in whatever order
+                ended, _ = wait(running, return_when=FIRST_COMPLETED)
+                running -= ended
+                files_done += sum(sizes[f] for f in ended)
+                if finished is not None:
+                    finished(files_done)
             if c not in results:
                 results[c] = futures[c].result()
             got = results[c]

@@ -97,3 +97,31 @@ def test_the_pool_gets_every_file_once_largest_first_in_shrinking_runs(sizes: li
         taken = sum(sizes[i] for i in chunk)
         assert len(chunk) == 1 or taken - sizes[chunk[-1]] < left / (4 * workers)
         left -= taken
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_count_of_files_done_rises_to_every_file_while_results_keep_their_order(folder: Path, workers: int) -> None:
+    """A progress bar's count: told as runs finish (largest files first with a pool), never past the files."""
+    from functools import partial
+
+    from windowfit.cli.report_cmd import report_work
+    from windowfit.cli.scan import Task, start_scan
+    from windowfit.cli.shared import SizeChoice
+    from windowfit.fitting.formats import Input
+
+    work = partial(
+        report_work,
+        estimator="seed",
+        overhead=1.0,
+        budget=None,
+        window=None,
+        top=3,
+        size=SizeChoice.auto,
+        preamble=None,
+    )
+    paths = sorted(str(p) for p in folder.glob("*.jsonl") if "broken" not in p.name and "empty" not in p.name)
+    tasks = [Task(Input(p), None, False, True, False, work) for p in paths]
+    counts: list[int] = []
+    out = [task.item.path for task, _ in start_scan(tasks, workers=workers, finished=counts.append)]
+    assert out == paths
+    assert counts == sorted(counts) and counts[-1] == len(paths)
