@@ -3,7 +3,9 @@ as ratios to a bare ``orjson.loads`` loop over every line timed in the same proc
 folder against the peak over its largest file.
 
 Run ``python benchmarks/bench_folder.py`` (200 sessions; ``--quick`` for 40). The folder is generated once
-into ``benchmarks/out/``. The machine may be shared: the load average is printed with the figures.
+into ``benchmarks/out/``. The machine may be shared: the load average and how many cores a pool of each size
+got (``machine_parallelism``) are printed with the figures, and the CPU seconds of the parent and of the
+workers, which a busy machine does not change as much as the wall time.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from common import OUT, best_of
+from common import OUT, best_of, cache_bytecode
 from rich.console import Console
 from rich.table import Table
 from sessions import benchmark_folder, folder_parser
@@ -57,21 +60,103 @@ def machine_parallelism(jobs: int, n: int = 4_000_000) -> float:
     return serial / parallel
 
 
-def run(args: list[str]) -> tuple[float, int]:
-    """Seconds and peak RSS (bytes) of one ``windowfit`` run, its output thrown away."""
+@dataclass(frozen=True)
+class Ran:
+    seconds: float
+    peak: int
+    """Peak RSS in bytes of the largest process (``wait4``: the command or one of its workers)."""
+    cpu: float
+    """CPU seconds of the command and its workers."""
+
+
+def run(args: list[str], *, sample: bool = False) -> tuple[Ran, int]:
+    """One ``windowfit`` run, its output thrown away, and (with ``sample``) the peak of the proportional set
+    size summed over the command and its workers, read from ``/proc`` every 10 ms (0 without it): forked
+    workers share the parent's pages, so their RSS added up would count those twice."""
     start = time.perf_counter()
     child = subprocess.Popen([shutil.which("windowfit") or "windowfit", *args], stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
+    total = 0
+    while sample and child.poll() is None:
+        total = max(total, tree_pss(child.pid))
+        time.sleep(0.01)
+    _, status, usage = os.wait4(child.pid, 0) if child.returncode is None else (0, 0, None)
     elapsed = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
+    code = os.waitstatus_to_exitcode(status) if usage is not None else child.returncode
     if code != 0 and not (args[0] == "check" and code == 1):
         raise SystemExit(f"windowfit {' '.join(args)} failed")
-    return elapsed, usage.ru_maxrss * 1024
+    if usage is None:  # reaped by poll: no rusage of its own
+        return Ran(elapsed, 0, 0.0), total
+    return Ran(elapsed, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime), total
 
 
-def best_run(repeat: int, args: list[str]) -> tuple[float, int]:
-    runs = [run(args) for _ in range(repeat)]
-    return min(t for t, _ in runs), max(m for _, m in runs)
+def tree_pss(pid: int) -> int:
+    """The proportional set size (bytes) of ``pid`` and its children now; 0 where ``/proc`` cannot say."""
+    total = 0
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    for p in [str(pid), *children]:
+        try:
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+                    break
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def best_run(repeat: int, args: list[str]) -> Ran:
+    runs = [run(args)[0] for _ in range(repeat)]
+    fastest = min(runs, key=lambda r: r.seconds)
+    return Ran(fastest.seconds, max(r.peak for r in runs), min(r.cpu for r in runs))
+
+
+def sent_back(files: list[Path]) -> list[tuple[str, float, float, int]]:
+    """What each command's workers send the parent over the folder: the work's CPU seconds, the CPU seconds
+    to pickle the results and unpickle them (the parent unpickles alone), and their bytes, in this process."""
+    import pickle
+    from dataclasses import replace
+    from functools import partial
+
+    from windowfit.cli import fit_cmd, report_cmd
+    from windowfit.cli.scan import Task, scan_one
+    from windowfit.cli.shared import SizeChoice
+    from windowfit.fitting.fit import DEFAULTS
+    from windowfit.fitting.formats import Input
+
+    common = {"estimator": "seed", "overhead": 1.0, "window": None, "size": SizeChoice.auto, "preamble": None}
+    reports = {**common, "budget": None, "top": 10}
+    work = partial(report_cmd.report_work, **reports)
+    stream = partial(report_cmd.report_stream, **reports)
+    check = partial(
+        fit_cmd.check_work, **common, budget=100_000, threshold=3, fit_options=replace(DEFAULTS, budget=100_000)
+    )
+    kinds = {
+        "report --json (JSON objects)": (
+            partial(report_cmd.json_work, work=work),
+            partial(report_cmd.json_stream, stream=stream),
+        ),
+        "report, text (Report objects)": (work, stream),
+        "check (summary plans)": (check, None),
+        "check (whole plans, as before)": (check, None),
+    }
+    found = []
+    summary = fit_cmd.summary_plan
+    for name, (each, streamed) in kinds.items():
+        fit_cmd.summary_plan = (lambda plan: plan) if "whole" in name else summary  # type: ignore[assignment]
+        tasks = [Task(Input(str(f)), None, False, True, False, each, streamed) for f in files]
+        cpu = time.process_time()
+        dones = [scan_one(t) for t in tasks]
+        spent = time.process_time() - cpu
+        cpu = time.process_time()
+        blobs = [pickle.dumps(d, pickle.HIGHEST_PROTOCOL) for d in dones]
+        for b in blobs:
+            pickle.loads(b)
+        found.append((name, spent, time.process_time() - cpu, sum(map(len, blobs))))
+    fit_cmd.summary_plan = summary  # type: ignore[assignment]
+    return found
 
 
 def main() -> None:
@@ -82,6 +167,7 @@ def main() -> None:
     folder, files, size, repeat = bench.folder, bench.files, bench.size, bench.repeat
     largest = max(files, key=lambda f: f.stat().st_size)
     console = Console()
+    console.print(cache_bytecode())
     console.print(
         f"{len(files)} sessions, {size / MB:.0f} MB (largest {largest.stat().st_size / MB:.1f} MB); "
         f"{os.cpu_count()} CPUs, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}"
@@ -104,43 +190,59 @@ def main() -> None:
         finally:
             gc.enable()
     rows_no_gc = time.process_time() - cpu
-    table = Table("run", "seconds", "MB/s", "× bare loop", "× --jobs 1", "peak RSS MiB")
-    table.add_row("orjson.loads loop", f"{base:.2f}", f"{size / MB / base:.0f}", "1.00", "", "")
-    table.add_row(
-        "fitting.rows.file_rows, in-process", f"{rows:.2f}", f"{size / MB / rows:.0f}", f"{rows / base:.2f}", "", ""
+    table = Table(
+        "run", "seconds", "MB/s", "× bare loop", "× --jobs 1", "cores free", "CPU s", "peak RSS MiB", title="time"
     )
+    table.add_row("orjson.loads loop", f"{base:.2f}", f"{size / MB / base:.0f}", "1.00", "", "", "", "")
+    table.add_row(
+        "fitting.rows.file_rows, in-process", f"{rows:.2f}", f"{size / MB / rows:.0f}", f"{rows / base:.2f}", "", "",
+        "", "",
+    )  # fmt: skip
     commands = {
         "report": ["report", str(folder), "--json"],
         "check": ["check", str(folder), "--budget", "100000", "--format", "json"],
     }
-    peaks: dict[str, int] = {}
     for name, args in commands.items():
-        one, peak = best_run(repeat, [*args, "--jobs", "1"])
-        peaks[name] = peak
+        # The cores a pool gets, measured just before its runs: on a shared machine it moves within a minute.
+        free = {jobs: machine_parallelism(jobs) for jobs in options.jobs}
+        one = best_run(repeat, [*args, "--jobs", "1"])
         table.add_row(
-            f"{name} --jobs 1",
-            f"{one:.2f}",
-            f"{size / MB / one:.0f}",
-            f"{one / base:.2f}",
-            "1.00",
-            f"{peak / 2**20:.0f}",
-        )
+            f"{name} --jobs 1", f"{one.seconds:.2f}", f"{size / MB / one.seconds:.0f}", f"{one.seconds / base:.2f}",
+            "1.00", "", f"{one.cpu:.2f}", f"{one.peak / 2**20:.0f}",
+        )  # fmt: skip
         for jobs in options.jobs:
-            many, _ = best_run(repeat, [*args, "--jobs", str(jobs)])
+            many = best_run(repeat, [*args, "--jobs", str(jobs)])
             table.add_row(
-                f"{name} --jobs {jobs}",
-                f"{many:.2f}",
-                f"{size / MB / many:.0f}",
-                f"{many / base:.2f}",
-                f"{one / many:.2f}",
-                "",
-            )
+                f"{name} --jobs {jobs}", f"{many.seconds:.2f}", f"{size / MB / many.seconds:.0f}",
+                f"{many.seconds / base:.2f}", f"{one.seconds / many.seconds:.2f}", f"{free[jobs]:.2f}",
+                f"{many.cpu:.2f}", f"{many.peak / 2**20:.0f}",
+            )  # fmt: skip
     console.print(table)
-    memory = Table("peak RSS, --jobs 1", "folder MiB", "largest file MiB", "folder ÷ largest")
+    memory = Table(
+        "command",
+        "--jobs",
+        "largest process, folder MiB",
+        "largest file alone MiB",
+        "folder ÷ largest",
+        "all processes (PSS), folder MiB",
+        "÷ largest file alone (PSS)",
+        title="peak memory",
+    )
     for name, args in commands.items():
-        _, alone = run([args[0], str(largest), *args[2:], "--jobs", "1"])
-        memory.add_row(name, f"{peaks[name] / 2**20:.0f}", f"{alone / 2**20:.0f}", f"{peaks[name] / alone:.2f}")
+        alone = run([args[0], str(largest), *args[2:], "--jobs", "1"])[0].peak
+        alone_pss = run([args[0], str(largest), *args[2:], "--jobs", "1"], sample=True)[1]
+        for jobs in [1, *options.jobs]:
+            peak = run([*args, "--jobs", str(jobs)])[0].peak
+            pss = run([*args, "--jobs", str(jobs)], sample=True)[1]
+            memory.add_row(
+                name, str(jobs), f"{peak / 2**20:.0f}", f"{alone / 2**20:.0f}", f"{peak / alone:.2f}",
+                f"{pss / 2**20:.0f}" if pss else "", f"{pss / alone_pss:.2f}" if pss and alone_pss else "",
+            )  # fmt: skip
     console.print(memory)
+    crossing = Table("results of", "work CPU s", "pickle + unpickle CPU s", "share", "MB", title="sent back")
+    for name, spent, pickled, size_ in sent_back(files):
+        crossing.add_row(name, f"{spent:.2f}", f"{pickled:.3f}", f"{pickled / spent:.1%}", f"{size_ / MB:.2f}")
+    console.print(crossing)
     console.print(f"load average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for jobs in options.jobs:
         console.print(f"cores available to {jobs} processes after: {machine_parallelism(jobs):.2f}")

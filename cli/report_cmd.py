@@ -12,11 +12,11 @@ from windowfit.fitting import Transcript, WindowfitError, build_report
 from windowfit.fitting.formats import Format, Input
 from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.report import Report, fold_report
-from windowfit.fitting.serialize import report_document
+from windowfit.fitting.serialize import TranscriptReportJson, report_document_of, report_to_dict
 
 from .render import print_reports
 from .rows_out import RowsOutput, scan_rows
-from .scan import Jobs
+from .scan import Jobs, Stream, Work
 from .shared import (
     Budget,
     EstimatorName,
@@ -108,21 +108,36 @@ def report(
         size=size,
         preamble=preamble,
     )
+    if json_:  # each file's reports become JSON objects where they are made: in the workers, with a pool
+        documents = scan_all(
+            files,
+            partial(json_work, work=work),
+            fmt=from_,
+            skip_invalid=skip_invalid,
+            strict=strict,
+            jobs=jobs,
+            progress=False,
+            stream_work=partial(json_stream, stream=stream),
+        )
+        print_json(report_document_of(documents.values, estimator=est.rule.name, skipped=documents.skipped))
+        return
     scanned = scan_all(
-        files,
-        work,
-        fmt=from_,
-        skip_invalid=skip_invalid,
-        strict=strict,
-        jobs=jobs,
-        progress=not json_,
-        stream_work=stream,
+        files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=True, stream_work=stream
     )
-    reports = scanned.values
-    if json_:
-        print_json(report_document(reports, estimator=est.rule.name, skipped=scanned.skipped))
-    else:
-        print_reports(out, reports, details=details)
+    print_reports(out, scanned.values, details=details)
+
+
+def json_work(transcripts: tuple[Transcript, ...], *, work: Work[Report]) -> list[TranscriptReportJson]:
+    """``work``'s reports as ``report --json`` prints them."""
+    return [report_to_dict(r) for r in work(transcripts)]
+
+
+def json_stream(
+    item: Input, chosen: Format, skip_invalid: bool, *, stream: Stream[Report]
+) -> list[TranscriptReportJson] | None:
+    """``stream``'s reports as ``report --json`` prints them; None where it reads no stream."""
+    reports = stream(item, chosen, skip_invalid)
+    return None if reports is None else [report_to_dict(r) for r in reports]
 
 
 def report_work(

@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from pathlib import Path
@@ -152,9 +152,33 @@ def _scan_in_worker(tasks: Sequence[Task[T]]) -> list[Done[T]]:
     return done
 
 
-CHUNKS_PER_WORKER = 8
-"""Files go to the workers in runs, about this many per worker, so a folder of small files is not one round
-trip per file (and a slow file still leaves the others work to do)."""
+CHUNK_SHARE = 4
+"""Each run of files sent to a worker holds about ``1 / (CHUNK_SHARE × workers)`` of the bytes still unsent
+(guided scheduling): the first runs are long, so a folder of small files is not one round trip per file, and
+the last are single small files, so no worker is left with a long run while the others have stopped."""
+
+
+def chunk_plan(sizes: Sequence[int], workers: int) -> list[list[int]]:
+    """The runs of task indices the workers are sent, largest files first (a big file last would keep one
+    worker busy alone at the end), each run as long as ``CHUNK_SHARE`` says."""
+    order = sorted(range(len(sizes)), key=lambda i: (-sizes[i], i))
+    remaining = sum(sizes)
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    target = 0.0
+    taken = 0
+    for i in order:
+        if not current:
+            target, taken = remaining / (CHUNK_SHARE * workers), 0
+        current.append(i)
+        taken += sizes[i]
+        if taken >= target:
+            chunks.append(current)
+            remaining -= taken
+            current = []
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,40 +189,72 @@ class Scanned(Generic[T]):
     skipped: list[SkippedFile]
 
 
-def start_scan(tasks: Sequence[Task[T]], *, workers: int) -> Iterator[tuple[Task[T], Done[T]]]:
+def start_scan(
+    tasks: Sequence[Task[T]], *, workers: int, finished: Callable[[int], None] | None = None
+) -> Iterator[tuple[Task[T], Done[T]]]:
     """Each task with its result, in order: in this process, or over ``workers`` processes. With a pool every
     task is submitted before this returns, so call it before any thread (a progress bar's) starts: the workers
     are forked from this process where that is safe (Linux, one thread) and spawned otherwise; the tasks and
-    results are picklable either way."""
+    results are picklable either way. The pool works on the largest files first (``chunk_plan``); the results
+    still come out in the tasks' order, and ``finished`` is told how many files are done as they finish (a
+    progress bar's count: the files that come out next may have waited for a late run)."""
     if workers <= 1:
-        return ((task, scan_one(task)) for task in tasks)
-    size = max(1, len(tasks) // (workers * CHUNKS_PER_WORKER))
-    chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
+        return _in_process(tasks, finished)
+    chunks = chunk_plan([_size(t.item) for t in tasks], workers)
     context = _context()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
     # Forked workers share the parent's objects: frozen, their collector never walks (or copies) them.
     gc.freeze()
     try:
-        futures = [pool.submit(_scan_in_worker, chunk) for chunk in chunks]
+        futures = [pool.submit(_scan_in_worker, [tasks[i] for i in chunk]) for chunk in chunks]
     except BaseException:
         pool.shutdown(cancel_futures=True)
         raise
     finally:
         gc.unfreeze()
-    return _collect(pool, chunks, futures)
+    return _collect(pool, tasks, chunks, futures, finished)
+
+
+def _in_process(tasks: Sequence[Task[T]], finished: Callable[[int], None] | None) -> Iterator[tuple[Task[T], Done[T]]]:
+    for i, task in enumerate(tasks):
+        done = scan_one(task)
+        if finished is not None:
+            finished(i + 1)
+        yield task, done
 
 
 def _collect(
-    pool: ProcessPoolExecutor, chunks: list[Sequence[Task[T]]], futures: list[Future[list[Done[T]]]]
+    pool: ProcessPoolExecutor,
+    tasks: Sequence[Task[T]],
+    chunks: list[list[int]],
+    futures: list[Future[list[Done[T]]]],
+    finished: Callable[[int], None] | None,
 ) -> Iterator[tuple[Task[T], Done[T]]]:
+    where = {i: (c, k) for c, chunk in enumerate(chunks) for k, i in enumerate(chunk)}
+    left = [len(chunk) for chunk in chunks]
+    results: dict[int, list[Done[T]]] = {}
+    running = set(futures)
+    sizes = {future: len(chunk) for future, chunk in zip(futures, chunks, strict=True)}
+    files_done = 0
     try:
-        for chunk, future in zip(chunks, futures, strict=True):
-            results = future.result()
-            for i, task in enumerate(chunk):
-                done = results[i] if i < len(results) else Done(redo=True)  # after a file that raised
-                if done.redo:
-                    done = scan_one(task)  # raises as one process would have
-                yield task, done
+        for i, task in enumerate(tasks):
+            c, k = where[i]
+            while futures[c] in running:  # count the runs that finish meanwhile, in whatever order
+                ended, _ = wait(running, return_when=FIRST_COMPLETED)
+                running -= ended
+                files_done += sum(sizes[f] for f in ended)
+                if finished is not None:
+                    finished(files_done)
+            if c not in results:
+                results[c] = futures[c].result()
+            got = results[c]
+            done = got[k] if k < len(got) else Done(redo=True)  # after a file that raised
+            left[c] -= 1
+            if not left[c]:
+                del results[c]  # every file of the run given out: hold no result longer than needed
+            if done.redo:
+                done = scan_one(task)  # raises as one process would have
+            yield task, done
     finally:
         pool.shutdown(cancel_futures=True)
 

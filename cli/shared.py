@@ -236,7 +236,6 @@ def scan_all(
         skipped: list[SkippedFile] = []
         show = progress and err.is_terminal
         tasks = [Task(item, fmt, skip_invalid, item.path in scanned, strict, work, stream_work) for item in inputs]
-        results = start_scan(tasks, workers=workers_for(jobs, inputs))  # before the bar's thread starts
         bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -249,6 +248,16 @@ def scan_all(
         counter = bar.add_task("loading", total=len(inputs))
         begin = time.monotonic()
         started = show and sum(sizes) > PROGRESS_BYTES  # a big file: the bar from the start
+
+        def finished(files: int) -> None:
+            nonlocal started
+            bar.update(counter, completed=files)
+            if show and not started and time.monotonic() - begin > PROGRESS_AFTER_SECONDS:
+                bar.start()
+                started = True
+
+        # The pool is started before the bar's thread (Progress starts none until start()).
+        results = start_scan(tasks, workers=workers_for(jobs, inputs), finished=finished)
         if started:
             bar.start()
         try:
@@ -257,10 +266,7 @@ def scan_all(
                     skipped.append(done.skipped)
                     err.print(f"[yellow]skipped:[/] {markup_safe(done.warning)}")
                 values.extend(done.values)
-                bar.update(counter, description=f"loading {markup_safe(Path(task.item.path).name)}", advance=1)
-                if show and not started and time.monotonic() - begin > PROGRESS_AFTER_SECONDS:
-                    bar.start()
-                    started = True
+                bar.update(counter, description=f"loading {markup_safe(Path(task.item.path).name)}")
         finally:
             if started:
                 bar.stop()

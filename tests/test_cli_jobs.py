@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA, ROOT
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import Result
 
 Run = Callable[..., Result]
@@ -77,3 +79,49 @@ def test_spawned_workers_print_what_one_job_prints(run_cli: Run, folder: Path, m
     one = run_cli(*args, "--jobs", "1")
     two = run_cli(*args, "--jobs", "2")
     assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=10**7), max_size=300), st.integers(min_value=2, max_value=16))
+def test_the_pool_gets_every_file_once_largest_first_in_shrinking_runs(sizes: list[int], workers: int) -> None:
+    from windowfit.cli.scan import chunk_plan
+
+    chunks = chunk_plan(sizes, workers)
+    sent = [i for chunk in chunks for i in chunk]
+    assert sorted(sent) == list(range(len(sizes)))  # every task once
+    assert all(chunks)  # no empty run
+    assert [sizes[i] for i in sent] == sorted(sizes, reverse=True)  # the largest files first
+    # Guided runs: each holds about a (4 x workers)-th of what was left, so no run but a single file holds more
+    # than a worker's fair share of what remained when it was cut.
+    left = sum(sizes)
+    for chunk in chunks:
+        taken = sum(sizes[i] for i in chunk)
+        assert len(chunk) == 1 or taken - sizes[chunk[-1]] < left / (4 * workers)
+        left -= taken
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_count_of_files_done_rises_to_every_file_while_results_keep_their_order(folder: Path, workers: int) -> None:
+    """A progress bar's count: told as runs finish (largest files first with a pool), never past the files."""
+    from functools import partial
+
+    from windowfit.cli.report_cmd import report_work
+    from windowfit.cli.scan import Task, start_scan
+    from windowfit.cli.shared import SizeChoice
+    from windowfit.fitting.formats import Input
+
+    work = partial(
+        report_work,
+        estimator="seed",
+        overhead=1.0,
+        budget=None,
+        window=None,
+        top=3,
+        size=SizeChoice.auto,
+        preamble=None,
+    )
+    paths = sorted(str(p) for p in folder.glob("*.jsonl") if "broken" not in p.name and "empty" not in p.name)
+    tasks = [Task(Input(p), None, False, True, False, work) for p in paths]
+    counts: list[int] = []
+    out = [task.item.path for task, _ in start_scan(tasks, workers=workers, finished=counts.append)]
+    assert out == paths
+    assert counts == sorted(counts) and counts[-1] == len(paths)

@@ -73,3 +73,39 @@ def test_a_short_scan_on_a_terminal_shows_no_bar(
     monkeypatch.setattr(shared, "PROGRESS_AFTER_SECONDS", 3600.0)
     assert run_cli("report", str(folder), "--table").exit_code == 0
     assert "loading" not in tty.getvalue()
+
+
+FOLDER_COMMANDS = [
+    ("report", "--table"),
+    ("check", "--budget", "5000"),
+    ("audit", "--provider-only"),
+]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("args", FOLDER_COMMANDS, ids=lambda a: a[0])
+def test_every_folder_command_shows_the_bar_on_a_terminal_with_any_jobs(
+    run_cli: Run, folder: Path, tty: io.StringIO, args: tuple[str, ...], jobs: str
+) -> None:
+    """With a pool the bar still advances as each file's result comes back (the workers are started before the
+    bar's thread), to the last file."""
+    result = run_cli(args[0], str(folder), *args[1:], "--jobs", jobs)
+    assert result.exit_code in (0, 1)
+    shown = tty.getvalue()
+    files = len(list(folder.glob("*.jsonl")))
+    assert "loading" in shown
+    assert f"{files}/{files}" in shown  # every file counted
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("report", "--json"), ("check", "--budget", "5000", "--format", "json"), ("audit", "--provider-only", "--json")],
+    ids=lambda a: a[0],
+)
+def test_json_never_shows_the_bar_with_a_pool(
+    run_cli: Run, folder: Path, tty: io.StringIO, args: tuple[str, ...]
+) -> None:
+    result = run_cli(args[0], str(folder), *args[1:], "--jobs", "2")
+    assert result.exit_code in (0, 1)
+    assert "loading" not in tty.getvalue()
+    assert "\x1b[" not in result.stderr
