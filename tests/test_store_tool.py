@@ -154,6 +154,7 @@ def test_search_finds_every_matching_line_on_the_page_it_starts(
     with open_store(str(tmp_path_factory.mktemp("s") / "s.db")) as store:
         handle = put(store, text, page_tokens)
         answer = handle_tool_call(store, {"handle": handle, "search": "needle"})
+    lines = text.split("\n")  # a drawn text may hold newlines of its own: the store's lines are the text's
     pages = split_pages(text, PAGING, page_tokens)
     starts, at = [], 0
     for page in pages:
