@@ -831,13 +831,6 @@ class Estimator:
         fixed = rule.message_overhead_tokens
         per_block = []
         for block in blocks:
-            kind = type(block)
-            if (kind is Text or kind is Thinking) and block.text.isascii():  # type: ignore[union-attr]
-                # The commonest block, without a call: what ``_script_parts`` gives it.
-                a2, f = len(block.text), rule.block_overhead_tokens  # type: ignore[union-attr]
-                a, fixed = a + a2, fixed + f
-                per_block.append(-(-(a2 * wa) // denominator) + f)
-                continue
             a2, c2, o2, f = self._script_parts(rule, block)
             a, c, o, fixed = a + a2, c + c2, o + o2, fixed + f
             per_block.append(-(-(a2 * wa + c2 * wc + o2 * wo) // denominator) + f)
