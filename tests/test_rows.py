@@ -126,3 +126,25 @@ def test_ray_data_maps_the_row_function_to_the_single_machine_rows(folder: Path)
         ray.shutdown()
     key = lambda r: (r["path"], r["index"])  # noqa: E731 - Ray Data keeps no order across blocks
     assert sorted(rows, key=key) == sorted(_single_machine(folder), key=key)
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_rows_leave_the_collector_as_they_found_it(collecting: bool, tmp_path: Path) -> None:
+    """``file_rows`` turns the cyclic collector off while it reads (as the CLI's scan does) and restores the
+    caller's setting afterwards, also when the file cannot be read."""
+    import gc
+
+    from windowfit.fitting.errors import WindowfitError
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(SAMPLES[0].read_bytes().splitlines()[0] + b"\n{not json\n")
+    was = gc.isenabled()
+    (gc.enable if collecting else gc.disable)()
+    try:
+        file_rows(SAMPLES[0], budget=BUDGET)
+        assert gc.isenabled() is collecting
+        with pytest.raises(WindowfitError):
+            file_rows(broken)
+        assert gc.isenabled() is collecting
+    finally:
+        (gc.enable if was else gc.disable)()

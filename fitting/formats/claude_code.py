@@ -346,7 +346,7 @@ def _fast_message_node(obj: dict[str, Any], kind: str, path: str, line: int, tex
         recorded = message.get("model")
         if type(recorded) is str:
             model = recorded
-    return _Node(
+    return _Node(  # by position: a slots dataclass's __init__ takes keywords more slowly
         line,
         kind,
         uuid if type(uuid) is str else None,
@@ -356,7 +356,8 @@ def _fast_message_node(obj: dict[str, Any], kind: str, path: str, line: int, tex
         node_id,
         blocks,
         counts,
-        model=model,
+        False,
+        model,
     )
 
 
@@ -592,6 +593,10 @@ class _Built:
     unmeasured: int
 
 
+def _duplicate(path: str, line: int, what: str, call_id: str) -> Defect:
+    return Defect(Source(path, line), "duplicate-history", f"{what} {call_id} appears twice; kept the first")
+
+
 def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
     """Messages from the selected lines in file order: split assistant lines merged by
     message id, consecutive result lines merged into one user message (results first)."""
@@ -607,18 +612,20 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
         if node.compact:
             context_start, compacted_at = len(drafts), node.line
             continue
-        if not node.is_message:
+        kind = node.kind
+        if kind != "assistant" and kind != "user":
             continue
+        # The reader builds the block types themselves (never a subclass), so ``type(b) is`` decides as
+        # ``isinstance`` would, for less.
         blocks: list[Block] = []
         for b in node.blocks:
-            call_id = b.id if isinstance(b, ToolCall) else b.call_id if isinstance(b, ToolResult) else None
-            if call_id is not None and call_id in (call_lines if isinstance(b, ToolCall) else answered):
-                what = "tool call" if isinstance(b, ToolCall) else "tool result for"
-                defects.append(
-                    Defect(
-                        Source(path, node.line), "duplicate-history", f"{what} {call_id} appears twice; kept the first"
-                    )
-                )
+            t = type(b)
+            if t is ToolCall:
+                if cast(ToolCall, b).id in call_lines:
+                    defects.append(_duplicate(path, node.line, "tool call", cast(ToolCall, b).id))
+                    continue
+            elif t is ToolResult and cast(ToolResult, b).call_id in answered:
+                defects.append(_duplicate(path, node.line, "tool result for", cast(ToolResult, b).call_id))
                 continue
             blocks.append(b)
         if not blocks:
@@ -645,18 +652,24 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
                 usage[-1] = replace(usage[-1], output_tokens=node.usage[3])
             last.blocks.extend(blocks)
             for b in blocks:
-                if isinstance(b, ToolCall):
+                if type(b) is ToolCall:
                     call_lines[b.id] = node.line
             continue
-        results = [b for b in blocks if isinstance(b, ToolResult)]
-        if not results or last is None or last.role != "user" or not last.results:
+        has_results = False
+        for b in blocks:
+            if type(b) is ToolResult:
+                has_results = True
+                break
+        if not has_results or last is None or last.role != "user" or not last.results:
             last = _Draft("user", node.line, node.message_id)
             drafts.append(last)
+        at = len(drafts) - 1
         for b in blocks:
-            if isinstance(b, ToolResult):
+            if type(b) is ToolResult:
+                call_id = b.call_id
                 last.results.append(b)
-                answered.add(b.call_id)
-                result_lines[(len(drafts) - 1, b.call_id)] = node.line
+                answered.add(call_id)
+                result_lines[(at, call_id)] = node.line
             else:
                 last.blocks.append(b)
     messages = tuple(d.message(path) for d in drafts)
