@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from strategies import texts
@@ -147,6 +147,7 @@ def test_search_output_is_bounded_and_says_how_many_it_left_out(store: ResultSto
     st.lists(st.one_of(texts(0, 30), st.just("needle"), st.just("x" * 300)), min_size=1, max_size=40),
     st.integers(min_value=5, max_value=80),
 )
+@example(["\n", "needle"], 5)
 def test_search_finds_every_matching_line_on_the_page_it_starts(
     tmp_path_factory: pytest.TempPathFactory, lines: list[str], page_tokens: int
 ) -> None:
