@@ -222,6 +222,54 @@ def document_bytes(source: Input) -> Iterator[Buffer]:
             yield mapped
 
 
+class MappedFile:
+    """A file kept mapped after loading, for the JSON texts a writer may ask for (``FileSpan``): a loader
+    that keeps them as bytes holds a second copy of the file (issue 11, item 5)."""
+
+    __slots__ = ("_map",)
+
+    def __init__(self, mapped: mmap.mmap) -> None:
+        self._map = mapped
+
+    def text(self, start: int, stop: int) -> bytes:
+        """The bytes ``[start, stop)``; the pages behind are handed back once copied."""
+        data = self._map[start:stop]
+        if hasattr(mmap, "MADV_DONTNEED"):
+            first = start - start % mmap.PAGESIZE
+            if stop > first:
+                self._map.madvise(mmap.MADV_DONTNEED, first, min(stop, len(self._map)) - first)
+        return data
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FileSpan:
+    """One JSON value's text left in a mapped file (``transcript.StoredText``)."""
+
+    file: MappedFile
+    start: int
+    stop: int
+
+    def read(self) -> bytes:
+        return self.file.text(self.start, self.stop)
+
+    def __reduce__(self) -> tuple[type[bytes], tuple[bytes]]:
+        return bytes, (self.read(),)  # pickled (sent to another process) as the bytes: a map does not travel
+
+
+def mapped_file(source: Input) -> MappedFile | None:
+    """``source``'s file mapped for ``FileSpan``s; None for bytes in memory or a file that cannot be mapped
+    (the caller keeps bytes then)."""
+    if source.data is not None:
+        return None
+    try:
+        with open(source.path, "rb") as f:
+            if not os.fstat(f.fileno()).st_size:
+                return None
+            return MappedFile(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):
+        return None
+
+
 def release(buf: Buffer, end: int) -> None:
     """Hand the pages of a mapped file before ``end`` back to the system: parsed, they are not read again, and
     a mapped file's resident pages count in the process's memory. Bytes in memory are left alone."""

@@ -4,7 +4,7 @@ request body ``{"system"?, "tools"?, "messages": [...]}`` or a message array."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -12,10 +12,20 @@ import orjson
 
 from .._json import encode, member_spans, str_field, with_input_texts
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..transcript import Block, Dialect, Message, Skipped, Source, ToolDef, Transcript, Verbatim
+from ..transcript import Block, Dialect, Message, Skipped, Source, ToolCall, ToolDef, Transcript, Verbatim
 from ..wire import anthropic, openai
 from ..wire.bodies import body_dialect, body_from_transcript, messages_keeping, transcript_from_body
-from ._document import Buffer, Spans, document_bytes, long_line_document, parse_member, release, spans_of
+from ._document import (
+    Buffer,
+    FileSpan,
+    Spans,
+    document_bytes,
+    long_line_document,
+    mapped_file,
+    parse_member,
+    release,
+    spans_of,
+)
 from ._jsonl import BOM, LineReader, loads_document
 from .base import Format, Input
 
@@ -93,17 +103,26 @@ def _with_verbatim(transcript: Transcript, text: bytes, members: list[tuple[str 
     return _with_texts(transcript, [text[a:b] for _, a, b in members])
 
 
-def _with_texts(transcript: Transcript, spans: list[bytes]) -> Transcript:
-    """``transcript`` with each message's JSON text given, system messages' first."""
+def _with_texts(transcript: Transcript, spans: Sequence[bytes | FileSpan]) -> Transcript:
+    """``transcript`` with each message's JSON text given (its bytes, or its span of the mapped file),
+    system messages' first."""
     leading = len(spans) - len(transcript.messages)  # OpenAI system messages, now the system prompt
     if leading < 0:
         return transcript
     messages = tuple(
         Message(m.role, content, m.source, m.extra, Verbatim((raw,), content))
         for m, raw in zip(transcript.messages, spans[leading:], strict=True)
-        for content in (with_input_texts(m.content, raw),)
+        for content in (_input_texts(m.content, raw),)
     )
-    return replace(transcript, messages=messages, system_verbatim=_verbatim_system(spans[:leading], transcript.system))
+    system = [s if isinstance(s, bytes) else s.read() for s in spans[:leading]]  # a few system messages
+    return replace(transcript, messages=messages, system_verbatim=_verbatim_system(system, transcript.system))
+
+
+def _input_texts(content: tuple[Block, ...], raw: bytes | FileSpan) -> tuple[Block, ...]:
+    """``with_input_texts``, reading a span's text only for a message with tool calls."""
+    if isinstance(raw, bytes):
+        return with_input_texts(content, raw)
+    return with_input_texts(content, raw.read()) if any(isinstance(b, ToolCall) for b in content) else content
 
 
 def _spans(data: bytes, is_array: bool) -> tuple[bytes, list[tuple[str | None, int, int]], bytes | None]:
@@ -164,16 +183,17 @@ def _one_line(source: Input, *, skip_invalid: bool) -> Transcript | None:
     spans = spans_of(source)
     if spans is None or not spans.has_messages:
         return None
+    mapped = mapped_file(source) if source.keep_text else None
     with document_bytes(source) as buf:
         path, keep_text = source.path, source.keep_text
-        texts: list[bytes] = []  # each message's JSON text, for a writer
+        texts: list[bytes | FileSpan] = []  # each message's JSON text, for a writer: left in the file if mapped
         values = []
         for a, b in spans.elements:
             raw = buf[a:b]
             values.append(parse_member(raw, path, 2))
             release(buf, b)
             if keep_text:
-                texts.append(raw)
+                texts.append(raw if mapped is None else FileSpan(mapped, a, b))
             del raw
         if spans.opening == b"[":
             transcript = transcript_from_objects(
@@ -192,8 +212,9 @@ def _one_line(source: Input, *, skip_invalid: bool) -> Transcript | None:
             return transcript
         transcript = _with_texts(transcript, texts)
         del texts
-        system = next((buf[a:b] for key, a, b in spans.members if key == "system"), None)
-        if system is not None and transcript.dialect == "anthropic":
+        found = next(((a, b) for key, a, b in spans.members if key == "system"), None)
+        if found is not None and transcript.dialect == "anthropic":
+            system = buf[found[0] : found[1]] if mapped is None else FileSpan(mapped, *found)
             transcript = replace(transcript, system_verbatim=Verbatim((system,), transcript.system))
         return transcript
 

@@ -1,0 +1,102 @@
+"""The compact paths of issue 11, item 5: a long-line body's messages keep their JSON text as spans of the
+mapped file (read when written), and the estimator shares equal estimates. Each must give what the ordinary
+load gives: the same transcript, plan and written bytes as the same file read from bytes in memory (where the
+loader keeps each text as bytes), on generated, damaged and corpus files."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import orjson
+from conftest import require_shared
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import damaged_transcripts, transcripts
+
+from windowfit.fitting import Estimator, Transcript, WindowfitError, apply_plan, plan_fit
+from windowfit.fitting.formats import Input, format_of, load
+from windowfit.fitting.formats._document import FileSpan, long_line_document
+from windowfit.fitting.formats.base import SNIFF_BYTES
+from windowfit.fitting.transcript import Verbatim
+from windowfit.fitting.wire.anthropic import request_to_json
+
+
+def _spans(t: Transcript) -> int:
+    """How many texts ``t`` keeps as spans of a mapped file."""
+    held = [m.verbatim for m in t.messages] + [t.system_verbatim]
+    return sum(isinstance(s, FileSpan) for v in held if v is not None for s in v.stored)
+
+
+def _written(t: Transcript, budget: int) -> tuple[object, bytes]:
+    plan = plan_fit(t, budget=budget, estimator=Estimator())
+    fmt = format_of(t)
+    assert fmt is not None and fmt.write is not None
+    return plan, fmt.write(apply_plan(t, plan))
+
+
+def _same_as_in_memory(path: Path, budget: int) -> Transcript:
+    """Load ``path`` mapped and from its bytes: assert they agree; the mapped load."""
+    (mapped,) = load(Input(str(path)), skip_invalid=False)
+    (in_memory,) = load(Input(str(path), path.read_bytes()), skip_invalid=False)
+    assert _spans(in_memory) == 0
+    assert mapped == in_memory
+    assert [m.exact_json for m in mapped.messages] == [m.exact_json for m in in_memory.messages]
+    assert mapped.system_verbatim == in_memory.system_verbatim
+    assert _written(mapped, budget) == _written(in_memory, budget)
+    again = pickle.loads(pickle.dumps(mapped))  # a span travels as its bytes
+    assert _spans(again) == 0
+    assert _written(again, budget) == _written(in_memory, budget)
+    return mapped
+
+
+def _body(t: Transcript, *, system: bool) -> bytes:
+    body = {"model": "m", "max_tokens": 100, **request_to_json(t), "pad": "x" * SNIFF_BYTES}
+    if not system:
+        body.pop("system", None)
+    return orjson.dumps(body).replace(b'"max_tokens":100', b'"max_tokens":1E+2')  # a spelling to keep
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(st.one_of(transcripts(), damaged_transcripts()), st.integers(200, 20_000), st.booleans())
+def test_a_mapped_long_line_body_fits_and_writes_as_one_read_from_bytes(
+    tmp_path: Path, t: Transcript, budget: int, system: bool
+) -> None:
+    path = tmp_path / "body.json"
+    path.write_bytes(_body(t, system=system))
+    assert long_line_document(Input(str(path))) is True
+    try:
+        mapped = _same_as_in_memory(path, budget)
+    except WindowfitError:  # an unsendable request, say: the in-memory reading must refuse it alike
+        return
+    assert _spans(mapped) >= len(mapped.messages)  # the mapped reading did keep spans, not bytes
+
+
+def test_a_span_reads_the_file_as_it_was_written(tmp_path: Path) -> None:
+    text = b'{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "x": "'
+    text += b"y" * SNIFF_BYTES + b'"}'
+    path = tmp_path / "b.json"
+    path.write_bytes(text)
+    (t,) = load(Input(str(path)), skip_invalid=False)
+    assert [m.exact_json for m in t.messages] == [
+        b'{"role": "user", "content": "a"}',
+        b'{"role": "assistant", "content": "b"}',
+    ]
+    first = t.messages[0].verbatim
+    assert first is not None and isinstance(first.stored[0], FileSpan)
+    assert first == Verbatim((b'{"role": "user", "content": "a"}',), first.content)
+    assert hash(first) == hash(Verbatim((b'{"role": "user", "content": "a"}',), first.content))
+
+
+def test_real_long_line_files_fit_as_read_from_bytes() -> None:
+    """Every corpus file that takes the long-line path."""
+    corpus = require_shared("corpus")
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and SNIFF_BYTES < p.stat().st_size < 20_000_000):
+        try:
+            if long_line_document(Input(str(path))) is not True:
+                continue
+            _same_as_in_memory(path, 20_000)
+        except WindowfitError:
+            continue
