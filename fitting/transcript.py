@@ -123,16 +123,22 @@ class Verbatim:
     that very ``content`` tuple: a fit that changes a message builds a new tuple,
     so a changed message can never be written as its old text."""
 
-    stored: tuple[bytes | StoredText, ...]
+    stored: tuple[bytes | StoredText, ...] | bytes | StoredText
     """One JSON value per item: a message's object; a system prompt's value or messages. Either its bytes,
     or where a loader read it from a mapped file, the span it spans there (``json`` reads it): the text is
-    as large as the file, and a writer needs it only for the messages it writes."""
+    as large as the file, and a writer needs it only for the messages it writes. A single item may stand
+    alone, without its tuple (48 B a message of a long session)."""
     content: tuple[Block, ...]
 
     @property
     def json(self) -> tuple[bytes, ...]:
         """The JSON texts, as bytes."""
-        return tuple(t if isinstance(t, bytes) else t.read() for t in self.stored)
+        stored = self.stored
+        if isinstance(stored, bytes):
+            return (stored,)
+        if isinstance(stored, tuple):
+            return tuple(t if isinstance(t, bytes) else t.read() for t in stored)
+        return (stored.read(),)
 
     def of(self, content: tuple[Block, ...]) -> tuple[bytes, ...] | None:
         """``json`` if ``content`` is still the tuple it was read into, else None."""

@@ -6,6 +6,7 @@ loader keeps each text as bytes), on generated, damaged and corpus files."""
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -16,7 +17,8 @@ from strategies import damaged_transcripts, transcripts
 
 from windowfit.fitting import Estimator, Transcript, WindowfitError, apply_plan, plan_fit
 from windowfit.fitting.formats import Input, format_of, load
-from windowfit.fitting.formats._document import FileSpan, long_line_document
+from windowfit.fitting.formats import messages as messages_format
+from windowfit.fitting.formats._document import FileSpan, LineSpan, long_line_document
 from windowfit.fitting.formats.base import SNIFF_BYTES
 from windowfit.fitting.transcript import Verbatim
 from windowfit.fitting.wire.anthropic import request_to_json
@@ -25,7 +27,8 @@ from windowfit.fitting.wire.anthropic import request_to_json
 def _spans(t: Transcript) -> int:
     """How many texts ``t`` keeps as spans of a mapped file."""
     held = [m.verbatim for m in t.messages] + [t.system_verbatim]
-    return sum(isinstance(s, FileSpan) for v in held if v is not None for s in v.stored)
+    stored = [s for v in held if v is not None for s in (v.stored if isinstance(v.stored, tuple) else (v.stored,))]
+    return sum(isinstance(s, (FileSpan, LineSpan)) for s in stored)
 
 
 def _written(t: Transcript, budget: int) -> tuple[object, bytes]:
@@ -72,6 +75,36 @@ def test_a_mapped_long_line_body_fits_and_writes_as_one_read_from_bytes(
     except WindowfitError:  # an unsendable request, say: the in-memory reading must refuse it alike
         return
     assert _spans(mapped) >= len(mapped.messages)  # the mapped reading did keep spans, not bytes
+
+
+@st.composite
+def _decorated_lines(draw: st.DrawFn) -> bytes:
+    """A transcript as messages JSON Lines, with what the line reader strips or skips: a byte order mark,
+    CRLF endings, blanks around a line, blank and comment lines."""
+    t = draw(st.one_of(transcripts(), damaged_transcripts()))
+    lines = messages_format.write(replace(t, format=messages_format.NAME)).splitlines()
+    out = []
+    for line in lines:
+        out.append(draw(st.sampled_from([b"", b" ", b"\t", b"\n", b"// note\n"])) + line)
+        out.append(draw(st.sampled_from([b"\n", b"\r\n", b"  \n", b"\n\n"])))
+    bom = draw(st.sampled_from([b"", b"\xef\xbb\xbf", b"\xef\xbb\xbf  "]))
+    return bom + b"".join(out)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(_decorated_lines(), st.integers(200, 20_000))
+def test_a_mapped_lines_file_fits_and_writes_as_one_read_from_bytes(tmp_path: Path, text: bytes, budget: int) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(text)
+    try:
+        mapped = _same_as_in_memory(path, budget)
+    except WindowfitError:
+        return
+    assert _spans(mapped) >= len(mapped.messages)
+    for m in mapped.messages:  # each span is the line as it stands in the file, stripped
+        assert m.exact_json is not None and m.exact_json in text and m.exact_json == m.exact_json.strip()
 
 
 def test_a_span_reads_the_file_as_it_was_written(tmp_path: Path) -> None:

@@ -256,16 +256,59 @@ class FileSpan:
         return bytes, (self.read(),)  # pickled (sent to another process) as the bytes: a map does not travel
 
 
-def mapped_file(source: Input) -> MappedFile | None:
-    """``source``'s file mapped for ``FileSpan``s; None for bytes in memory or a file that cannot be mapped
-    (the caller keeps bytes then)."""
+class LineFile(MappedFile):
+    """A mapped JSON Lines file and where each line's JSON text lies in it (``LineSpan``): two machine
+    integers a line instead of the line's bytes."""
+
+    __slots__ = ("starts", "stops")
+
+    def __init__(self, mapped: mmap.mmap) -> None:
+        super().__init__(mapped)
+        self.starts = array("q", [0])  # by line number (1-based)
+        self.stops = array("q", [0])
+
+    def track(self, lines: Iterator[bytes]) -> Iterator[bytes]:
+        """``lines``, recording each one's text as ``_jsonl.LineReader`` strips it (blanks, a first line's
+        byte order mark)."""
+        pos = 0
+        for raw in lines:
+            lead = len(raw) - len(raw.lstrip())
+            line = raw.strip()
+            if len(self.starts) == 1 and line.startswith(BOM):
+                rest = line[len(BOM) :]
+                lead += len(BOM) + len(rest) - len(rest.lstrip())
+                line = rest.strip()
+            self.starts.append(pos + lead)
+            self.stops.append(pos + lead + len(line))
+            pos += len(raw)
+            yield raw
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LineSpan:
+    """One line's JSON text left in a mapped JSON Lines file (``transcript.StoredText``); ``line`` is the
+    message's own ``Source.line`` object, so a span costs one small object."""
+
+    file: LineFile
+    line: int
+
+    def read(self) -> bytes:
+        return self.file.text(self.file.starts[self.line], self.file.stops[self.line])
+
+    def __reduce__(self) -> tuple[type[bytes], tuple[bytes]]:
+        return bytes, (self.read(),)
+
+
+def mapped_file(source: Input, kind: type[MappedFile] = MappedFile) -> MappedFile | None:
+    """``source``'s file mapped for ``FileSpan``s (or, as a ``LineFile``, ``LineSpan``s); None for bytes in
+    memory or a file that cannot be mapped (the caller keeps bytes then)."""
     if source.data is not None:
         return None
     try:
         with open(source.path, "rb") as f:
             if not os.fstat(f.fileno()).st_size:
                 return None
-            return MappedFile(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+            return kind(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
     except (OSError, ValueError):
         return None
 

@@ -18,6 +18,8 @@ from ..wire.bodies import body_dialect, body_from_transcript, messages_keeping, 
 from ._document import (
     Buffer,
     FileSpan,
+    LineFile,
+    LineSpan,
     Spans,
     document_bytes,
     long_line_document,
@@ -56,7 +58,10 @@ def transcript_from_objects(
     skipped: list[Skipped],
     fmt: str = NAME,
     keep_text: bool = True,
+    lines: LineFile | None = None,
 ) -> Transcript:
+    """The transcript of ``items`` (line, value, its JSON text); with ``lines``, the file the texts lie in
+    mapped, which each message keeps a ``LineSpan`` of instead of its text."""
     messages: list[Message] = []
     dialects: set[Dialect] = set()
     for line, obj, text in items:
@@ -70,7 +75,8 @@ def transcript_from_objects(
             continue
         if text is not None and keep_text:
             content = with_input_texts(message.content, text)
-            message = Message(message.role, content, source, message.extra, Verbatim((text,), content))
+            stored = text if lines is None or line is None else LineSpan(lines, line)
+            message = Message(message.role, content, source, message.extra, Verbatim(stored, content))
         messages.append(message)
         if dialect:
             dialects.add(dialect)
@@ -232,12 +238,15 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
             return (fast,)
         return (_document(source.read_all(), source.path, skip_invalid=skip_invalid, keep_text=source.keep_text),)
     reader = LineReader(source.path, skip_invalid)
+    found = mapped_file(source, LineFile) if source.keep_text else None
+    lines = found if isinstance(found, LineFile) else None
     transcript = transcript_from_objects(
-        reader.entries(source.lines()),
+        reader.entries(source.lines() if lines is None else lines.track(source.lines())),
         source.path,
         skip_invalid=skip_invalid,
         skipped=reader.skipped,
         keep_text=source.keep_text,
+        lines=lines,
     )
     return (transcript,)
 
