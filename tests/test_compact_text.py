@@ -10,18 +10,25 @@ from dataclasses import replace
 from pathlib import Path
 
 import orjson
+import pytest
 from conftest import require_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import damaged_transcripts, transcripts
 
 from windowfit.fitting import Estimator, Transcript, WindowfitError, apply_plan, plan_fit
-from windowfit.fitting.formats import Input, format_of, load
+from windowfit.fitting.formats import Input, _document, format_of, load
 from windowfit.fitting.formats import messages as messages_format
 from windowfit.fitting.formats._document import FileSpan, LineSpan, long_line_document
 from windowfit.fitting.formats.base import SNIFF_BYTES
 from windowfit.fitting.transcript import Verbatim
 from windowfit.fitting.wire.anthropic import request_to_json
+
+
+@pytest.fixture(autouse=True)
+def _map_every_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leave the texts of every file in it, however small (the loaders do so from a megabyte on)."""
+    monkeypatch.setattr(_document, "MAP_TEXTS_FROM", 0)
 
 
 def _spans(t: Transcript) -> int:
@@ -123,13 +130,34 @@ def test_a_span_reads_the_file_as_it_was_written(tmp_path: Path) -> None:
     assert hash(first) == hash(Verbatim((b'{"role": "user", "content": "a"}',), first.content))
 
 
-def test_real_long_line_files_fit_as_read_from_bytes() -> None:
-    """Every corpus file that takes the long-line path."""
-    corpus = require_shared("corpus")
-    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and SNIFF_BYTES < p.stat().st_size < 20_000_000):
+def _messages_files(root: Path) -> int:
+    """Hold every file under ``root`` the messages format loads (JSON Lines, a body on one or many lines,
+    a bare body the request-log format hands over) to ``_same_as_in_memory``; how many there were."""
+    tried = 0
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.stat().st_size < 20_000_000):
         try:
-            if long_line_document(Input(str(path))) is not True:
+            found = load(Input(str(path), path.read_bytes()), skip_invalid=False)
+            if len(found) != 1 or found[0].format not in (messages_format.NAME, messages_format.REQUEST):
                 continue
             _same_as_in_memory(path, 20_000)
+            tried += 1
         except WindowfitError:
             continue
+    return tried
+
+
+def test_real_messages_files_fit_as_read_from_bytes() -> None:
+    if not _messages_files(require_shared("corpus")):  # the corpus of 2026-12-01 holds none
+        pytest.skip("no file of the messages format in the corpus")
+
+
+def test_sample_messages_files_fit_as_read_from_bytes() -> None:
+    assert _messages_files(Path(__file__).parent.parent / "sample_transcripts") >= 3
+
+
+def test_a_small_file_keeps_its_texts_as_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_document, "MAP_TEXTS_FROM", 1 << 20)
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"role": "user", "content": "a"}\n')
+    (t,) = load(Input(str(path)), skip_invalid=False)
+    assert _spans(t) == 0 and t.messages[0].exact_json == b'{"role": "user", "content": "a"}'

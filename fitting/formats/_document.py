@@ -9,6 +9,7 @@ import json
 import mmap
 import os
 import re
+import sys
 from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -299,15 +300,23 @@ class LineSpan:
         return bytes, (self.read(),)
 
 
+MAP_TEXTS_FROM = 1 << 20
+"""The smallest file whose texts ``mapped_file`` leaves in the file: a map holds a file descriptor (before
+Python 3.13) as long as its transcript lives, and a program holding a thousand small transcripts must not run
+out of them; below a megabyte the texts cost little."""
+
+
 def mapped_file(source: Input, kind: type[MappedFile] = MappedFile) -> MappedFile | None:
     """``source``'s file mapped for ``FileSpan``s (or, as a ``LineFile``, ``LineSpan``s); None for bytes in
-    memory or a file that cannot be mapped (the caller keeps bytes then)."""
+    memory, a file under ``MAP_TEXTS_FROM`` or one that cannot be mapped (the caller keeps bytes then)."""
     if source.data is not None:
         return None
     try:
         with open(source.path, "rb") as f:
-            if not os.fstat(f.fileno()).st_size:
+            if os.fstat(f.fileno()).st_size < max(MAP_TEXTS_FROM, 1):
                 return None
+            if sys.version_info >= (3, 13):
+                return kind(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ, trackfd=False))
             return kind(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
     except (OSError, ValueError):
         return None
