@@ -335,7 +335,8 @@ def members(text: bytes, start: int = 0, ends: dict[int, int] | None = None) -> 
             match = _STRING_RE.match(text, i)
             if match is None:
                 raise ValueError("expected a key")
-            key = loads_or_lenient(match.group())
+            quoted = match.group()
+            key = quoted[1:-1].decode() if b"\\" not in quoted else loads_or_lenient(quoted)  # most keys: no escape
             i = _BLANKS.match(text, match.end()).end()  # type: ignore[union-attr]
             if text[i : i + 1] != b":":
                 raise ValueError("expected ':'")
@@ -424,6 +425,12 @@ def _compact_lenient(span: bytes) -> JsonText | None:
         return dumps(loads_lenient(span))
     except (ValueError, RecursionError):
         return None
+
+
+def reads_as(span: bytes, compact: JsonText) -> bool:
+    """Whether the JSON text ``span`` holds the value whose compact JSON is ``compact`` (read by orjson, or by
+    the standard library, which keeps integers past 64 bits exact)."""
+    return _compact(span) == compact or _compact_lenient(span) == compact
 
 
 class InputTexts:

@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeAlias
 
 import orjson
 
-from ._json import dumps, encode, loads
+from ._json import dumps, loads
 from .errors import Location, OptionError, UnknownShape, UnsendableRequest
 from .estimate import Estimator, make_estimator
 from .fit import DEFAULTS, FitOptions, Plan, apply_plan, keep_cleared, plan_fit
@@ -19,6 +19,7 @@ from .transcript import Dialect, Text, ToolDef, Transcript
 from .validate import unsendable
 from .wire import anthropic
 from .wire.bodies import body_from_transcript, messages_keeping, transcript_from_body
+from .wire.spelling import body_bytes
 
 Target: TypeAlias = Literal["auto", "same", "anthropic", "openai"]
 """What ``fit`` writes: ``same`` keeps the input's shape (messages JSONL or a
@@ -46,7 +47,7 @@ def write_transcript(transcript: Transcript, *, to: Target = "auto") -> bytes:
     if to == "auto":
         to = "same" if fmt is not None and fmt.writes_back else transcript.dialect
     if to != "same":
-        return encode(body_from_transcript(transcript, to=to, exact=True), indent=True) + b"\n"
+        return body_bytes(body_from_transcript(transcript, to=to, exact=True), transcript.extra)
     if fmt is None or fmt.write is None:
         error = OptionError(f"{transcript.format} files are logs, not requests: '--to same' cannot write one")
         error.hint = f"leave --to out to write an {transcript.dialect} request body, or pass --to anthropic|openai"

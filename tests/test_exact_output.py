@@ -831,7 +831,8 @@ def test_a_captured_request_written_again_keeps_what_it_does_not_model_as_captur
     # An HTTP capture is a log: its request is written from the model (every message rebuilt), and each
     # message still writes its blocks and its extra keys as the capture spelled them.
     texts, kept = data.draw(unmodelled_conversation(dialect))
-    body = '{"model":"m","max_tokens":100,"messages":[' + ",".join(texts) + "]}"
+    kept.append('"max_tokens":1E+2')  # the body's own keys, as captured
+    body = '{"model":"m","max_tokens":1E+2,"messages":[' + ",".join(texts) + "]}"
     if data.draw(st.booleans()):
         body = _s(body)  # the body as the JSON text sent
     capture = '{"method":"POST","path":"/v1/messages","headers":{},"body":' + body + ',"response":{"status":200}}'
@@ -866,3 +867,133 @@ def test_corpus_messages_written_from_the_model_keep_what_they_do_not_model(tmp_
                 assert text in line and text in written  # the call object as the file spelled it
                 calls += 1
     assert calls
+
+
+# --------------------------------------------------------------------------
+# Logs (Claude Code, Anthropic logs): what a block does not model, in messages written from the model
+
+
+@st.composite
+def odd_blocks(draw: st.DrawFn) -> tuple[list[str], list[str], list[str]]:
+    """An assistant's and a user's content blocks (texts) carrying what windowfit does not model, spelled
+    oddly: extra keys of text, thinking, tool_use and tool_result blocks (and of a result's inner text), and
+    an unmodelled block; and the members and blocks the written body must hold as they came."""
+    kept: list[str] = []
+
+    def members(prefix: str) -> str:
+        found = draw(odd_members(prefix))
+        kept.extend(found)
+        return "," + ",".join(found)
+
+    other = (
+        '{"type":"server_tool_use","id":"srv_1","name":"web_search","input":{"q":"x"},"n":'
+        + draw(st.sampled_from((*INPUT_NUMBERS, *CONSTANTS)))
+        + "}"
+    )
+    kept.append(other)
+    assistant = [
+        '{"type":"thinking","thinking":"hm","signature":"c2ln"' + members("h") + "}",
+        '{"type":"text","text":"see"' + members("t") + "}",
+        other,
+        '{"type":"tool_use","id":"c1","name":"Read","input":{"p":1}' + members("u") + "}",
+    ]
+    inner = '{"type":"text","text":"ok"' + members("i") + "}"
+    user = ['{"type":"tool_result","tool_use_id":"c1","content":[' + inner + "]" + members("r") + "}"]
+    return draw(st.permutations(assistant)), user, kept
+
+
+def _claude_code_blocks(assistant: list[str], user: list[str]) -> bytes:
+    lines = [
+        '{"type":"user","uuid":"u0","parentUuid":null,"message":{"role":"user","content":"go"}}',
+        '{"type":"assistant","uuid":"a0","parentUuid":"u0","message":{"id":"m0","role":"assistant","content":['
+        + ",".join(assistant)
+        + "]}}",
+        '{"type":"user","uuid":"r0","parentUuid":"a0","message":{"role":"user","content":[' + ",".join(user) + "]}}",
+    ]
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _anthropic_log_blocks(assistant: list[str], user: list[str]) -> bytes:
+    messages = [
+        '{"role":"user","content":"go","x_m":1E+2}',
+        '{"role":"assistant","content":[' + ",".join(assistant) + "]}",
+        '{"role":"user","content":[' + ",".join(user) + "]}",
+    ]
+    body = '{"model":"claude-x","max_tokens":1E+1,"messages":[' + ",".join(messages) + "]}"
+    capture = '{"request":{"method":"POST","url":"https://api.anthropic.com/v1/messages","body":' + body + "}}"
+    return (body + "\n" + capture + "\n").encode()
+
+
+BLOCK_LOGS = {"claude_code": _claude_code_blocks, "anthropic_log": _anthropic_log_blocks}
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(BLOCK_LOGS)), odd_blocks())
+def test_a_log_writes_what_its_blocks_do_not_model_as_the_file_spelled_it(
+    tmp_path_factory: pytest.TempPathFactory, fmt: str, blocks: tuple[list[str], list[str], list[str]]
+) -> None:
+    assistant, user, kept = blocks
+    path = tmp_path_factory.mktemp("logs") / "in.jsonl"
+    path.write_bytes(BLOCK_LOGS[fmt](assistant, user))
+    transcripts = load_path(path, fmt=fmt)
+    assert transcripts
+    for transcript in transcripts:
+        body = _tokens(write_transcript(transcript, to="anthropic").decode())
+        assert [member for member in kept if _tokens(member) not in body] == []
+        if fmt == "anthropic_log":  # a message's extra keys, and the body's own
+            assert '"x_m":1E+2' in body and '"max_tokens":1E+1' in body
+
+
+def test_a_log_line_written_as_compact_json_keeps_no_text(tmp_path: Path) -> None:
+    """Only blocks whose file spelling differs from compact JSON hold text: a line as a harness writes it
+    (compact, as orjson would write it) leaves the blocks as they were built (extras compact, unmarked)."""
+    assistant = ['{"type":"text","text":"x","citations":[{"n":1.5}]}', '{"type":"document","n":2}']
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(_claude_code_blocks(assistant, ['{"type":"tool_result","tool_use_id":"c1","content":"ok"}']))
+    (transcript,) = load_path(path, fmt="claude_code")
+    blocks = [b for m in transcript.messages for b in m.content]
+    assert not any(getattr(b, "extra", "").startswith(" ") or getattr(b, "raw", "").startswith(" ") for b in blocks)
+    odd = [a.replace("1.5", "1.50").replace(":2}", ":2E0}") for a in assistant]
+    path.write_bytes(_claude_code_blocks(odd, ['{"type":"tool_result","tool_use_id":"c1","content":"ok"}']))
+    (transcript,) = load_path(path, fmt="claude_code")
+    blocks = [b for m in transcript.messages if m.role == "assistant" for b in m.content]
+    assert [getattr(b, "extra", "") or getattr(b, "raw", "") for b in blocks] == [
+        ' {"citations":[{"n":1.50}]}',
+        ' {"type":"document","n":2E0}',
+    ]
+    # Written as the other dialect's body, an unmodelled block is a text of its compact JSON, as before.
+    written = json.loads(write_transcript(transcript, to="openai"))
+    parts = [p for m in written["messages"] if m["role"] == "assistant" for p in m["content"]]
+    assert {"type": "text", "text": '{"type":"document","n":2.0}'} in parts
+
+
+@PROPERTY
+@given(st.data(), st.booleans(), st.sampled_from((0.5, 1.0)))
+def test_a_request_bodys_own_keys_are_written_as_the_file_spelled_them(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, one_line: bool, fraction: float
+) -> None:
+    """``model``, ``max_tokens`` and the other keys outside ``messages`` and ``system``: first in the written
+    body, in the file's order, each as the file spelled it (``1E+3`` stays ``1E+3``), fitted or not."""
+    dialect = data.draw(st.sampled_from(("anthropic", "openai")))
+    head = ['"model":"m-1"', f'"max_tokens":{data.draw(st.sampled_from(INPUT_NUMBERS))}', *data.draw(odd_members("q"))]
+    texts = data.draw(conversation(dialect))
+    system = ['"system":"You are terse."'] if dialect == "anthropic" and data.draw(st.booleans()) else []
+    members = [*head[:1], *system, '"messages":[' + ",".join(texts) + "]", *head[1:]]
+    separator = "," if one_line else ",\n  "
+    path = tmp_path_factory.mktemp("keys") / "body.json"
+    path.write_bytes(("{" + separator.join(members) + "}\n").encode())
+    written, _, _ = _fit(path, fraction)
+    text = written.decode()
+    assert [m for m in head if _tokens(m) not in _tokens(text)] == []
+    starts = [text.find(_tokens(m)[: _tokens(m).index(":") + 1]) for m in head]
+    assert starts == sorted(starts) and starts[-1] < text.index('"messages"')
+
+
+def test_a_long_one_line_bodys_own_keys_are_written_as_the_file_spelled_them(tmp_path: Path) -> None:
+    """A body alone on one line longer than the sniffed head is read member by member (``_one_line``):
+    its own keys keep their spelling there too."""
+    items = ",".join(_s(f"{k}: " + "word " * 2000).join(('{"role":"user","content":', "}")) for k in range(60))
+    path = tmp_path / "body.json"
+    path.write_text('{"model":"m-1","max_tokens":1E+3,"messages":[' + items + '],"temperature":0.50,"x":[1.0e2]}\n')
+    written = write_transcript(load_path(path)[0], to="same")
+    assert written.startswith(b'{\n  "model":"m-1",\n  "max_tokens":1E+3,\n  "temperature":0.50,\n  "x":[1.0e2],\n')

@@ -88,3 +88,16 @@ def test_call_ids_that_are_not_strings_are_a_clean_error_not_a_crash(tmp_path: P
     path.write_text(json.dumps({"schema_version": "ATIF-v1.4", "steps": [{"step_id": 1, "source": "user"}, bad]}))
     with pytest.raises(UnknownShape, match="'id'"):
         load_path(path)
+
+
+@pytest.mark.parametrize("wrong", [True, 5, "x", {"a": 1}])
+@pytest.mark.parametrize("field", ["tool_calls", "results"])
+def test_a_list_field_of_another_type_is_a_located_error(tmp_path: Path, field: str, wrong: object) -> None:
+    """Found by the corpus fuzzer: ``"observation": {"results": true}`` raised TypeError (a traceback)."""
+    agent: dict[str, object] = {"step_id": 2, "source": "agent", "message": "ok"}
+    agent.update({"tool_calls": wrong} if field == "tool_calls" else {"observation": {"results": wrong}})
+    path = tmp_path / "wrong.json"
+    path.write_text(json.dumps({"schema_version": "ATIF-v1.4", "steps": [{"step_id": 1, "source": "user"}, agent]}))
+    with pytest.raises(UnknownShape, match=f"'{field}' is not a list") as info:
+        load_path(path)
+    assert "step 2" in str(info.value.location)

@@ -20,6 +20,7 @@ from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Defect, Skipped, Source, Transcript, Usage
 from ..validate import check_messages
 from ..wire import anthropic
+from ..wire.spelling import spelled_body_keys, spelled_messages
 from . import messages
 from ._document import is_document, iter_members
 from ._jsonl import LineReader
@@ -127,7 +128,7 @@ class _Loader:
         if isinstance(value, dict) and isinstance(value.get("request"), dict):
             self._capture(source, value["request"], value.get("response"), text)
         elif isinstance(value, dict) and "messages" in value:
-            self._request(source, value, None, text)
+            self._request(source, value, None, text, ("messages",))
         elif isinstance(value, dict):
             kind = str_field(value, "type")
             self.kinds[kind if isinstance(kind, str) else "object without messages"] += 1
@@ -136,9 +137,10 @@ class _Loader:
 
     def _capture(self, source: Source, request: CapturedRequest, response: Any, text: bytes | str | None) -> None:
         body = request.get("body")
+        at: tuple[str, ...] = ("request", "body", "messages")
         if isinstance(body, str):  # some captures keep the body as the JSON text sent
             with contextlib.suppress(orjson.JSONDecodeError):
-                body, text = loads_or_lenient(body), body
+                body, text, at = loads_or_lenient(body), body, ("messages",)
         url = str(request.get("url") or "")
         path = urlsplit(url).path
         is_messages = not url or path.rstrip("/").endswith("/messages")
@@ -146,10 +148,15 @@ class _Loader:
             label = _request_kind(str(request.get("method") or ""), url)
             self.kinds[f"{label} (no messages)" if is_messages else label] += 1
             return
-        self._request(source, body, response if isinstance(response, dict) else None, text)
+        self._request(source, body, response if isinstance(response, dict) else None, text, at)
 
     def _request(
-        self, source: Source, body: dict[str, Any], response: dict[str, Any] | None, text: bytes | str | None
+        self,
+        source: Source,
+        body: dict[str, Any],
+        response: dict[str, Any] | None,
+        text: bytes | str | None,
+        path: tuple[str, ...],
     ) -> None:
         try:
             t = anthropic.request_from_json(body, source, NAME)
@@ -161,6 +168,10 @@ class _Loader:
         if text is not None and self.keep_text and any(m.tool_calls for m in t.messages):
             inputs = InputTexts(text)
             t = replace(t, messages=tuple(replace(m, content=inputs.blocks(m.content)) for m in t.messages))
+        if text is not None and self.keep_text:
+            t = replace(
+                t, messages=spelled_messages(t.messages, text, path), extra=spelled_body_keys(t.extra, text, path[:-1])
+            )
         model = body.get("model")
         n = len(self.transcripts) + 1
         name = f"request {n} (line {source.line}{f', {model}' if isinstance(model, str) else ''})"

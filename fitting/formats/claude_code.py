@@ -41,6 +41,7 @@ from ..transcript import (
 )
 from ..validate import check_messages
 from ..wire import anthropic
+from ..wire.spelling import spelled_blocks
 from ._jsonl import BOM, LineReader, _utf8_error
 from .base import Format, Input
 
@@ -133,7 +134,7 @@ def _message_node(obj: Envelope, kind: str, source: Source, text: bytes | None =
     if isinstance(raw, str):
         blocks = (Text(raw),) if raw else ()
     elif isinstance(raw, list):
-        blocks = with_input_texts(tuple(anthropic.block_from_json(b, where) for b in raw), text)
+        blocks = spelled_blocks(with_input_texts(tuple(anthropic.block_from_json(b, where) for b in raw), text), text)
     else:
         raise _shape_error(source, "message 'content' must be a string or a list of blocks")
     usage = message.get("usage")
@@ -313,7 +314,7 @@ def _fast_message_node(obj: dict[str, Any], kind: str, path: str, line: int, tex
     if type(raw) is list:
         blocks = tuple([_block(b, path, line) for b in raw])
         if text is not None:
-            blocks = with_input_texts(blocks, text)
+            blocks = spelled_blocks(with_input_texts(blocks, text), text)
     elif type(raw) is str:
         blocks = (Text(raw),) if raw else ()
     else:

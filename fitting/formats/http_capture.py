@@ -17,6 +17,7 @@ from .._json import InputTexts, check_depth, loads_or_lenient, member_spans
 from ..errors import InvalidJson, Location, UnknownShape
 from ..transcript import Defect, Source, Transcript, Usage, Verbatim
 from ..wire import bodies
+from ..wire.spelling import spelled_request_keys
 from ._sniff import scan_head
 from .base import Format, Input
 
@@ -70,7 +71,8 @@ def usage_of(response: Any, before: int, source: Source) -> Usage | None:
 
 def _with_texts(t: Transcript, text: bytes) -> Transcript:
     """``t`` with each message's JSON text as the capture holds it, so a message written from the model
-    keeps the blocks it still holds as the capture spelled them (``wire.spelling``)."""
+    keeps the blocks it still holds as the capture spelled them (``wire.spelling``), and with the body's own
+    keys (``model``, ``max_tokens``, ...) as the capture spelled them."""
     try:
         top = member_spans(text)
         found = {key: (a, b) for key, a, b in top}  # a repeated key: the last one counts, as when parsed
@@ -87,7 +89,7 @@ def _with_texts(t: Transcript, text: bytes) -> Transcript:
         replace(m, verbatim=Verbatim((text[a:b],), m.content))
         for m, (_, a, b) in zip(t.messages, spans[leading:], strict=True)
     )
-    return replace(t, messages=messages)
+    return replace(t, messages=messages, extra=spelled_request_keys(t.extra, ((k, text[a:b]) for k, a, b in top)))
 
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:

@@ -15,6 +15,7 @@ from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Dialect, Message, Skipped, Source, ToolCall, ToolDef, Transcript, Verbatim
 from ..wire import anthropic, openai
 from ..wire.bodies import body_dialect, body_from_transcript, messages_keeping, transcript_from_body
+from ..wire.spelling import body_bytes, spelled_request_keys
 from ._document import (
     Buffer,
     FileSpan,
@@ -131,15 +132,18 @@ def _input_texts(content: tuple[Block, ...], raw: bytes | FileSpan) -> tuple[Blo
     return with_input_texts(content, raw.read()) if any(isinstance(b, ToolCall) for b in content) else content
 
 
-def _spans(data: bytes, is_array: bool) -> tuple[bytes, list[tuple[str | None, int, int]], bytes | None]:
-    """The document's text, the spans of its messages, and the system value's JSON text (a body's)."""
+def _spans(
+    data: bytes, is_array: bool
+) -> tuple[bytes, list[tuple[str | None, int, int]], bytes | None, list[tuple[str | None, int, int]]]:
+    """The document's text, the spans of its messages, the system value's JSON text (a body's), and the spans
+    of the body's own members."""
     text = data[len(BOM) :] if data.startswith(BOM) else data
     top = member_spans(text)
     if is_array:
-        return text, top, None
+        return text, top, None, []
     found = {key: (a, b) for key, a, b in top}  # a repeated key: the last one counts, as in the parsed value
     system = text[slice(*found["system"])] if "system" in found else None
-    return text, member_spans(text, found["messages"][0]), system
+    return text, member_spans(text, found["messages"][0]), system, top
 
 
 def _document(data: bytes, path: str, *, skip_invalid: bool, keep_text: bool = True) -> Transcript:
@@ -150,10 +154,13 @@ def _document(data: bytes, path: str, *, skip_invalid: bool, keep_text: bool = T
         if not keep_text:
             return transcript
         try:
-            text, members, system = _spans(data, False)
+            text, members, system, top = _spans(data, False)
         except ValueError:  # a text the standard decoder refuses: written from the model then
             return transcript
         transcript = _with_verbatim(transcript, text, members)
+        transcript = replace(
+            transcript, extra=spelled_request_keys(transcript.extra, ((k, text[a:b]) for k, a, b in top))
+        )
         if system is not None and transcript.dialect == "anthropic":
             transcript = replace(transcript, system_verbatim=Verbatim((system,), transcript.system))
         return transcript
@@ -165,7 +172,7 @@ def _document(data: bytes, path: str, *, skip_invalid: bool, keep_text: bool = T
         if with_texts.skipped or not keep_text:
             return with_texts
         try:
-            text, members, _ = _spans(data, True)
+            text, members, _, _ = _spans(data, True)
         except ValueError:
             return with_texts
         return _with_verbatim(with_texts, text, members)
@@ -218,6 +225,8 @@ def _one_line(source: Input, *, skip_invalid: bool) -> Transcript | None:
             return transcript
         transcript = _with_texts(transcript, texts)
         del texts
+        keys = ((key, buf[a:b]) for key, a, b in spans.members if key != "messages")
+        transcript = replace(transcript, extra=spelled_request_keys(transcript.extra, keys))
         found = next(((a, b) for key, a, b in spans.members if key == "system"), None)
         if found is not None and transcript.dialect == "anthropic":
             system = buf[found[0] : found[1]] if mapped is None else FileSpan(mapped, *found)
@@ -280,7 +289,7 @@ def write(transcript: Transcript) -> bytes:
             if system is not None:
                 body["system"] = system[0]  # a body's system value, as the file spelled it
             body["messages"] = messages
-        return encode(body, indent=True) + b"\n"
+        return body_bytes(body, transcript.extra)
     if system is None and transcript.dialect == "openai":
         system = built_system
     elif system is None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from .._json import dumps, extras, list_field, loads, other_block, str_field, with_extra
+from .._json import SPELLED, dumps, extras, list_field, loads, other_block, plain, str_field, with_extra
 from ..errors import Location, UnknownShape
 from ..images import decoded_size, sniff_dimensions
 from ..transcript import (
@@ -163,7 +163,9 @@ def request_from_json(body: dict[str, Any], source: Source, fmt: str) -> Transcr
 # Writing
 
 
-def image_to_json(image: Image) -> dict[str, Any]:
+def image_to_json(image: Image) -> Any:
+    if image.raw[:1] == SPELLED:  # the file's spelling of it (``spelling.spelled_blocks``)
+        return orjson.Fragment(plain(image.raw))
     if image.raw:
         raw = loads(image.raw)
         if isinstance(raw, dict) and raw.get("type") == "image":
@@ -232,6 +234,8 @@ def block_to_json(block: Block, texts: Texts | None = None) -> Any:
         return with_extra(out, block.extra)
     if isinstance(block, Image):
         return image_to_json(block)
+    if block.raw[:1] == SPELLED:
+        return orjson.Fragment(plain(block.raw))
     raw = loads(block.raw)
     return raw if isinstance(raw, dict) else {"type": "text", "text": block.raw}
 

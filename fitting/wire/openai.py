@@ -10,6 +10,7 @@ import orjson
 
 from .._json import (
     MAX_DEPTH,
+    SPELLED,
     check_depth,
     dumps,
     extras,
@@ -188,7 +189,9 @@ def _part_to_json(block: Block, same: bool = False, texts: Texts | None = None) 
         return {"type": "text", "text": block.text}
     if isinstance(block, Other):
         raw = loads(block.raw) if same else None
-        return raw if isinstance(raw, dict) else {"type": "text", "text": block.raw}
+        if isinstance(raw, dict):
+            return raw
+        return {"type": "text", "text": dumps(loads(block.raw)) if block.raw[:1] == SPELLED else block.raw}
     return {"type": "text", "text": dumps(block_to_json(block))}
 
 

@@ -17,12 +17,14 @@ holds one block per item (OpenAI: after the reasoning, before the calls of ``too
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 import orjson
 
-from .._json import container_ends, members, spelled_extras
-from ..transcript import Block, Message, Thinking, ToolCall, ToolResult
+from .._json import SPELLED, container_ends, encode, members, reads_as, spelled_extras
+from ..transcript import Block, Image, JsonText, Message, Other, Text, Thinking, ToolCall, ToolResult
 
 Found = list[tuple[str | None, int, int, int]]
 Texts = dict[int, bytes]
@@ -119,3 +121,203 @@ def respelled(message: Message, *, openai_shape: bool) -> tuple[Message, Texts]:
     if content is message.content and extra == message.extra:
         return message, texts
     return Message(message.role, content, message.source, extra, message.verbatim), texts
+
+
+# --------------------------------------------------------------------------
+# Read time: the blocks of a log line (Claude Code, Anthropic logs), whose text is not kept
+
+_A_KNOWN: dict[type, frozenset[str]] = {
+    Text: frozenset({"type", "text"}),
+    Thinking: frozenset({"type", "thinking"}),
+    ToolCall: frozenset({"type", "id", "name", "input"}),
+    ToolResult: _A_RESULT,
+}
+
+
+def _as_read(block: Block, text: bytes) -> bool:
+    """Whether writing ``block`` from its parsed values gives the file's spelling of what it does not model:
+    its extra keys' compact JSON (or an unmodelled block's, an image's) is in ``text`` as it is. A cheap
+    test (a substring search), true for almost every line a harness writes."""
+    kind = type(block)
+    if kind is Text or kind is ToolCall or kind is Thinking:  # the most frequent first
+        extra = block.extra  # type: ignore[union-attr]
+        return not extra or extra.encode("utf-8", "surrogatepass")[1:-1] in text
+    if isinstance(block, (Other, Image)):
+        return not block.raw or block.raw.encode("utf-8", "surrogatepass") in text
+    if isinstance(block, ToolResult) and not all(_as_read(b, text) for b in block.content):
+        return False
+    extra = block.extra
+    return not extra or extra.encode("utf-8", "surrogatepass")[1:-1] in text
+
+
+def _spelled_block(block: Block, text: bytes, start: int, end: int, ends: dict[int, int]) -> Block:
+    """``block``, read from ``text[start:end]``, holding the file's spelling of what it does not model."""
+    span = text[start:end]
+    if isinstance(block, (Other, Image)):
+        if not block.raw or span == block.raw.encode("utf-8", "surrogatepass"):
+            return block
+        if not reads_as(span, block.raw):
+            return block
+        spelled = SPELLED + span.decode("utf-8", "surrogatepass")
+        if isinstance(block, Other):  # counted as compact JSON, as before
+            return replace(block, raw=spelled, counted=block.counted or block.raw)
+        return replace(block, raw=spelled)
+    if span[:1] != b"{":
+        return block
+    found = members(text, start, ends)
+    out = block
+    if block.extra:
+        extra = spelled_extras(text, found, _A_KNOWN[type(block)], block.extra)
+        if extra != block.extra:
+            out = replace(block, extra=extra)
+    if isinstance(block, ToolResult) and isinstance(out, ToolResult) and block.content:
+        where = _value(found, "content")
+        if where is not None and text[where[0] : where[0] + 1] == b"[":
+            content = _spelled_items(block.content, text, members(text, where[0], ends), ends)
+            if content is not block.content:
+                out = replace(out, content=content)
+    return out
+
+
+def _spelled_items(blocks: tuple[Block, ...], text: bytes, items: Found, ends: dict[int, int]) -> tuple[Block, ...]:
+    if len(items) != len(blocks):
+        return blocks
+    out = tuple(_spelled_block(b, text, start, end, ends) for b, (_, _, start, end) in zip(blocks, items, strict=True))
+    return blocks if all(a is b for a, b in zip(out, blocks, strict=True)) else out
+
+
+def _at(text: bytes, path: tuple[str | int, ...], ends: dict[int, int]) -> int | None:
+    """Where the value at ``path`` (keys and array indexes) in the JSON ``text`` starts, or None."""
+    start = 0
+    for step in path:
+        found = members(text, start, ends)
+        if isinstance(step, int):
+            if not 0 <= step < len(found):
+                return None
+            start = found[step][2]
+        else:
+            where = _value(found, step)
+            if where is None:
+                return None
+            start = where[0]
+    return start
+
+
+def _encoded(text: bytes | str) -> bytes:
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+
+
+def spelled_blocks(
+    blocks: tuple[Block, ...], text: bytes | str | None, path: tuple[str | int, ...] = ("message", "content")
+) -> tuple[Block, ...]:
+    """``blocks``, read (Anthropic's shape) from the array at ``path`` in the JSON ``text`` (one block per
+    item), with the file's spelling of what windowfit does not model in them: extra keys (``cache_control``,
+    ``citations``, ...) and unmodelled blocks and images, where the file spelled them otherwise than compact
+    JSON (``1E+2``, integers past 64 bits, repeated keys, ``NaN``, spacing). Only such blocks keep text, so a
+    log's reader keeps no line's text (SPEC section 6, invariant 9). The very tuple when nothing changes."""
+    if text is None or not blocks:
+        return blocks
+    raw = text if type(text) is bytes else _encoded(text)
+    for block in blocks:
+        if not _as_read(block, raw):
+            break
+    else:
+        return blocks
+    try:
+        ends = container_ends(raw)
+        start = _at(raw, path, ends)
+        return blocks if start is None else _spelled_items(blocks, raw, members(raw, start, ends), ends)
+    except (ValueError, orjson.JSONDecodeError):
+        return blocks
+
+
+def spelled_messages(
+    messages: tuple[Message, ...], text: bytes | str | None, path: tuple[str | int, ...]
+) -> tuple[Message, ...]:
+    """``spelled_blocks`` for the Anthropic messages read one to one from the array at ``path`` in ``text``
+    (a logged request body): their blocks, and their own extra keys, as the file spelled them."""
+    if text is None or not messages:
+        return messages
+    raw = _encoded(text)
+    if all(
+        all(_as_read(b, raw) for b in m.content) and (not m.extra or m.extra.encode()[1:-1] in raw) for m in messages
+    ):
+        return messages
+    try:
+        ends = container_ends(raw)
+        start = _at(raw, path, ends)
+        items = None if start is None else members(raw, start, ends)
+        if items is None or len(items) != len(messages):
+            return messages
+        out = []
+        for m, (_, _, begin, _) in zip(messages, items, strict=True):
+            if raw[begin : begin + 1] != b"{":
+                out.append(m)
+                continue
+            found = members(raw, begin, ends)
+            where = _items(raw, found, "content", ends)
+            content = m.content if where is None else _spelled_items(m.content, raw, where, ends)
+            extra = spelled_extras(raw, found, _A_MESSAGE, m.extra) if m.extra else m.extra
+            out.append(m if content is m.content and extra == m.extra else replace(m, content=content, extra=extra))
+        return tuple(out)
+    except (ValueError, orjson.JSONDecodeError):
+        return messages
+
+
+# --------------------------------------------------------------------------
+# A request body's own keys (``model``, ``max_tokens``, ...), outside its messages, system prompt and tools
+
+REQUEST_PARTS = frozenset({"system", "tools", "messages"})
+"""The members of a body read into the model; the others are its request-level keys (``Transcript.extra``)."""
+
+
+def spelled_request_keys(extra: JsonText, found: Iterable[tuple[str | None, bytes]]) -> JsonText:
+    """``extra`` (a body's request-level keys as compact JSON) as the file spelled them, from the body's
+    members ``found`` (each one's key and value text, in the file's order): ``extra`` itself where compact
+    JSON is how the file has them, else their members' texts in an object marked ``SPELLED``."""
+    if not extra:
+        return extra
+    kept = b",".join(encode(key) + b":" + value for key, value in found if key not in REQUEST_PARTS)
+    whole = b"{" + kept + b"}"
+    if whole == extra.encode("utf-8", "surrogatepass") or not reads_as(whole, extra):
+        return extra
+    return SPELLED + whole.decode("utf-8", "surrogatepass")
+
+
+def body_bytes(body: dict[str, Any], extra: JsonText) -> bytes:
+    """``body`` (a request body built from a transcript whose request-level keys are ``extra``) as indented
+    JSON bytes, those keys written first as the file spelled them when ``extra`` holds that spelling and the
+    body carries them all (a body of the file's own dialect)."""
+    if extra[:1] != SPELLED:
+        return encode(body, indent=True) + b"\n"
+    text = extra[1:].encode("utf-8", "surrogatepass")
+    try:
+        found = members(text, 0, container_ends(text))
+    except ValueError:
+        return encode(body, indent=True) + b"\n"
+    keys = {key for key, _, _, _ in found}
+    if not keys <= body.keys():
+        return encode(body, indent=True) + b"\n"
+    rest = encode({k: v for k, v in body.items() if k not in keys}, indent=True)
+    head = b",\n  ".join(text[begin:end] for _, begin, _, end in found)
+    if rest == b"{}":
+        return b"{\n  " + head + b"\n}\n"
+    return b"{\n  " + head + b"," + rest[1:] + b"\n"
+
+
+def spelled_body_keys(extra: JsonText, text: bytes | str | None, path: tuple[str | int, ...] = ()) -> JsonText:
+    """``spelled_request_keys`` for the body at ``path`` in the JSON ``text`` (a logged request); ``extra``
+    itself, found without a walk, when the file spells it as compact JSON."""
+    if not extra or text is None:
+        return extra
+    raw = _encoded(text)
+    if extra.encode("utf-8", "surrogatepass")[1:-1] in raw:
+        return extra
+    try:
+        ends = container_ends(raw)
+        start = _at(raw, path, ends)
+        if start is None:
+            return extra
+        return spelled_request_keys(extra, ((k, raw[a:b]) for k, _, a, b in members(raw, start, ends)))
+    except (ValueError, orjson.JSONDecodeError):
+        return extra
