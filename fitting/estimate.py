@@ -750,10 +750,10 @@ class Estimator:
 
     rule: Rule = SEED
     _memo: dict[Message, MessageEstimate] = field(default_factory=dict, repr=False)
-    _by_id: dict[int, MessageEstimate] = field(default_factory=dict, repr=False)
-    """The estimates of the very messages that are ``_memo``'s keys, by ``id``: a message asked for again (a
-    report asks for each several times) is found without hashing its content again. Safe because ``_memo``
-    keeps those messages alive as long as this estimator, so no other object can take their ids."""
+    _shared: dict[MessageEstimate, MessageEstimate] = field(default_factory=dict, repr=False)
+    """Each distinct estimate once: the memo's values point here, so the many short messages of a long
+    session that count alike (same characters per class, same blocks) share one estimate instead of
+    holding a ``MessageEstimate``, its ``CharCounts`` and its tuple each (about 170 B a message)."""
     handles: dict[tuple[Block, str, str, int], tuple[str, int]] = field(default_factory=dict, repr=False)
     """Fitting with a store: each result's handle and page count (``fit.result_refs``),
     remembered like the estimates, so refitting a growing conversation hashes each result once."""
@@ -854,13 +854,12 @@ class Estimator:
 
     def message(self, message: Message) -> MessageEstimate:
         """A message's estimate, computed once per distinct message."""
-        hit = self._by_id.get(id(message))
-        if hit is not None:
-            return hit
+        # No second memo by ``id``: its int keys and entries cost 86 B a message (a third of what a tiny
+        # message costs in all), for 1 microsecond a repeated ask saves (benchmarks/README.md, bench_memory).
         hit = self._memo.get(message)
         if hit is None:
-            hit = self._memo[message] = self.blocks(message.content)
-            self._by_id[id(message)] = hit  # this very object is now a key of _memo
+            made = self.blocks(message.content)
+            hit = self._memo[message] = self._shared.setdefault(made, made)
         return hit
 
     def tool_def(self, tool: ToolDef) -> MessageEstimate:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 JsonText: TypeAlias = str
 """Compact JSON text (``orjson.dumps`` output decoded); ``""`` means nothing."""
@@ -110,6 +110,12 @@ class ToolResult:
 Block: TypeAlias = Text | Thinking | ToolCall | ToolResult | Image | Other
 
 
+class StoredText(Protocol):
+    """JSON text left where it was read (a span of a file kept mapped), read when a writer asks."""
+
+    def read(self) -> bytes: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Verbatim:
     """JSON text exactly as a file held it (SPEC section 6, invariant 9), and the
@@ -117,13 +123,32 @@ class Verbatim:
     that very ``content`` tuple: a fit that changes a message builds a new tuple,
     so a changed message can never be written as its old text."""
 
-    json: tuple[bytes, ...]
-    """One JSON value per item: a message's object; a system prompt's value or messages."""
+    stored: tuple[bytes | StoredText, ...] | bytes | StoredText
+    """One JSON value per item: a message's object; a system prompt's value or messages. Either its bytes,
+    or where a loader read it from a mapped file, the span it spans there (``json`` reads it): the text is
+    as large as the file, and a writer needs it only for the messages it writes. A single item may stand
+    alone, without its tuple (48 B a message of a long session)."""
     content: tuple[Block, ...]
+
+    @property
+    def json(self) -> tuple[bytes, ...]:
+        """The JSON texts, as bytes."""
+        stored = self.stored
+        if isinstance(stored, bytes):
+            return (stored,)
+        if isinstance(stored, tuple):
+            return tuple(t if isinstance(t, bytes) else t.read() for t in stored)
+        return (stored.read(),)
 
     def of(self, content: tuple[Block, ...]) -> tuple[bytes, ...] | None:
         """``json`` if ``content`` is still the tuple it was read into, else None."""
         return self.json if content is self.content else None
+
+    def __eq__(self, other: object) -> bool:  # the same texts, wherever they are kept
+        return isinstance(other, Verbatim) and self.content == other.content and self.json == other.json
+
+    def __hash__(self) -> int:
+        return hash((self.json, self.content))
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,13 +53,16 @@ def test_fast_path_on_generated_transcripts(t: Transcript) -> None:
 
 @settings(max_examples=50, deadline=None)
 @given(transcripts())
-def test_memo_by_identity_gives_what_the_memo_by_equality_gives(t: Transcript) -> None:
+def test_memo_gives_the_estimate_computed_afresh_and_shares_equal_ones(t: Transcript) -> None:
     est = Estimator(SEED)
     first = [est.message(m) for m in t.messages]
-    again = [est.message(m) for m in t.messages]  # found by id
+    again = [est.message(m) for m in t.messages]  # found in the memo
     copies = [est.message(Message(m.role, tuple(m.content), m.source, m.extra)) for m in t.messages]  # by equality
     assert first == again == copies == [est._blocks_general(m.content) for m in t.messages]
-    assert len(est._by_id) == len(est._memo)  # an equal copy is not remembered by its id
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    assert all(est._shared[e] is e for e in first)  # one object for each distinct estimate
+    assert len({id(e) for e in first}) == len(set(first))  # equal estimates are the same object
+    assert len(est._memo) == len(set(t.messages))  # an equal copy is not remembered twice
 
 
 @given(st.lists(texts(0, 8), max_size=6), st.booleans())

@@ -9,6 +9,7 @@ import json
 import mmap
 import os
 import re
+import sys
 from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -220,6 +221,105 @@ def document_bytes(source: Input) -> Iterator[Buffer]:
             return
         with mapped:
             yield mapped
+
+
+class MappedFile:
+    """A file kept mapped after loading, for the JSON texts a writer may ask for (``FileSpan``): a loader
+    that keeps them as bytes holds a second copy of the file (issue 11, item 5)."""
+
+    __slots__ = ("_map",)
+
+    def __init__(self, mapped: mmap.mmap) -> None:
+        self._map = mapped
+
+    def text(self, start: int, stop: int) -> bytes:
+        """The bytes ``[start, stop)``; the pages behind are handed back once copied."""
+        data = self._map[start:stop]
+        if hasattr(mmap, "MADV_DONTNEED"):
+            first = start - start % mmap.PAGESIZE
+            if stop > first:
+                self._map.madvise(mmap.MADV_DONTNEED, first, min(stop, len(self._map)) - first)
+        return data
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FileSpan:
+    """One JSON value's text left in a mapped file (``transcript.StoredText``)."""
+
+    file: MappedFile
+    start: int
+    stop: int
+
+    def read(self) -> bytes:
+        return self.file.text(self.start, self.stop)
+
+    def __reduce__(self) -> tuple[type[bytes], tuple[bytes]]:
+        return bytes, (self.read(),)  # pickled (sent to another process) as the bytes: a map does not travel
+
+
+class LineFile(MappedFile):
+    """A mapped JSON Lines file and where each line's JSON text lies in it (``LineSpan``): two machine
+    integers a line instead of the line's bytes."""
+
+    __slots__ = ("starts", "stops")
+
+    def __init__(self, mapped: mmap.mmap) -> None:
+        super().__init__(mapped)
+        self.starts = array("q", [0])  # by line number (1-based)
+        self.stops = array("q", [0])
+
+    def track(self, lines: Iterator[bytes]) -> Iterator[bytes]:
+        """``lines``, recording each one's text as ``_jsonl.LineReader`` strips it (blanks, a first line's
+        byte order mark)."""
+        pos = 0
+        for raw in lines:
+            lead = len(raw) - len(raw.lstrip())
+            line = raw.strip()
+            if len(self.starts) == 1 and line.startswith(BOM):
+                rest = line[len(BOM) :]
+                lead += len(BOM) + len(rest) - len(rest.lstrip())
+                line = rest.strip()
+            self.starts.append(pos + lead)
+            self.stops.append(pos + lead + len(line))
+            pos += len(raw)
+            yield raw
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LineSpan:
+    """One line's JSON text left in a mapped JSON Lines file (``transcript.StoredText``); ``line`` is the
+    message's own ``Source.line`` object, so a span costs one small object."""
+
+    file: LineFile
+    line: int
+
+    def read(self) -> bytes:
+        return self.file.text(self.file.starts[self.line], self.file.stops[self.line])
+
+    def __reduce__(self) -> tuple[type[bytes], tuple[bytes]]:
+        return bytes, (self.read(),)
+
+
+MAP_TEXTS_FROM = 1 << 20
+"""The smallest file whose texts ``mapped_file`` leaves in the file: a map holds a file descriptor (before
+Python 3.13) as long as its transcript lives, and a program holding a thousand small transcripts must not run
+out of them; below a megabyte the texts cost little."""
+
+
+def mapped_file(source: Input, kind: type[MappedFile] = MappedFile) -> MappedFile | None:
+    """``source``'s file mapped for ``FileSpan``s (or, as a ``LineFile``, ``LineSpan``s); None for bytes in
+    memory, a file under ``MAP_TEXTS_FROM`` or one that cannot be mapped (the caller keeps bytes then)."""
+    if source.data is not None:
+        return None
+    try:
+        with open(source.path, "rb") as f:
+            if os.fstat(f.fileno()).st_size < max(MAP_TEXTS_FROM, 1):
+                return None
+            if sys.version_info >= (3, 13):
+                return kind(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ, trackfd=False))
+            return kind(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):
+        return None
 
 
 def release(buf: Buffer, end: int) -> None:

@@ -4,7 +4,7 @@ request body ``{"system"?, "tools"?, "messages": [...]}`` or a message array."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -12,11 +12,23 @@ import orjson
 
 from .._json import encode, member_spans, str_field, with_input_texts
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..transcript import Block, Dialect, Message, Skipped, Source, ToolDef, Transcript, Verbatim
+from ..transcript import Block, Dialect, Message, Skipped, Source, ToolCall, ToolDef, Transcript, Verbatim
 from ..wire import anthropic, openai
 from ..wire.bodies import body_dialect, body_from_transcript, messages_keeping, transcript_from_body
 from ..wire.spelling import body_bytes, spelled_request_keys
-from ._document import Buffer, Spans, document_bytes, long_line_document, parse_member, release, spans_of
+from ._document import (
+    Buffer,
+    FileSpan,
+    LineFile,
+    LineSpan,
+    Spans,
+    document_bytes,
+    long_line_document,
+    mapped_file,
+    parse_member,
+    release,
+    spans_of,
+)
 from ._jsonl import BOM, LineReader, loads_document
 from .base import Format, Input
 
@@ -47,7 +59,10 @@ def transcript_from_objects(
     skipped: list[Skipped],
     fmt: str = NAME,
     keep_text: bool = True,
+    lines: LineFile | None = None,
 ) -> Transcript:
+    """The transcript of ``items`` (line, value, its JSON text); with ``lines``, the file the texts lie in
+    mapped, which each message keeps a ``LineSpan`` of instead of its text."""
     messages: list[Message] = []
     dialects: set[Dialect] = set()
     for line, obj, text in items:
@@ -61,7 +76,8 @@ def transcript_from_objects(
             continue
         if text is not None and keep_text:
             content = with_input_texts(message.content, text)
-            message = Message(message.role, content, source, message.extra, Verbatim((text,), content))
+            stored = text if lines is None or line is None else LineSpan(lines, line)
+            message = Message(message.role, content, source, message.extra, Verbatim(stored, content))
         messages.append(message)
         if dialect:
             dialects.add(dialect)
@@ -94,17 +110,26 @@ def _with_verbatim(transcript: Transcript, text: bytes, members: list[tuple[str 
     return _with_texts(transcript, [text[a:b] for _, a, b in members])
 
 
-def _with_texts(transcript: Transcript, spans: list[bytes]) -> Transcript:
-    """``transcript`` with each message's JSON text given, system messages' first."""
+def _with_texts(transcript: Transcript, spans: Sequence[bytes | FileSpan]) -> Transcript:
+    """``transcript`` with each message's JSON text given (its bytes, or its span of the mapped file),
+    system messages' first."""
     leading = len(spans) - len(transcript.messages)  # OpenAI system messages, now the system prompt
     if leading < 0:
         return transcript
     messages = tuple(
         Message(m.role, content, m.source, m.extra, Verbatim((raw,), content))
         for m, raw in zip(transcript.messages, spans[leading:], strict=True)
-        for content in (with_input_texts(m.content, raw),)
+        for content in (_input_texts(m.content, raw),)
     )
-    return replace(transcript, messages=messages, system_verbatim=_verbatim_system(spans[:leading], transcript.system))
+    system = [s if isinstance(s, bytes) else s.read() for s in spans[:leading]]  # a few system messages
+    return replace(transcript, messages=messages, system_verbatim=_verbatim_system(system, transcript.system))
+
+
+def _input_texts(content: tuple[Block, ...], raw: bytes | FileSpan) -> tuple[Block, ...]:
+    """``with_input_texts``, reading a span's text only for a message with tool calls."""
+    if isinstance(raw, bytes):
+        return with_input_texts(content, raw)
+    return with_input_texts(content, raw.read()) if any(isinstance(b, ToolCall) for b in content) else content
 
 
 def _spans(
@@ -171,16 +196,17 @@ def _one_line(source: Input, *, skip_invalid: bool) -> Transcript | None:
     spans = spans_of(source)
     if spans is None or not spans.has_messages:
         return None
+    mapped = mapped_file(source) if source.keep_text else None
     with document_bytes(source) as buf:
         path, keep_text = source.path, source.keep_text
-        texts: list[bytes] = []  # each message's JSON text, for a writer
+        texts: list[bytes | FileSpan] = []  # each message's JSON text, for a writer: left in the file if mapped
         values = []
         for a, b in spans.elements:
             raw = buf[a:b]
             values.append(parse_member(raw, path, 2))
             release(buf, b)
             if keep_text:
-                texts.append(raw)
+                texts.append(raw if mapped is None else FileSpan(mapped, a, b))
             del raw
         if spans.opening == b"[":
             transcript = transcript_from_objects(
@@ -199,10 +225,11 @@ def _one_line(source: Input, *, skip_invalid: bool) -> Transcript | None:
             return transcript
         transcript = _with_texts(transcript, texts)
         del texts
-        found = ((key, buf[a:b]) for key, a, b in spans.members if key != "messages")
-        transcript = replace(transcript, extra=spelled_request_keys(transcript.extra, found))
-        system = next((buf[a:b] for key, a, b in spans.members if key == "system"), None)
-        if system is not None and transcript.dialect == "anthropic":
+        keys = ((key, buf[a:b]) for key, a, b in spans.members if key != "messages")
+        transcript = replace(transcript, extra=spelled_request_keys(transcript.extra, keys))
+        found = next(((a, b) for key, a, b in spans.members if key == "system"), None)
+        if found is not None and transcript.dialect == "anthropic":
+            system = buf[found[0] : found[1]] if mapped is None else FileSpan(mapped, *found)
             transcript = replace(transcript, system_verbatim=Verbatim((system,), transcript.system))
         return transcript
 
@@ -220,12 +247,15 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
             return (fast,)
         return (_document(source.read_all(), source.path, skip_invalid=skip_invalid, keep_text=source.keep_text),)
     reader = LineReader(source.path, skip_invalid)
+    found = mapped_file(source, LineFile) if source.keep_text else None
+    lines = found if isinstance(found, LineFile) else None
     transcript = transcript_from_objects(
-        reader.entries(source.lines()),
+        reader.entries(source.lines() if lines is None else lines.track(source.lines())),
         source.path,
         skip_invalid=skip_invalid,
         skipped=reader.skipped,
         keep_text=source.keep_text,
+        lines=lines,
     )
     return (transcript,)
 

@@ -88,9 +88,9 @@ def respelled(message: Message, *, openai_shape: bool) -> tuple[Message, Texts]:
     ``wire.openai`` if ``openai_shape``, else by ``wire.anthropic``. Nothing is respelled for a message
     without its text, or whose text does not walk as its reader read it."""
     verbatim = message.verbatim
-    if verbatim is None or not verbatim.json:
+    if verbatim is None or not verbatim.stored:
         return message, {}
-    text, read = verbatim.json[0], verbatim.content
+    text, read = verbatim.json[0], verbatim.content  # read now, where a loader left it in the file
     texts: Texts = {}
     try:
         ends = container_ends(text)
