@@ -27,6 +27,7 @@ from .._json import dumps, loads_or_lenient, str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolDef, Transcript, Usage
 from ..wire.responses import ItemReader, defects_of, item_type
+from ..wire.spelling import item_texts
 from ._jsonl import LineReader
 from .base import Format, Input
 
@@ -188,9 +189,11 @@ class _Rollout:
         history = payload.get("replacement_history")
         if isinstance(history, list):
             skipped: Counter[str] = Counter()
+            texts = item_texts(line, ("payload", "replacement_history"))
+            texts = texts if texts is not None and len(texts) == len(history) else None
             for i, item in enumerate(history):
-                where = ("payload", "replacement_history", i)
-                if not isinstance(item, dict) or not self.items.add(item, source, line, where):
+                own = None if texts is None else texts[i]
+                if not isinstance(item, dict) or not self.items.add(item, source, own):
                     skipped[item_type(item) if isinstance(item, dict) else "unknown"] += 1
             self.items.close()
             rest = "".join(f"; {n} {kind} item(s) not modelled" for kind, n in sorted(skipped.items()))

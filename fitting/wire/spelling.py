@@ -380,3 +380,17 @@ def spelled_item(block: Other, text: bytes | str | None, path: tuple[str | int, 
     except (ValueError, orjson.JSONDecodeError):
         return block
     return out if isinstance(out, Other) else block
+
+
+def item_texts(text: bytes | None, path: tuple[str | int, ...]) -> list[bytes] | None:
+    """The text of each item of the array at ``path`` in the JSON ``text`` (a compaction's replacement
+    history), found in one walk, so that each item is looked for in its own text rather than the whole
+    line's; None when there is no such array."""
+    if text is None:
+        return None
+    try:
+        ends = container_ends(text)
+        start = _at(text, path, ends)
+        return None if start is None else [text[begin:end] for _, _, begin, end in members(text, start, ends)]
+    except (ValueError, orjson.JSONDecodeError):
+        return None
