@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -78,20 +78,20 @@ def _transcript(
     )
 
 
-def _input_items(member: Member, path: str) -> list[tuple[int | None, Any, str | None]]:
+def _input_items(member: Member, path: str) -> Iterator[tuple[int | None, Any, str | None]]:
     """The items of a body's ``input`` (a list, or a string: one user message), each with its line and
     its text (from its start to the next item's: its JSON text, then blanks and a comma or the end)."""
     if isinstance(member.value, str):
-        return [(member.line, {"role": "user", "content": member.value}, None)]
+        return iter([(member.line, {"role": "user", "content": member.value}, None)])
     if not isinstance(member.value, list):
         raise UnknownShape(Location(path, member.line), "'input' must be a list of items or a string")
     text = member.text
     found = list(locate_members(text))
-    bounds = [at for _, at, _ in found[1:]] + [text.rindex("]")]
-    return [
+    bounds = [at for _, at, _ in found[1:]] + ([text.rindex("]")] if found else [])
+    return (
         (member.line + text.count("\n", 0, at), value, text[at:end].rstrip().removesuffix(",").rstrip())
         for (_, at, value), end in zip(found, bounds, strict=True)
-    ]
+    )
 
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
