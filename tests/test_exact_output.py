@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from windowfit.fitting import make_estimator
+from windowfit.fitting.errors import EmptyTranscript
 from windowfit.fitting.fit import TRUNCATION_NOTE, apply_plan, plan_fit
 from windowfit.fitting.formats import Input, load, load_path
 from windowfit.fitting.request import Fitter, write_transcript
@@ -1093,3 +1094,11 @@ def test_a_responses_line_written_as_compact_json_keeps_no_text(tmp_path: Path) 
     (transcript,) = load_path(path, fmt="codex")
     raws = [getattr(b, "raw", "") for m in transcript.messages for b in m.content]
     assert raws == ["", ' {"type":"input_file","n":1.50}', ' {"type":"web_search_call","id":"ws_1","n":2E0}']
+
+
+def test_a_responses_body_with_an_empty_input_list_is_the_located_empty_error(tmp_path: Path) -> None:
+    """The items' texts are found between the items' starts: an empty list has none to pair."""
+    path = tmp_path / "in.json"
+    path.write_bytes(b'{"model":"gpt-x","input":[ ]}')
+    with pytest.raises(EmptyTranscript, match="no Responses items found"):
+        load_path(path, fmt="responses")
