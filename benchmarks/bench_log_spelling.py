@@ -1,9 +1,13 @@
 """What keeping the file's spelling of unmodelled block parts costs the Claude Code reader
-(``wire.spelling.spelled_blocks``, SPEC section 6, invariant 9). Each line's blocks are looked for as
+(``wire.spelling.spelled_blocks``, SPEC section 6, invariant 9), and the Codex reader (``spelled_parts`` and
+``spelled_item``, for Responses items' unmodelled parts and items). Each line's blocks are looked for as
 compact JSON in the line (a substring search); only a block not found so is walked. Loading is timed with
 the function and with it replaced by one that returns the blocks as they are, in this process, over the
 shared corpus's Claude Code sessions as they are, and over the same lines with every block carrying a
-``cache_control`` key spelled with a space after its colons (the worst case: every block walked).
+``cache_control`` key spelled with a space after its colons (the worst case: every block walked). The
+Codex rollouts (one in the corpus, read 10 times a run) are timed as they are, with every reasoning item
+made an unmodelled ``web_search_call`` item (its compact JSON found in the line), and with that item
+spelled with ``1E+2`` (the worst case: every such item, the rollout's largest, walked).
 
     python benchmarks/bench_log_spelling.py          # best of 5
     python benchmarks/bench_log_spelling.py --quick  # best of 2
@@ -19,8 +23,10 @@ from typing import Any
 from common import ROOT, best_of
 
 from windowfit.fitting.formats import claude_code, load_path
+from windowfit.fitting.wire import responses
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "transcripts" / "claude_code"
+CODEX = CORPUS.parent / "codex"
 
 
 def _as_they_are(blocks: Any, text: Any, *path: Any) -> Any:
@@ -31,8 +37,45 @@ def _load(paths: list[Path]) -> object:
     return [load_path(p, fmt="claude_code", skip_invalid=True) for p in paths]
 
 
+def _as_read(block: Any, text: Any, *path: Any) -> Any:
+    return block
+
+
+def _codex(repeat: int) -> None:
+    files = sorted(CODEX.glob("*.jsonl"))
+    if not files:
+        print(f"no Codex rollouts in {CODEX}: nothing to time")
+        return
+    parts, item = responses.spelled_parts, responses.spelled_item
+    reasoning = b'"payload":{"type":"reasoning"'
+    with tempfile.TemporaryDirectory() as folder:
+        cases = [("the corpus's rollouts as they are", files)]
+        for label, spelled in (
+            ("every reasoning item an unmodelled item, compact", b'"payload":{"type":"web_search_call","n":100'),
+            ("every reasoning item an unmodelled item, 1E+2", b'"payload":{"type":"web_search_call","n":1E+2'),
+        ):
+            copies = []
+            for f in files:
+                copy = Path(folder) / f"{len(cases)}-{f.name}"
+                copy.write_bytes(f.read_bytes().replace(reasoning, spelled + b',"was":"reasoning"'))
+                copies.append(copy)
+            cases.append((label, copies))
+        for label, paths in cases:
+            runs = paths * 10
+            [load_path(p, fmt="codex") for p in paths]  # warm: the first load of a process imports and caches
+            responses.spelled_parts, responses.spelled_item = _as_they_are, _as_read  # type: ignore[assignment]
+            bare = best_of(repeat, lambda: [load_path(p, fmt="codex") for p in runs])  # noqa: B023
+            responses.spelled_parts, responses.spelled_item = parts, item  # type: ignore[assignment]
+            kept = best_of(repeat, lambda: [load_path(p, fmt="codex") for p in runs])  # noqa: B023
+            size = sum(p.stat().st_size for p in paths) / 1e6
+            print(f"Codex, {label}: {len(paths)} file(s), {size:.2f} MB, read 10 times")
+            print(f"  load, parts as they are       {bare * 1e3:8.1f} ms  1.00")
+            print(f"  load, spelling kept           {kept * 1e3:8.1f} ms  {kept / bare:.2f}")
+
+
 def main() -> None:
     repeat = 2 if "--quick" in sys.argv else 5
+    _codex(repeat)
     files = sorted(CORPUS.glob("*.jsonl"))
     if not files:
         print(f"no Claude Code sessions in {CORPUS}: nothing to time")

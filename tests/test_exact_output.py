@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from windowfit.fitting import make_estimator
+from windowfit.fitting.errors import EmptyTranscript
 from windowfit.fitting.fit import TRUNCATION_NOTE, apply_plan, plan_fit
 from windowfit.fitting.formats import Input, load, load_path
 from windowfit.fitting.request import Fitter, write_transcript
@@ -997,3 +998,107 @@ def test_a_long_one_line_bodys_own_keys_are_written_as_the_file_spelled_them(tmp
     path.write_text('{"model":"m-1","max_tokens":1E+3,"messages":[' + items + '],"temperature":0.50,"x":[1.0e2]}\n')
     written = write_transcript(load_path(path)[0], to="same")
     assert written.startswith(b'{\n  "model":"m-1",\n  "max_tokens":1E+3,\n  "temperature":0.50,\n  "x":[1.0e2],\n')
+
+
+# --------------------------------------------------------------------------
+# Responses items (Codex rollouts, Responses files): unmodelled parts and items, in the written body
+
+
+@st.composite
+def odd_items(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """Responses items (texts) carrying parts and items windowfit does not model, spelled oddly: an
+    ``input_file`` part of a user message, a ``web_search_call`` item, an unmodelled part of a call's
+    output (a list, or ``{content, success}``); and the parts and items the written body must hold as
+    they came."""
+
+    def odd(prefix: str, head: str) -> str:
+        return head + "," + ",".join(draw(odd_members(prefix))) + "}"
+
+    part = odd("f", '{"type":"input_file","file_id":"file_1"')
+    search = odd("w", '{"type":"web_search_call","id":"ws_1","status":"completed"')
+    inner = odd("o", '{"type":"input_file","file_id":"file_2"')
+    output = draw(st.sampled_from(("[{0}]", '{{"content":[{0}],"success":true}}'))).format(
+        '{"type":"input_text","text":"ok"},' + inner
+    )
+    items = [
+        '{"type":"message","role":"user","content":[{"type":"input_text","text":"go"},' + part + "]}",
+        search,
+        '{"type":"function_call","call_id":"c1","name":"read","arguments":"{}"}',
+        '{"type":"function_call_output","call_id":"c1","output":' + output + "}",
+    ]
+    return items, [part, search, inner]
+
+
+def _envelope(item: str) -> str:
+    return '{"timestamp":"2025-01-01T00:00:00Z","type":"response_item","payload":' + item + "}"
+
+
+def _codex(items: list[str]) -> bytes:
+    meta = '{"timestamp":"2025-01-01T00:00:00Z","type":"session_meta","payload":{"id":"s","timestamp":"t"}}'
+    return "".join(line + "\n" for line in (meta, *map(_envelope, items))).encode()
+
+
+def _codex_legacy(items: list[str]) -> bytes:
+    return "".join(line + "\n" for line in ('{"id":"s","timestamp":"2025-01-01T00:00:00Z"}', *items)).encode()
+
+
+def _codex_compacted(items: list[str]) -> bytes:
+    compacted = (
+        '{"timestamp":"2025-01-01T00:00:01Z","type":"compacted","payload":{"message":"sum",'
+        '"replacement_history":[' + ",".join(items) + "]}}"
+    )
+    return _codex(['{"type":"message","role":"user","content":"before"}']) + compacted.encode() + b"\n"
+
+
+ITEM_FILES: dict[str, tuple[str, str, Any]] = {
+    "codex": ("codex", "jsonl", _codex),
+    "codex-legacy": ("codex", "jsonl", _codex_legacy),
+    "codex-compacted": ("codex", "jsonl", _codex_compacted),
+    "responses-lines": ("responses", "jsonl", lambda items: "".join(i + "\n" for i in items).encode()),
+    "responses-array": ("responses", "json", lambda items: ("[\n  " + ",\n  ".join(items) + "\n]\n").encode()),
+    "responses-body": (
+        "responses",
+        "json",
+        lambda items: ('{"model":"gpt-x","input":[' + " ,\n ".join(items) + "] }").encode(),
+    ),
+}
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(ITEM_FILES)), odd_items())
+def test_responses_items_write_what_they_do_not_model_as_the_file_spelled_it(
+    tmp_path_factory: pytest.TempPathFactory, layout: str, found: tuple[list[str], list[str]]
+) -> None:
+    items, kept = found
+    fmt, ext, make = ITEM_FILES[layout]
+    path = tmp_path_factory.mktemp("items") / f"in.{ext}"
+    path.write_bytes(make(items))
+    (transcript,) = load_path(path, fmt=fmt)
+    body = _tokens(write_transcript(transcript, to="openai").decode())
+    assert [part for part in kept if _tokens(part) not in body] == []
+
+
+def test_a_responses_line_written_as_compact_json_keeps_no_text(tmp_path: Path) -> None:
+    """Only parts whose file spelling differs from compact JSON hold text: a rollout as Codex writes it
+    (compact) leaves the unmodelled parts and items as they were built (compact, unmarked)."""
+    items = [
+        '{"type":"message","role":"user","content":[{"type":"input_text","text":"go"},{"type":"input_file","n":1.5}]}',
+        '{"type":"web_search_call","id":"ws_1","n":2}',
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(_codex(items))
+    (transcript,) = load_path(path, fmt="codex")
+    raws = [getattr(b, "raw", "") for m in transcript.messages for b in m.content]
+    assert raws == ["", '{"type":"input_file","n":1.5}', '{"type":"web_search_call","id":"ws_1","n":2}']
+    path.write_bytes(_codex([i.replace("1.5", "1.50").replace(":2}", ":2E0}") for i in items]))
+    (transcript,) = load_path(path, fmt="codex")
+    raws = [getattr(b, "raw", "") for m in transcript.messages for b in m.content]
+    assert raws == ["", ' {"type":"input_file","n":1.50}', ' {"type":"web_search_call","id":"ws_1","n":2E0}']
+
+
+def test_a_responses_body_with_an_empty_input_list_is_the_located_empty_error(tmp_path: Path) -> None:
+    """The items' texts are found between the items' starts: an empty list has none to pair."""
+    path = tmp_path / "in.json"
+    path.write_bytes(b'{"model":"gpt-x","input":[ ]}')
+    with pytest.raises(EmptyTranscript, match="no Responses items found"):
+        load_path(path, fmt="responses")

@@ -27,6 +27,7 @@ from .._json import dumps, loads_or_lenient, str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolDef, Transcript, Usage
 from ..wire.responses import ItemReader, defects_of, item_type
+from ..wire.spelling import item_texts
 from ._jsonl import LineReader
 from .base import Format, Input
 
@@ -93,18 +94,19 @@ class _Rollout:
     mark: int = 0
     """How many messages had begun at the previous ``token_count`` event."""
 
-    def read(self, lineno: int, obj: Any) -> None:
+    def read(self, lineno: int, obj: Any, text: bytes | None = None) -> None:
+        """One line's value; ``text`` is the line (for the spelling of unmodelled parts, not kept)."""
         source = Source(self.path, lineno)
         if not isinstance(obj, dict):
             self.kinds["unknown"] += 1
             return
         kind = str_field(obj, "type")
         if "payload" in obj and isinstance(kind, str):
-            self._envelope(kind, obj["payload"], source)
+            self._envelope(kind, obj["payload"], source, text)
         elif "record_type" in obj:
             self.kinds[f"record_type/{obj['record_type']}"] += 1
         elif item_type(obj):
-            if not self.items.add(obj, source):
+            if not self.items.add(obj, source, text):
                 self.kinds[f"response_item/{item_type(obj)}"] += 1
         elif not self.meta_seen and {"id", "timestamp"} <= obj.keys():
             self.kinds["session_meta"] += 1
@@ -112,12 +114,12 @@ class _Rollout:
         else:
             self.kinds["unknown"] += 1
 
-    def _envelope(self, kind: str, payload: Any, source: Source) -> None:
+    def _envelope(self, kind: str, payload: Any, source: Source, text: bytes | None = None) -> None:
         if not isinstance(payload, dict):
             self.kinds[kind] += 1
             return
         if kind == "response_item":
-            if not self.items.add(payload, source):
+            if not self.items.add(payload, source, text, ("payload",)):
                 self.kinds[f"response_item/{item_type(payload) or 'unknown'}"] += 1
             return
         if kind == "event_msg":
@@ -136,7 +138,7 @@ class _Rollout:
                 self.system = (Text(payload["base_instructions"]),)
                 self.instructions_found = True
         elif kind == "compacted":
-            self._compacted(payload, source)
+            self._compacted(payload, source, text)
 
     def _meta(self, meta: dict[str, Any]) -> None:
         if self.meta_seen:  # a resumed or forked session repeats it: the first one holds
@@ -176,7 +178,7 @@ class _Rollout:
         output = int(last.get("output_tokens") or 0)
         self.usage.append(Usage(before, read - cached, 0, cached, source, output))
 
-    def _compacted(self, payload: dict[str, Any], source: Source) -> None:
+    def _compacted(self, payload: dict[str, Any], source: Source, line: bytes | None = None) -> None:
         """A compaction restarts the context: the next request holds its replacement
         history, or (without one) the newest user messages and the summary."""
         self.items.close()
@@ -187,8 +189,11 @@ class _Rollout:
         history = payload.get("replacement_history")
         if isinstance(history, list):
             skipped: Counter[str] = Counter()
-            for item in history:
-                if not isinstance(item, dict) or not self.items.add(item, source):
+            texts = item_texts(line, ("payload", "replacement_history"))
+            texts = texts if texts is not None and len(texts) == len(history) else None
+            for i, item in enumerate(history):
+                own = None if texts is None else texts[i]
+                if not isinstance(item, dict) or not self.items.add(item, source, own):
                     skipped[item_type(item) if isinstance(item, dict) else "unknown"] += 1
             self.items.close()
             rest = "".join(f"; {n} {kind} item(s) not modelled" for kind, n in sorted(skipped.items()))
@@ -293,9 +298,9 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     reader = LineReader(source.path, skip_invalid)
     rollout = _Rollout(source.path)
     tail = _Tail()
-    for lineno, obj in reader.values(tail.follow(source.lines())):
+    for lineno, obj, text in reader.entries(tail.follow(source.lines())):
         try:
-            rollout.read(lineno, obj)
+            rollout.read(lineno, obj, text)
         except UnknownShape as exc:
             if not skip_invalid:
                 raise

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -25,7 +25,7 @@ NAME = "responses"
 
 
 def _transcript(
-    items: Iterable[tuple[int | None, Any]],
+    items: Iterable[tuple[int | None, Any, bytes | str | None]],
     path: str,
     *,
     skip_invalid: bool,
@@ -34,12 +34,12 @@ def _transcript(
 ) -> Transcript:
     reader = ItemReader()
     kinds: Counter[str] = Counter()
-    for line, item in items:
+    for line, item, text in items:
         source = Source(path, line)
         try:
             if not isinstance(item, dict):
                 raise UnknownShape(Location(path, line), "an input item must be an object")
-            if not reader.add(item, source):
+            if not reader.add(item, source, text):
                 kinds[item_type(item) or "unknown"] += 1
         except UnknownShape as exc:
             if not skip_invalid:
@@ -78,27 +78,35 @@ def _transcript(
     )
 
 
-def _input_items(member: Member, path: str) -> list[tuple[int | None, Any]]:
-    """The items of a body's ``input`` (a list, or a string: one user message), each with its line."""
+def _input_items(member: Member, path: str) -> Iterator[tuple[int | None, Any, str | None]]:
+    """The items of a body's ``input`` (a list, or a string: one user message), each with its line and
+    its text (from its start to the next item's: its JSON text, then blanks and a comma or the end)."""
     if isinstance(member.value, str):
-        return [(member.line, {"role": "user", "content": member.value})]
+        return iter([(member.line, {"role": "user", "content": member.value}, None)])
     if not isinstance(member.value, list):
         raise UnknownShape(Location(path, member.line), "'input' must be a list of items or a string")
-    return [(member.line + member.text.count("\n", 0, at), value) for _, at, value in locate_members(member.text)]
+    text = member.text
+    found = list(locate_members(text))
+    bounds = [at for _, at, _ in found[1:]] + ([text.rindex("]")] if found else [])
+    return (
+        (member.line + text.count("\n", 0, at), value, text[at:end].rstrip().removesuffix(",").rstrip())
+        for (_, at, value), end in zip(found, bounds, strict=True)
+    )
 
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     path = source.path
     if not is_document(source):
         reader = LineReader(path, skip_invalid)
-        return (_transcript(reader.values(source.lines()), path, skip_invalid=skip_invalid, skipped=reader.skipped),)
+        lines = reader.entries(source.lines())
+        return (_transcript(lines, path, skip_invalid=skip_invalid, skipped=reader.skipped),)
     with source.open() as stream:
         members = iter_members(stream, path)
         first = next(members, None)
         if first is None:
             raise EmptyTranscript(Location(path), "no Responses items found", hint="is this the right file?")
         if first.key is None:  # an array of items, read one by one
-            items = ((m.line, m.value) for m in chain((first,), members))
+            items = ((m.line, m.value, m.text) for m in chain((first,), members))
             return (_transcript(items, path, skip_invalid=skip_invalid, skipped=[]),)
         fields = {m.key: m for m in chain((first,), members) if m.key is not None}
     body = {key: m.value for key, m in fields.items()}
@@ -106,7 +114,7 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
         located = _input_items(fields["input"], path)
         return (_transcript(located, path, skip_invalid=skip_invalid, skipped=[], body=body),)
     if item_type(body):  # one item on its own
-        return (_transcript([(first.line, body)], path, skip_invalid=skip_invalid, skipped=[]),)
+        return (_transcript([(first.line, body, None)], path, skip_invalid=skip_invalid, skipped=[]),)
     raise UnknownShape(
         Location(path), "not a list of Responses items or a body with an 'input' list", hint="pass --from"
     )

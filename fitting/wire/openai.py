@@ -19,6 +19,7 @@ from .._json import (
     loads,
     loads_or_lenient,
     other_block,
+    plain,
     str_field,
     with_extra,
 )
@@ -188,6 +189,8 @@ def _part_to_json(block: Block, same: bool = False, texts: Texts | None = None) 
     if isinstance(block, Thinking):
         return {"type": "text", "text": block.text}
     if isinstance(block, Other):
+        if same and block.raw[:1] == SPELLED:  # the file's spelling of it (``spelling.spelled_parts``)
+            return orjson.Fragment(plain(block.raw))
         raw = loads(block.raw) if same else None
         if isinstance(raw, dict):
             return raw

@@ -28,6 +28,7 @@ from ..transcript import (
 from ..validate import check_messages
 from . import anthropic
 from .openai import arguments_call
+from .spelling import spelled_item, spelled_parts
 
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
@@ -171,14 +172,18 @@ class ItemReader:
         self.close()
         self.messages.append(message)
 
-    def add(self, item: dict[str, Any], source: Source) -> bool:
+    def add(
+        self, item: dict[str, Any], source: Source, text: bytes | str | None = None, path: tuple[str | int, ...] = ()
+    ) -> bool:
         """Read one item. False when its type is not one that becomes a message
-        (the caller counts it); raises ``UnknownShape`` for a malformed item."""
+        (the caller counts it); raises ``UnknownShape`` for a malformed item.
+        ``text`` is the JSON text the item is at ``path`` in (a line): its unmodelled
+        parts and items keep that text where it is not compact JSON (``wire.spelling``)."""
         where = Location(source.path, source.line)
         kind = item_type(item)
         if kind == "message":
             role = str_field(item, "role")
-            content = content_blocks(item.get("content"), where)
+            content = spelled_parts(content_blocks(item.get("content"), where), text, (*path, "content"))
             if role == "assistant":
                 self._assistant(content, source)
             elif role == "user":
@@ -196,10 +201,14 @@ class ItemReader:
             self.call_lines.setdefault(call.id, source.line)
             self._assistant((call,), source)
         elif kind == "web_search_call":
-            self._assistant((other_block(kind, item),), source)
+            self._assistant((spelled_item(other_block(kind, item), text, path),), source)
         elif kind in OUTPUTS:
             call_id = _call_id(item, kind, where)
-            content, failed = _output_content(item.get("output"), where)
+            output = item.get("output")
+            content, failed = _output_content(output, where)
+            if content and text is not None:
+                inner = (*path, "output", "content") if isinstance(output, dict) else (*path, "output")
+                content = spelled_parts(content, text, inner)
             self._append(Message("tool", (ToolResult(call_id, content, failed),), source))
         else:
             return False

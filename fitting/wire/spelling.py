@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from .._json import SPELLED, container_ends, encode, members, reads_as, spelled_extras
+from .._json import _BLANKS, SPELLED, container_ends, encode, members, reads_as, spelled_extras
 from ..transcript import Block, Image, JsonText, Message, Other, Text, Thinking, ToolCall, ToolResult
 
 Found = list[tuple[str | None, int, int, int]]
@@ -321,3 +321,76 @@ def spelled_body_keys(extra: JsonText, text: bytes | str | None, path: tuple[str
         return spelled_request_keys(extra, ((k, raw[a:b]) for k, _, a, b in members(raw, start, ends)))
     except (ValueError, orjson.JSONDecodeError):
         return extra
+
+
+# --------------------------------------------------------------------------
+# Read time: Responses items (Codex rollouts, Responses files), whose text is not kept either
+
+
+def _raw_found(block: Block, text: bytes) -> bool:
+    """Whether ``block`` is not an unmodelled one, or its compact JSON is in ``text`` as it is."""
+    return type(block) is not Other or not block.raw or block.raw.encode("utf-8", "surrogatepass") in text
+
+
+def spelled_parts(
+    blocks: tuple[Block, ...], text: bytes | str | None, path: tuple[str | int, ...]
+) -> tuple[Block, ...]:
+    """``blocks``, read one per item from the array at ``path`` in the JSON ``text`` (a Responses item's
+    ``content`` or ``output`` parts), with each unmodelled part (``input_file``, ...) holding the file's
+    spelling where it is not compact JSON (``spelled_blocks``). Text and image parts are written in the
+    Chat Completions shape, not the file's: they are left as they are. The very tuple when nothing changes."""
+    if text is None or not blocks or all(type(b) is not Other for b in blocks):
+        return blocks
+    raw = _encoded(text)
+    if all(_raw_found(b, raw) for b in blocks):
+        return blocks
+    try:
+        ends = container_ends(raw)
+        start = _at(raw, path, ends)
+        items = None if start is None else members(raw, start, ends)
+        if items is None or len(items) != len(blocks):
+            return blocks
+        out = tuple(
+            _spelled_block(b, raw, begin, end, ends) if type(b) is Other else b
+            for b, (_, _, begin, end) in zip(blocks, items, strict=True)
+        )
+    except (ValueError, orjson.JSONDecodeError):
+        return blocks
+    return blocks if all(a is b for a, b in zip(out, blocks, strict=True)) else out
+
+
+def spelled_item(block: Other, text: bytes | str | None, path: tuple[str | int, ...]) -> Other:
+    """``block``, an unmodelled item (``web_search_call``) read from the object at ``path`` in the JSON
+    ``text``, holding the file's spelling of it where that is not compact JSON."""
+    if text is None or not block.raw:
+        return block
+    raw = _encoded(text)
+    if block.raw.encode("utf-8", "surrogatepass") in raw:
+        return block
+    try:
+        ends = container_ends(raw)
+        start = _at(raw, path, ends)
+        if start is None:
+            return block
+        start = _BLANKS.match(raw, start).end()  # type: ignore[union-attr]  # matches the empty string at worst
+        end = ends.get(start)
+        if end is None:
+            return block
+        out = _spelled_block(block, raw, start, end, ends)
+    except (ValueError, orjson.JSONDecodeError):
+        return block
+    return out if isinstance(out, Other) else block
+
+
+def item_texts(text: bytes | None, path: tuple[str | int, ...]) -> list[bytes] | None:
+    """The text of each item of the array at ``path`` in the JSON ``text`` (a compaction's replacement
+    history), found in one walk, so that each item is looked for in its own text rather than the whole
+    line's; None when there is no such array."""
+    if text is None:
+        return None
+    try:
+        ends = container_ends(text)
+        start = _at(text, path, ends)
+        return None if start is None else [text[begin:end] for _, _, begin, end in members(text, start, ends)]
+    except (ValueError, orjson.JSONDecodeError):
+        return None
