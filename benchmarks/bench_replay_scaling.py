@@ -264,6 +264,38 @@ def past_triggers(console: Console, scale: int, repeat: int) -> None:
         console.print(table)
 
 
+def profile_growth(console: Console, scale: int, name: str) -> None:
+    """cProfile of one policy's replay at both sizes of the past-trigger session with turns: per function,
+    how its calls and its own time grew. Linear code grows every call count by the size ratio."""
+    import cProfile
+    import pstats
+
+    small_n, big_n = 10_000 // scale, 80_000 // scale
+    stats = {}
+    for size in (small_n, big_n):
+        (transcript,) = fitting.load_path(_mixed_file(False)(size))
+        times = idle_times(transcript)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        _replay_one(transcript, name, times)
+        profiler.disable()
+        stats[size] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    small, big = stats[small_n], stats[big_n]
+    total = sum(v[2] for v in big.values()) / sum(v[2] for v in small.values())
+    table = Table(
+        title=f"cProfile of {name}: {small_n:,} vs {big_n:,} messages (past every trigger, turns of tool rounds); "
+        f"own time grew {total:.2f} in all"
+    )
+    for col in ("function", "calls at big", "calls grew", "own time grew", "own s at big"):
+        table.add_column(col, justify="left" if col == "function" else "right", no_wrap=col == "function")
+    ranked = sorted(((v[2], k) for k, v in big.items() if k in small), reverse=True)
+    for _, key in ranked[:15]:
+        b, a = big[key], small[key]
+        where = f"{key[0].rsplit('/', 1)[-1]}:{key[2]}"
+        table.add_row(where, f"{b[1]:,}", f"{b[1] / max(a[1], 1):.2f}", f"{b[2] / max(a[2], 1e-9):.2f}", f"{b[2]:.3f}")
+    console.print(table)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a quarter of the sizes (the ratio of sizes stays 8)")
@@ -271,9 +303,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--past-triggers", action="store_true", help="each default policy alone, on sessions past every trigger"
     )
+    parser.add_argument("--profile", metavar="POLICY", help="cProfile one policy at both past-trigger sizes")
     args = parser.parse_args(argv)
     scale = 4 if args.quick else 1
     console = Console()
+    if args.profile:
+        profile_growth(console, scale, args.profile)
+        return
     if args.past_triggers:
         past_triggers(console, scale, args.repeat)
         return
