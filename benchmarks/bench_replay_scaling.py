@@ -216,6 +216,9 @@ def past_triggers(console: Console, scale: int, repeat: int) -> None:
             head = replace(small, messages=small.messages[:k])
             head_times = idle_times(head)
             base = best_of(repeat, partial(fitting.load_path, big.source.path)) + best_of(repeat, partial(_report, big))
+            base_small = best_of(repeat, partial(fitting.load_path, small.source.path)) + best_of(
+                repeat, partial(_report, small)
+            )
             rows = []
             for policy in POLICIES:
                 t_head = best_of(repeat, partial(_replay_one, head, policy.name, head_times))
@@ -260,6 +263,16 @@ def past_triggers(console: Console, scale: int, repeat: int) -> None:
             f"{total[2] / total[1]:.1f}",
             f"{(total[2] - total[0]) / (total[1] - total[0]):.2f}",
             f"{total[2] / base:.2f}",
+        )
+        table.add_row(
+            "load + report (linear code's growth here)",
+            "",
+            "",
+            f"{base_small:.3f}",
+            f"{base:.3f}",
+            f"{base / base_small:.1f}",
+            "",
+            "1.00",
         )
         console.print(table)
 
