@@ -13,7 +13,7 @@ from strategies import subagents, transcripts
 from windowfit.fitting import Transcript, make_estimator
 from windowfit.fitting.pricing import default_table
 from windowfit.fitting.replay import Fenwick, Sent, Session, replay, standard_policies
-from windowfit.fitting.replay.cache import CacheModel
+from windowfit.fitting.replay.cache import CacheModel, check
 from windowfit.fitting.replay.presets import gemini_preview
 from windowfit.fitting.replay.run import Steps, _shared_prefix, _shared_prefix_of_segments
 from windowfit.fitting.replay.session import StaticSizes
@@ -85,6 +85,7 @@ def test_columnar_steps_read_as_the_step_objects_they_replace(t: Transcript, fra
         assert run.outcome_shares() == objects.outcome_shares()
         priced, priced_objects = cache.priced(run, times), cache.priced(objects, times)
         assert tuple(priced.steps) == priced_objects.steps
+        assert check(priced) == check(priced_objects)
         for name in ("cache_read_tokens", "cache_write_tokens", "cost_usd", "cache_hit_rate"):
             assert getattr(priced, name) == pytest.approx(getattr(priced_objects, name)), name
         if run.steps:

@@ -165,7 +165,8 @@ def check(run: Run) -> CacheCheck | None:
     writes are taken at the provider's count of that request (its share of the estimate times the
     measured size), so what is compared is the cache model (which part of each request is read, which
     written, when the lifetime ran out), not the estimator's error."""
-    measured = [s for s in run.steps if s.recorded_cache_read is not None and s.measured_tokens and s.raw_tokens]
+    steps = tuple(run.steps)  # built once: a ``Steps`` builds a new ``Step`` on every read, and ids are compared
+    measured = [s for s in steps if s.recorded_cache_read is not None and s.measured_tokens and s.raw_tokens]
     if not measured:
         return None
 
@@ -176,7 +177,7 @@ def check(run: Run) -> CacheCheck | None:
     misses = miss_recorded = miss_predicted = turn_misses = turn_recorded = turn_starts = 0
     previous: Step | None = None
     requests_in_turn = 0
-    for s in run.steps:
+    for s in steps:
         after_tools = s.turn_start and requests_in_turn > 1
         requests_in_turn = 1 if s.turn_start else requests_in_turn + 1
         if id(s) not in measured_ids:
