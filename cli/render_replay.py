@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from windowfit.fitting.replay import Run
+from windowfit.fitting.replay.run import BREAK, REJECTED, Steps
 
 from .tables import WholeTable
 
@@ -44,10 +45,15 @@ class Items(Text):
         return lines
 
 
+def _sent(run: Run) -> Sequence[int]:
+    """Each step's sent tokens (a ``Steps``' own column: no ``Step`` is built)."""
+    return run.steps.sent if isinstance(run.steps, Steps) else [s.sent_tokens for s in run.steps]
+
+
 def over_budget_caption(runs: Sequence[Run], *, budget: int) -> Items | None:
     """Without ``--window`` nothing is rejected: say which policies still sent requests over the
     budget, which the outcomes column says too but narrow terminals drop."""
-    over = [(run.policy, sum(s.sent_tokens > budget for s in run.steps)) for run in runs]
+    over = [(run.policy, sum(tokens > budget for tokens in _sent(run))) for run in runs]
     listed = [f"{name} {n:,}" for name, n in over if n]
     lead = "No --window, so nothing is rejected; requests sent over the budget:"
     return Items(listed, lead=lead) if listed else None
@@ -113,9 +119,18 @@ def render_chart(run: Run, *, budget: int, window: int | None) -> RenderableType
     steps = run.steps
     if not steps:
         return Text("no requests to replay", style="dim")
+    if isinstance(steps, Steps):  # read the columns: building every Step of a long replay costs its memory again
+        sent: Sequence[int] = steps.sent
+        flags: Sequence[int] = steps.flags
+    else:
+        sent = [s.sent_tokens for s in steps]
+        flags = [(BREAK if s.prefix_break else 0) | (REJECTED if s.rejected else 0) for s in steps]
     width = min(CHART_WIDTH, len(steps))
-    groups = [steps[i * len(steps) // width : (i + 1) * len(steps) // width] for i in range(width)]
-    top = max([max(s.sent_tokens for s in steps), budget, window or 0])
+    groups = [range(i * len(steps) // width, (i + 1) * len(steps) // width) for i in range(width)]
+    peaks = [max(sent[j] for j in group) for group in groups]
+    rejected = [any(flags[j] & REJECTED for j in group) for group in groups]
+    broke = [any(flags[j] & BREAK for j in group) for group in groups]
+    top = max([max(sent), budget, window or 0])
     rows: list[Text] = []
 
     def level_of(tokens: int) -> int:
@@ -126,29 +141,28 @@ def render_chart(run: Run, *, budget: int, window: int | None) -> RenderableType
         line = Text()
         label = "W " if level == window_row else "B " if level == budget_row else "  "
         line.append(label, style="bold")
-        for group in groups:
-            peak = max(s.sent_tokens for s in group)
+        for g in range(width):
+            peak = peaks[g]
             filled = level_of(peak) >= level
-            rejected = any(s.rejected for s in group)
             if filled:
-                line.append("█", style="red" if rejected else "yellow" if peak > budget else "green")
+                line.append("█", style="red" if rejected[g] else "yellow" if peak > budget else "green")
             elif level in (budget_row, window_row):
                 line.append("─", style="dim")
             else:
                 line.append(" ")
         rows.append(line)
     marks = Text("  ")
-    for group in groups:
-        if any(s.rejected for s in group):
+    for g in range(width):
+        if rejected[g]:
             marks.append("✗", style="bold red")
-        elif any(s.prefix_break for s in group):
+        elif broke[g]:
             marks.append("▲", style="cyan")
         else:
             marks.append(" ")
     rows.append(marks)
     caption = Text(
         f"{run.policy}: sent tokens per request, {len(steps):,} requests "
-        f"({len(steps) / width:.1f} per column); peak {max(s.sent_tokens for s in steps):,}; "
+        f"({len(steps) / width:.1f} per column); peak {max(sent):,}; "
         "▲ prefix break (something sent before changed), ✗ rejected",
         style="dim",
     )

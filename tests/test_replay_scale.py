@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import subagents, transcripts
 
 from windowfit.fitting import Transcript, make_estimator
-from windowfit.fitting.replay import Fenwick, Sent, Session, standard_policies
+from windowfit.fitting.pricing import default_table
+from windowfit.fitting.replay import Fenwick, Sent, Session, replay, standard_policies
+from windowfit.fitting.replay.cache import CacheModel, check
 from windowfit.fitting.replay.presets import gemini_preview
-from windowfit.fitting.replay.run import _shared_prefix, _shared_prefix_of_segments
+from windowfit.fitting.replay.run import Steps, _shared_prefix, _shared_prefix_of_segments
 from windowfit.fitting.replay.session import StaticSizes
 
 sizes = st.lists(st.integers(min_value=0, max_value=50), max_size=40)
@@ -56,3 +60,33 @@ def test_shared_prefix_fast_path_equals_the_segment_walk(t: Transcript, fraction
                     session, policy, previous, sent
                 )
             previous = sent
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(transcripts(), subagents()), st.floats(0.01, 1.2), st.integers(0, 2))
+def test_columnar_steps_read_as_the_step_objects_they_replace(t: Transcript, fraction: float, which: int) -> None:
+    # replay keeps its steps as columns (issue 11's memory): each totals and each priced step must be what
+    # the same steps as plain Step objects give through the object path (a tuple of Step, as before).
+    estimator = make_estimator()
+    session = Session.of(t, estimator)
+    budget = max(1, int(fraction * (session.preamble + session.before[-1])))
+    times = {m.source.line: 600.0 * i for i, m in enumerate(t.messages) if m.source.line is not None}
+    row = default_table().row(("claude-sonnet-4-5", "gpt-5-mini", "gemini-2.5-pro")[which])
+    assert row is not None
+    cache = CacheModel(row.provider, "5m", row)
+    for run in replay(t, standard_policies(), budget=budget, estimator=estimator, window=budget, times=times):
+        assert isinstance(run.steps, Steps)
+        objects = replace(run, steps=tuple(run.steps))
+        assert len(objects.steps) == len(run.steps) == len(session.steps)
+        assert [s.index for s in objects.steps] == list(range(len(session.steps)))
+        assert [s.messages for s in objects.steps] == session.steps
+        for name in ("requests", "rejections", "sent_tokens", "cached_tokens", "prefix_breaks"):
+            assert getattr(run, name) == getattr(objects, name), name
+        assert run.outcome_shares() == objects.outcome_shares()
+        priced, priced_objects = cache.priced(run, times), cache.priced(objects, times)
+        assert tuple(priced.steps) == priced_objects.steps
+        assert check(priced) == check(priced_objects)
+        for name in ("cache_read_tokens", "cache_write_tokens", "cost_usd", "cache_hit_rate"):
+            assert getattr(priced, name) == pytest.approx(getattr(priced_objects, name)), name
+        if run.steps:
+            assert run.steps[-1] == objects.steps[-1] and run.steps[1:] == objects.steps[1:]

@@ -25,11 +25,12 @@ The cost is the input side only: the output is the same under every policy."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..pricing import Price, Provider, Ttl
-from .run import Run, Step
+from .run import MISSING, Run, Step, Steps
 
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 MINIMUM: dict[str, int] = {"anthropic": 0, "openai": 1024, "google": 2048}
@@ -75,33 +76,49 @@ class CacheModel:
             return ANTHROPIC_MINIMUM.get(self.price.model, 0) if self.price is not None else 0
         return MINIMUM[self.provider]
 
-    def steps(self, steps: Sequence[Step], times: Mapping[int, float]) -> tuple[Step, ...]:
-        out = []
+    def steps(self, steps: Sequence[Step], times: Mapping[int, float]) -> Sequence[Step]:
+        """``steps`` priced: columns in, columns out (a ``Steps`` shares every other column); any other
+        sequence gives a tuple of new ``Step``."""
+        if isinstance(steps, Steps):
+            lines, sent, shared = steps.requests.line, steps.sent, steps.shared
+        else:
+            lines = array("q", (MISSING if s.line is None else s.line for s in steps))
+            sent = array("q", (s.sent_tokens for s in steps))
+            shared = array("q", (s.shared_prefix_tokens for s in steps))
+        reads, writes = array("q"), array("q")
+        costs: array[float] | None = array("d") if self.price is not None else None
         lifetime = TTL_SECONDS[self.ttl]
         minimum, increment = self.minimum, INCREMENT[self.provider]
+        anthropic = self.provider == "anthropic"
         previous_at: float | None = None
-        for i, s in enumerate(steps):
-            at = times.get(s.line) if s.line is not None else None
+        for i in range(len(sent)):
+            line, sent_tokens = lines[i], sent[i]
+            at = times.get(line) if line != MISSING else None
             expired = i == 0 or (at is not None and previous_at is not None and at - previous_at > lifetime)
-            shared = 0 if expired else s.shared_prefix_tokens
-            if self.provider == "anthropic":
+            prefix = 0 if expired else shared[i]
+            if anthropic:
                 # The breakpoint ends the request: below the minimum nothing is kept, so nothing is read
                 # back from it either (the previous request's prefix is read only if it was kept).
-                cached = s.sent_tokens >= minimum
-                read = shared if cached and shared >= minimum else 0
-                write = s.sent_tokens - read if cached else 0
+                cached = sent_tokens >= minimum
+                read = prefix if cached and prefix >= minimum else 0
+                write = sent_tokens - read if cached else 0
             else:
-                read = shared // increment * increment if shared >= minimum else 0
+                read = prefix // increment * increment if prefix >= minimum else 0
                 write = 0
-            fresh = s.sent_tokens - read - write
-            cost = None
-            if self.price is not None:
-                p = self.price.at(s.sent_tokens)
-                cost = (read * p.cache_read + write * p.write(self.ttl) + fresh * p.input) / 1_000_000
-            out.append(replace(s, cache_read_tokens=read, cache_write_tokens=write, cost_usd=cost))
+            reads.append(read)
+            writes.append(write)
+            if costs is not None and self.price is not None:
+                fresh = sent_tokens - read - write
+                p = self.price.at(sent_tokens)
+                costs.append((read * p.cache_read + write * p.write(self.ttl) + fresh * p.input) / 1_000_000)
             if at is not None:
                 previous_at = at
-        return tuple(out)
+        if isinstance(steps, Steps):
+            return steps.priced(reads, writes, costs)
+        return tuple(
+            replace(s, cache_read_tokens=reads[i], cache_write_tokens=writes[i], cost_usd=costs[i] if costs else None)
+            for i, s in enumerate(steps)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +165,8 @@ def check(run: Run) -> CacheCheck | None:
     writes are taken at the provider's count of that request (its share of the estimate times the
     measured size), so what is compared is the cache model (which part of each request is read, which
     written, when the lifetime ran out), not the estimator's error."""
-    measured = [s for s in run.steps if s.recorded_cache_read is not None and s.measured_tokens and s.raw_tokens]
+    steps = tuple(run.steps)  # built once: a ``Steps`` builds a new ``Step`` on every read, and ids are compared
+    measured = [s for s in steps if s.recorded_cache_read is not None and s.measured_tokens and s.raw_tokens]
     if not measured:
         return None
 
@@ -159,7 +177,7 @@ def check(run: Run) -> CacheCheck | None:
     misses = miss_recorded = miss_predicted = turn_misses = turn_recorded = turn_starts = 0
     previous: Step | None = None
     requests_in_turn = 0
-    for s in run.steps:
+    for s in steps:
         after_tools = s.turn_start and requests_in_turn > 1
         requests_in_turn = 1 if s.turn_start else requests_in_turn + 1
         if id(s) not in measured_ids:

@@ -4,8 +4,11 @@ between consecutive requests."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import overload
 
 from ..estimate import Estimator
 from ..repair import repair
@@ -49,12 +52,134 @@ class Step:
     ``cache.check`` groups recorded cache misses by."""
 
 
+MISSING = -1
+"""An optional integer column's None (lines, token counts and indices are never negative)."""
+
+
+def _optional(value: int) -> int | None:
+    return None if value == MISSING else value
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Requests:
+    """What every policy's steps share, one entry per request: columns of machine integers, not objects
+    (a replay of eleven policies over 190,000 requests kept 2 x 11 x 190,000 ``Step`` objects, issue 11)."""
+
+    messages: array[int]
+    line: array[int]
+    raw: array[int]
+    measured: array[int]
+    recorded_read: array[int]
+    recorded_write: array[int]
+    turn_start: array[int]
+
+
+BREAK, REJECTED = 1, 2
+"""``Steps.flags`` bits."""
+
+
+class Steps(Sequence[Step]):
+    """One policy's steps as columns (``Requests`` shared between the policies of a replay); indexing or
+    iterating builds each ``Step`` when it is read."""
+
+    __slots__ = (
+        "cache_read",
+        "cache_write",
+        "cleared",
+        "cost",
+        "flags",
+        "outcome",
+        "outcomes",
+        "requests",
+        "sent",
+        "shared",
+    )
+
+    def __init__(self, requests: Requests, outcomes: Sequence[str]) -> None:
+        self.requests = requests
+        self.outcomes = list(outcomes)
+        """The outcome names ``outcome`` indexes."""
+        self.sent: array[int] = array("q")
+        self.outcome: array[int] = array("B")
+        self.cleared: array[int] = array("q")
+        self.shared: array[int] = array("q")
+        self.flags: array[int] = array("B")
+        self.cache_read: array[int] | None = None
+        """Filled by ``cache.CacheModel`` (None: every step 0), as ``cache_write`` and ``cost`` (NaN: None)."""
+        self.cache_write: array[int] | None = None
+        self.cost: array[float] | None = None
+
+    def priced(self, read: array[int], write: array[int], cost: array[float] | None) -> Steps:
+        """The same steps with the cache model's reads, writes and dollars (every other column shared)."""
+        out = Steps.__new__(Steps)
+        out.requests, out.outcomes = self.requests, self.outcomes
+        out.sent, out.outcome, out.cleared, out.shared, out.flags = (
+            self.sent,
+            self.outcome,
+            self.cleared,
+            self.shared,
+            self.flags,
+        )
+        out.cache_read, out.cache_write, out.cost = read, write, cost
+        return out
+
+    def __len__(self) -> int:
+        return len(self.sent)
+
+    def _step(self, i: int) -> Step:
+        r, flags = self.requests, self.flags[i]
+        cost = None
+        if self.cost is not None and not math.isnan(self.cost[i]):
+            cost = self.cost[i]
+        return Step(
+            i,
+            r.messages[i],
+            _optional(r.line[i]),
+            r.raw[i],
+            self.sent[i],
+            self.outcomes[self.outcome[i]],
+            self.cleared[i],
+            self.shared[i],
+            bool(flags & BREAK),
+            bool(flags & REJECTED),
+            _optional(r.measured[i]),
+            _optional(r.recorded_read[i]),
+            _optional(r.recorded_write[i]),
+            self.cache_read[i] if self.cache_read is not None else 0,
+            self.cache_write[i] if self.cache_write is not None else 0,
+            cost,
+            bool(r.turn_start[i]),
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> Step: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Step, ...]: ...
+    def __getitem__(self, index: int | slice) -> Step | tuple[Step, ...]:
+        if isinstance(index, slice):
+            return tuple(self._step(i) for i in range(*index.indices(len(self))))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("step index out of range")
+        return self._step(index)
+
+    def __iter__(self) -> Iterator[Step]:
+        return (self._step(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass(frozen=True, slots=True)
 class Run:
     """One policy's replay of a session, with its totals."""
 
     policy: str
-    steps: tuple[Step, ...]
+    steps: Sequence[Step]
+    """A ``Steps`` from ``replay`` (columns); any sequence of ``Step`` otherwise."""
     retrievable_tokens: int = 0
     """Tokens of the results this policy cleared over the session (each counted
     once): what ``fit --store`` would keep retrievable by handle. What stages 2
@@ -70,15 +195,21 @@ class Run:
 
     @property
     def rejections(self) -> int:
+        if isinstance(self.steps, Steps):
+            return sum(1 for f in self.steps.flags if f & REJECTED)
         return sum(1 for s in self.steps if s.rejected)
 
     @property
     def sent_tokens(self) -> int:
+        if isinstance(self.steps, Steps):
+            return sum(self.steps.sent)
         return sum(s.sent_tokens for s in self.steps)
 
     @property
     def cached_tokens(self) -> int:
         """Tokens a prefix cache could serve: the prefix shared with the previous request."""
+        if isinstance(self.steps, Steps):
+            return sum(self.steps.shared)
         return sum(s.shared_prefix_tokens for s in self.steps)
 
     @property
@@ -87,10 +218,14 @@ class Run:
 
     @property
     def cache_read_tokens(self) -> int:
+        if isinstance(self.steps, Steps):
+            return sum(self.steps.cache_read or ())
         return sum(s.cache_read_tokens for s in self.steps)
 
     @property
     def cache_write_tokens(self) -> int:
+        if isinstance(self.steps, Steps):
+            return sum(self.steps.cache_write or ())
         return sum(s.cache_write_tokens for s in self.steps)
 
     @property
@@ -101,16 +236,27 @@ class Run:
     @property
     def cost_usd(self) -> float | None:
         """The input cost of every request, in dollars; None when unpriced."""
-        return sum(s.cost_usd or 0.0 for s in self.steps) if self.priced else None
+        if not self.priced:
+            return None
+        if isinstance(self.steps, Steps):
+            return sum(0.0 if math.isnan(c) else c for c in self.steps.cost or ())
+        return sum(s.cost_usd or 0.0 for s in self.steps)
 
     @property
     def prefix_breaks(self) -> int:
+        if isinstance(self.steps, Steps):
+            return sum(1 for f in self.steps.flags if f & BREAK)
         return sum(1 for s in self.steps if s.prefix_break)
 
     def outcome_shares(self) -> tuple[tuple[str, float], ...]:
         counts: dict[str, int] = {}
-        for s in self.steps:
-            counts[s.outcome] = counts.get(s.outcome, 0) + 1
+        if isinstance(self.steps, Steps):
+            for code in self.steps.outcome:
+                name = self.steps.outcomes[code]
+                counts[name] = counts.get(name, 0) + 1
+        else:
+            for s in self.steps:
+                counts[s.outcome] = counts.get(s.outcome, 0) + 1
         return tuple((k, v / max(len(self.steps), 1)) for k, v in sorted(counts.items()))
 
 
@@ -238,38 +384,59 @@ def replay(
         if times and line is not None and line in times:
             session.step_times[n] = times[line]
     turn_starts = set(session.turn_starts)
+    shared_columns = _requests(session, transcript, lines if requests else None, measured, turn_starts)
     runs = []
     for factory in policies:
         policy = factory(session, budget)
-        steps: list[Step] = []
+        steps = Steps(shared_columns, OUTCOMES)
+        codes = {name: i for i, name in enumerate(steps.outcomes)}
+        sent_col, outcome_col, cleared_col = steps.sent, steps.outcome, steps.cleared
+        shared_col, flags_col = steps.shared, steps.flags
         previous: Sent | None = None
         ever_cleared: set[int] = set()
-        for index, n in enumerate(session.steps):
+        for n in session.steps:
             sent = policy.request(n)
             ever_cleared.update(sent.newly_cleared)
             shared, broke = _shared_prefix(session, policy, previous, sent) if previous else (0, False)
-            steps.append(
-                Step(
-                    index,
-                    n,
-                    lines[n] if requests else transcript.messages[n].source.line,
-                    session.preamble + session.before[n],
-                    sent.tokens,
-                    sent.outcome,
-                    sent.cleared,
-                    shared,
-                    broke,
-                    window is not None and sent.tokens > window,
-                    measured[n].total if n in measured else None,
-                    measured[n].cache_read_tokens if n in measured else None,
-                    measured[n].cache_creation_tokens if n in measured else None,
-                    turn_start=n - 1 in turn_starts,
-                )
-            )
+            code = codes.get(sent.outcome)
+            if code is None:
+                code = codes[sent.outcome] = len(steps.outcomes)
+                steps.outcomes.append(sent.outcome)
+            sent_col.append(sent.tokens)
+            outcome_col.append(code)
+            cleared_col.append(sent.cleared)
+            shared_col.append(shared)
+            flags_col.append((BREAK if broke else 0) | (REJECTED if window is not None and sent.tokens > window else 0))
             previous = sent
         retrievable = sum(session.results[r].tokens for r in ever_cleared)
-        runs.append(Run(policy.name, tuple(steps), retrievable, len(ever_cleared)))
+        runs.append(Run(policy.name, steps, retrievable, len(ever_cleared)))
     return tuple(runs)
+
+
+OUTCOMES = ("fits", "cleared", "turns-dropped", "rounds-dropped", "too-long", "over-budget")
+"""The outcomes the policies give (a policy giving another adds it to its ``Steps.outcomes``)."""
+
+
+def _requests(
+    session: Session,
+    transcript: Transcript,
+    lines: Mapping[int, int | None] | None,
+    measured: Mapping[int, Usage],
+    turn_starts: set[int],
+) -> Requests:
+    """The columns every policy's steps share."""
+    out = Requests(array("q"), array("q"), array("q"), array("q"), array("q"), array("q"), array("B"))
+    for n in session.steps:
+        line = lines[n] if lines is not None else transcript.messages[n].source.line
+        usage = measured.get(n)
+        out.messages.append(n)
+        out.line.append(MISSING if line is None else line)
+        out.raw.append(session.preamble + session.before[n])
+        out.measured.append(MISSING if usage is None else usage.total)
+        out.recorded_read.append(MISSING if usage is None else usage.cache_read_tokens)
+        out.recorded_write.append(MISSING if usage is None else usage.cache_creation_tokens)
+        out.turn_start.append(n - 1 in turn_starts)
+    return out
 
 
 def _held_after_repair(original: Transcript, repaired: Transcript, held: int) -> int:
