@@ -203,6 +203,16 @@ def _at(text: bytes, path: tuple[str | int, ...], ends: dict[int, int]) -> int |
     return start
 
 
+def _array_at(raw: bytes, path: tuple[str | int, ...], count: int) -> tuple[dict[int, int], Found] | None:
+    """The container ends of ``raw`` and the items of the array at ``path`` in it, when that array holds
+    ``count`` items (one per block or message read from it); None otherwise. Raises what ``members`` raises
+    on text that is not JSON."""
+    ends = container_ends(raw)
+    start = _at(raw, path, ends)
+    items = None if start is None else members(raw, start, ends)
+    return None if items is None or len(items) != count else (ends, items)
+
+
 def _encoded(text: bytes | str) -> bytes:
     return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
 
@@ -244,11 +254,10 @@ def spelled_messages(
     ):
         return messages
     try:
-        ends = container_ends(raw)
-        start = _at(raw, path, ends)
-        items = None if start is None else members(raw, start, ends)
-        if items is None or len(items) != len(messages):
+        found_items = _array_at(raw, path, len(messages))
+        if found_items is None:
             return messages
+        ends, items = found_items
         out = []
         for m, (_, _, begin, _) in zip(messages, items, strict=True):
             if raw[begin : begin + 1] != b"{":
@@ -345,11 +354,10 @@ def spelled_parts(
     if all(_raw_found(b, raw) for b in blocks):
         return blocks
     try:
-        ends = container_ends(raw)
-        start = _at(raw, path, ends)
-        items = None if start is None else members(raw, start, ends)
-        if items is None or len(items) != len(blocks):
+        found_items = _array_at(raw, path, len(blocks))
+        if found_items is None:
             return blocks
+        ends, items = found_items
         out = tuple(
             _spelled_block(b, raw, begin, end, ends) if type(b) is Other else b
             for b, (_, _, begin, end) in zip(blocks, items, strict=True)
