@@ -38,11 +38,12 @@ from windowfit.fitting.transcript import Transcript
 GENERATOR_VERSION = 1
 
 
-def tiny_session(seed: int, messages: int, *, one_turn: bool = False) -> Iterator[dict[str, Any]]:
-    """``messages`` tiny messages: turns of a question, then a few tool rounds
-    with results of a few words, then an answer; with ``one_turn``, a subagent:
-    one instruction, then tiny tool rounds only (stage 3's case)."""
-    rng = random.Random(seed)
+def _turns(
+    rng: random.Random, messages: int, one_turn: bool, result: Callable[[int], str]
+) -> Iterator[dict[str, Any]]:
+    """``messages`` messages of turns: a question, tool rounds (0, 1, 3 or 40, drawn from ``rng``; with
+    ``one_turn``, a subagent: one instruction, then tool rounds only) whose results are ``result(call)``, and
+    an answer."""
     yield {"role": "system", "content": "You are a coding agent."}
     written, call = 0, 0
     while written < messages:
@@ -57,11 +58,19 @@ def tiny_session(seed: int, messages: int, *, one_turn: bool = False) -> Iterato
                 "role": "assistant",
                 "content": [{"type": "tool_use", "id": call_id, "name": "Read", "input": {"n": call}}],
             }
-            text = "ok " * rng.randint(1, 30)
+            text = result(call)
             yield {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}]}
             written += 2
         yield {"role": "assistant", "content": f"answer {written}"}
         written += 1
+
+
+def tiny_session(seed: int, messages: int, *, one_turn: bool = False) -> Iterator[dict[str, Any]]:
+    """``messages`` tiny messages: turns of a question, then a few tool rounds
+    with results of a few words, then an answer; with ``one_turn``, a subagent:
+    one instruction, then tiny tool rounds only (stage 3's case)."""
+    rng = random.Random(seed)
+    return _turns(rng, messages, one_turn, lambda call: "ok " * rng.randint(1, 30))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,25 +140,7 @@ def mixed_session(seed: int, messages: int, *, one_turn: bool = False) -> Iterat
     rng = random.Random(seed)
     makers: tuple[Callable[[random.Random, int], str], ...] = (prose.python_module, prose.russian_prose)
     pool = [make(rng, rng.choice((20, 200, 800, 3000))) for make in makers for _ in range(48)]
-    yield {"role": "system", "content": "You are a coding agent."}
-    written, call = 0, 0
-    while written < messages:
-        yield {"role": "user", "content": f"question {written}: what does f{rng.randint(0, 999)} do?"}
-        written += 1
-        for _ in range(messages if one_turn else rng.choice((0, 1, 3, 40))):
-            if written + 3 > messages:
-                break
-            call_id = f"toolu_{call:08d}"
-            call += 1
-            yield {
-                "role": "assistant",
-                "content": [{"type": "tool_use", "id": call_id, "name": "Read", "input": {"n": call}}],
-            }
-            body = f"read {call}\n{rng.choice(pool)}"
-            yield {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": body}]}
-            written += 2
-        yield {"role": "assistant", "content": f"answer {written}"}
-        written += 1
+    return _turns(rng, messages, one_turn, lambda call: f"read {call}\n{rng.choice(pool)}")
 
 
 def _mixed_file(one_turn: bool) -> Callable[[int], Path]:
