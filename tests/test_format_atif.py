@@ -98,6 +98,6 @@ def test_a_list_field_of_another_type_is_a_located_error(tmp_path: Path, field: 
     agent.update({"tool_calls": wrong} if field == "tool_calls" else {"observation": {"results": wrong}})
     path = tmp_path / "wrong.json"
     path.write_text(json.dumps({"schema_version": "ATIF-v1.4", "steps": [{"step_id": 1, "source": "user"}, agent]}))
-    with pytest.raises(UnknownShape, match=f"'{field}' is not a list") as info:
+    with pytest.raises(UnknownShape, match=f"'{field}' must be a list") as info:
         load_path(path)
     assert "step 2" in str(info.value.location)

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .._json import InputTexts, check_depth, dumps, loads_or_lenient
+from .._json import InputTexts, check_depth, dumps, list_field, loads_or_lenient
 from ..errors import EmptyTranscript, InvalidJson, Location, UnknownShape
 from ..transcript import Message, Source, Transcript, Usage
 from ..wire import openai
@@ -46,16 +46,6 @@ def _text(value: Any) -> Any:
     return value if isinstance(value, (str, list)) or value is None else dumps(value)
 
 
-def _listed(obj: dict[str, Any], key: str, where: Location) -> list[Any]:
-    """The list under ``key`` (absent or null: none); any other type is a located error, not a crash."""
-    value = obj.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise UnknownShape(where, f"{key!r} is not a list")
-    return value
-
-
 def _step_messages(step: dict[str, Any], where: Location, inputs: InputTexts | None = None) -> list[dict[str, Any]]:
     """A step as Chat Completions messages; ``inputs``: the trajectory's text, where each call's
     ``arguments`` is found as the file spelled it (written back so, SPEC section 6, invariant 9)."""
@@ -64,7 +54,7 @@ def _step_messages(step: dict[str, Any], where: Location, inputs: InputTexts | N
         return [{"role": source, "content": _text(step.get("message"))}]
     if source != "agent":
         raise UnknownShape(where, f"unknown step source {source!r} (expected 'system', 'user' or 'agent')")
-    calls = [c for c in _listed(step, "tool_calls", where) if isinstance(c, dict)]
+    calls = [c for c in list_field(step, "tool_calls", where) if isinstance(c, dict)]
     ids = {c["tool_call_id"] for c in calls if isinstance(c.get("tool_call_id"), str)}
     assistant: dict[str, Any] = {"role": "assistant", "content": _text(step.get("message")) or None}
     if calls:
@@ -80,7 +70,7 @@ def _step_messages(step: dict[str, Any], where: Location, inputs: InputTexts | N
         assistant["reasoning_content"] = step["reasoning_content"]
     out = [assistant]
     observation = step.get("observation")
-    results = _listed(observation, "results", where) if isinstance(observation, dict) else ()
+    results = list_field(observation, "results", where) if isinstance(observation, dict) else ()
     answered: set[Any] = set()
     loose: list[str] = []
     for result in results:
