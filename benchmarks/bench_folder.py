@@ -126,9 +126,9 @@ def sent_back(files: list[Path]) -> list[tuple[str, float, float, int]]:
     from windowfit.fitting.formats import Input
 
     common = {"estimator": "seed", "overhead": 1.0, "window": None, "size": SizeChoice.auto, "preamble": None}
-    reports = {**common, "budget": None, "top": 10}
-    work = partial(report_cmd.report_work, **reports)
-    stream = partial(report_cmd.report_stream, **reports)
+    reports = report_cmd.ReportOptions("seed", 1.0, None, None, 10, SizeChoice.auto, None)
+    work = partial(report_cmd.report_work, options=reports)
+    stream = partial(report_cmd.report_stream, options=reports)
     check = partial(
         fit_cmd.check_work, **common, budget=100_000, threshold=3, fit_options=replace(DEFAULTS, budget=100_000)
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from functools import partial
 from typing import Annotated
@@ -88,26 +89,9 @@ def report(
             estimator=estimator, overhead=overhead, budget=budget, window=window, size=size, preamble=preamble,
         )  # fmt: skip
         return
-    work = partial(
-        report_work,
-        estimator=estimator,
-        overhead=overhead,
-        budget=budget,
-        window=window,
-        top=top,
-        size=size,
-        preamble=preamble,
-    )
-    stream = partial(
-        report_stream,
-        estimator=estimator,
-        overhead=overhead,
-        budget=budget,
-        window=window,
-        top=top,
-        size=size,
-        preamble=preamble,
-    )
+    options = ReportOptions(estimator, overhead, budget, window, top, size, preamble)
+    work = partial(report_work, options=options)
+    stream = partial(report_stream, options=options)
     if json_:  # each file's reports become JSON objects where they are made: in the workers, with a pool
         documents = scan_all(
             files,
@@ -140,21 +124,26 @@ def json_stream(
     return None if reports is None else [report_to_dict(r) for r in reports]
 
 
-def report_work(
-    transcripts: tuple[Transcript, ...],
-    *,
-    estimator: str,
-    overhead: float,
-    budget: int | None,
-    window: int | None,
-    top: int,
-    size: SizeChoice,
-    preamble: int | None,
-) -> list[Report]:
+@dataclass(frozen=True, slots=True)
+class ReportOptions:
+    """What one file's report is made with: the same for the loaded and the streamed file, and small enough
+    to go to a worker."""
+
+    estimator: str
+    overhead: float
+    budget: int | None
+    window: int | None
+    top: int
+    size: SizeChoice
+    preamble: int | None
+
+
+def report_work(transcripts: tuple[Transcript, ...], *, options: ReportOptions) -> list[Report]:
     """One file's reports, with an estimator (and memo) of its own, so nothing of the file outlives it."""
-    est = estimator_from(estimator, overhead)
+    o = options
+    est = estimator_from(o.estimator, o.overhead)
     return [
-        build_report(t, est, budget=budget, window=window, top=top, size=size_of(t, est, size, preamble))
+        build_report(t, est, budget=o.budget, window=o.window, top=o.top, size=size_of(t, est, o.size, o.preamble))
         for t in transcripts
     ]
 
@@ -164,13 +153,7 @@ def report_stream(
     chosen: Format,
     skip_invalid: bool,
     *,
-    estimator: str,
-    overhead: float,
-    budget: int | None,
-    window: int | None,
-    top: int,
-    size: SizeChoice,
-    preamble: int | None,
+    options: ReportOptions,
 ) -> list[Report] | None:
     """``report_work``'s report of a messages file, folded over its messages as they are read (a file of a
     million tiny lines is never held); None for another format, or when the stream stops on an error (the
@@ -179,17 +162,18 @@ def report_stream(
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
         if found is None:
             return None
-        est = estimator_from(estimator, overhead)
+        o = options
+        est = estimator_from(o.estimator, o.overhead)
         return [
             fold_report(
                 found.messages,
                 found.header,
                 est,
-                budget=budget,
-                window=window,
-                top=top,
-                size_mode=size.value,
-                preamble=preamble,
+                budget=o.budget,
+                window=o.window,
+                top=o.top,
+                size_mode=o.size.value,
+                preamble=o.preamble,
             )
         ]
     except (WindowfitError, ValueError, RecursionError, OSError):

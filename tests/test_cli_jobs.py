@@ -104,21 +104,12 @@ def test_the_count_of_files_done_rises_to_every_file_while_results_keep_their_or
     """A progress bar's count: told as runs finish (largest files first with a pool), never past the files."""
     from functools import partial
 
-    from windowfit.cli.report_cmd import report_work
+    from windowfit.cli.report_cmd import ReportOptions, report_work
     from windowfit.cli.scan import Task, start_scan
     from windowfit.cli.shared import SizeChoice
     from windowfit.fitting.formats import Input
 
-    work = partial(
-        report_work,
-        estimator="seed",
-        overhead=1.0,
-        budget=None,
-        window=None,
-        top=3,
-        size=SizeChoice.auto,
-        preamble=None,
-    )
+    work = partial(report_work, options=ReportOptions("seed", 1.0, None, None, 3, SizeChoice.auto, None))
     paths = sorted(str(p) for p in folder.glob("*.jsonl") if "broken" not in p.name and "empty" not in p.name)
     tasks = [Task(Input(p), None, False, True, False, work) for p in paths]
     counts: list[int] = []
