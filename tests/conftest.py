@@ -151,3 +151,19 @@ def run_cli(terminal: None) -> Callable[..., Result]:
         return runner.invoke(app, list(args), input=input, catch_exceptions=False)
 
     return invoke
+
+
+EVERY_POLICY = [
+    "windowfit",
+    "windowfit-cache",
+    "windowfit-batch-1",
+    "legacy",
+    "keep-last",
+    "anthropic-clear-tool-uses",
+    "gemini-cli-masking",
+    "claude-code-idle-clear",
+    "openhands-observation-masking",
+    "langchain-trim-last",
+    "send-everything",
+]
+"""Every default policy, in the order ``standard_policies`` gives them and replay shows them."""

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import require_shared
+from conftest import EVERY_POLICY, require_shared
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import Result
@@ -17,22 +17,6 @@ from typer.testing import Result
 Run = Callable[..., Result]
 Golden = Callable[[str, str], None]
 DATA = Path(__file__).parent / "data" / "replay"
-
-
-EVERY_POLICY = [
-    "windowfit",
-    "windowfit-cache",
-    "windowfit-batch-1",
-    "legacy",
-    "keep-last",
-    "anthropic-clear-tool-uses",
-    "gemini-cli-masking",
-    "claude-code-idle-clear",
-    "openhands-observation-masking",
-    "langchain-trim-last",
-    "send-everything",
-]
-"""Every default policy, in the order replay shows them."""
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import EVERY_POLICY
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from strategies import subagents, transcripts
@@ -298,19 +299,7 @@ def test_hand_checked_replay_batch_of_one_and_legacy_and_keep_last() -> None:
 
 def test_standard_policies_are_ours_then_the_other_harnesses_presets() -> None:
     runs = replay(subagent([4000] * 3), standard_policies(), budget=10_000, estimator=bare())
-    assert [r.policy for r in runs] == [
-        "windowfit",
-        "windowfit-cache",
-        "windowfit-batch-1",
-        "legacy",
-        "keep-last",
-        "anthropic-clear-tool-uses",
-        "gemini-cli-masking",
-        "claude-code-idle-clear",
-        "openhands-observation-masking",
-        "langchain-trim-last",
-        "send-everything",
-    ]
+    assert [r.policy for r in runs] == EVERY_POLICY
 
 
 # --------------------------------------------------------------------------
