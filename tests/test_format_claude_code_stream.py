@@ -28,6 +28,7 @@ from windowfit.fitting.errors import InputError
 from windowfit.fitting.estimate import make_estimator
 from windowfit.fitting.formats import Input, claude_code
 from windowfit.fitting.formats._jsonl import LineReader
+from windowfit.fitting.transcript import Text
 
 CORPUS = ("corpus", "transcripts", "claude_code")
 SEED = make_estimator("seed")
@@ -85,8 +86,10 @@ def assert_streams_as_loaded(source: Input, skip_invalid: bool) -> None:
         return
     for s, t in zip(claude_code.stream(source, skip_invalid=skip_invalid), loaded, strict=True):
         # The header holds no text: every message is there, each block a stand-in of the same kind and ids.
-        assert len(s.header.messages) == len(t.messages)
-        assert all(claude_code._stand_in(b) for m in s.header.messages for b in m.content)
+        assert [[claude_code._stand_in(b) for b in m.content] for m in t.messages] == [
+            list(m.content) for m in s.header.messages
+        ]
+        assert not any(isinstance(b, Text) and b.text for m in s.header.messages for b in m.content)
         assert_audits_as_loaded(s, t)
 
 
