@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
-from windowfit.fitting.audit import TranscriptAudit, audit_messages, audit_transcript
+from windowfit.fitting.audit import TranscriptAudit, audit_messages, audit_session, audit_transcript
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import SEED, ScriptRule
-from windowfit.fitting.formats import Format, Input
+from windowfit.fitting.formats import Format, Input, claude_code
 from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.serialize import audit_document
 from windowfit.fitting.suggest import Sample, Suggestion
@@ -69,6 +69,8 @@ def audit_stream(
     rows too unless ``keep_rows``, which ``--suggest`` needs); None for another format, or when the stream stops
     on an error (the file is then loaded, and the loader words it)."""
     try:
+        if chosen.name == claude_code.NAME:
+            return _audit_sessions(item, skip_invalid, estimator, tokenizers, top, keep_rows)
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
         if found is None:
             return None
@@ -77,6 +79,19 @@ def audit_stream(
         return [audit_messages(found.messages, found.header, est, loaded, top=top, keep_rows=keep_rows)]
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
+
+
+def _audit_sessions(
+    item: Input, skip_invalid: bool, estimator: str, tokenizers: tuple[str, ...], top: int, keep_rows: bool
+) -> list[TranscriptAudit]:
+    """A Claude Code session's audits (its subagents' too), each transcript's texts read again one message at a
+    time instead of held: the chain is chosen over lines whose blocks hold no text (``claude_code.stream``)."""
+    est = estimator_from(estimator, 1.0)
+    loaded = load_tokenizers(list(tokenizers)) if tokenizers else []
+    return [
+        audit_session(s.header, s.messages(), est, loaded, top=top, keep_rows=keep_rows)
+        for s in claude_code.stream(item, skip_invalid=skip_invalid)
+    ]
 
 
 def audit_command(

@@ -31,8 +31,8 @@ from .content import (
     dominant_class,
 )
 from .estimate import ZERO, CharCounts, Estimator
-from .report import UsageRow, build_report
-from .suggest import Sample, plausible, usage_growth_samples
+from .report import UsageRow, build_report, usage_rows
+from .suggest import Sample, growth_samples, plausible, usage_growth_samples
 from .tokenizers import Tokenizer, count_texts
 from .transcript import Image, Message, Transcript, block_kind
 
@@ -459,7 +459,10 @@ def _audit_items(
 def audit_usage(transcript: Transcript, estimator: Estimator, *, top: int = TOP) -> UsageAudit | None:
     """The estimator against the provider's own counts, where the file has them
     (the rows of ``windowfit report``)."""
-    rows = build_report(transcript, estimator).usage
+    return _usage_audit(build_report(transcript, estimator).usage, top)
+
+
+def _usage_audit(rows: tuple[UsageRow, ...], top: int) -> UsageAudit | None:
     if not rows:
         return None
     return UsageAudit(rows, tuple(sorted(rows, key=lambda u: (u.ratio, u.before))[:top]))
@@ -517,4 +520,44 @@ def audit_messages(
         messages=seen[0],
         tokenizers=audits,
         usage=None,
+    )
+
+
+def audit_session(
+    header: Transcript,
+    messages: Iterable[Message],
+    estimator: Estimator,
+    tokenizers: Sequence[Tokenizer],
+    *,
+    top: int = TOP,
+    keep_rows: bool = True,
+) -> TranscriptAudit:
+    """``audit_transcript`` of a session whose messages are not held (``claude_code.SessionStream``):
+    ``header`` is the transcript with stand-ins for its messages (their number, usage, compaction and name are
+    read, not their blocks) and ``messages`` gives the real ones once, in order, each dropped once counted.
+    What the provider's counts are compared with is kept per message (its estimate, not its text). Without
+    ``keep_rows``, as ``audit_messages``."""
+    estimates: list[tuple[int, CharCounts, int]] = []
+
+    def counted() -> Iterator[Message]:
+        for message in messages:
+            est = estimator.blocks(message.content)  # ``message`` memoises, and would keep every message
+            estimates.append((est.tokens, est.counts, est.fixed_tokens))
+            yield message
+
+    items = chain(_preamble_items(header), _message_items(counted()))
+    audits = _audit_items(items, estimator, tokenizers, top=top, keep_rows=keep_rows)
+    if len(estimates) != len(header.messages):
+        raise ValueError(f"{header.label}: {len(estimates)} messages streamed, {len(header.messages)} expected")
+    rows = usage_rows(header, [tokens for tokens, _, _ in estimates], estimator.preamble(header.live()))
+    growth = growth_samples(header, lambda i: (estimates[i][1], estimates[i][2])) if header.usage else ()
+    return TranscriptAudit(
+        path=header.source.path,
+        name=header.name,
+        estimator=estimator.rule.name,
+        messages=len(estimates),
+        tokenizers=audits,
+        usage=_usage_audit(rows, top),
+        usage_samples=tuple(s for s in growth if plausible(s)),
+        usage_discarded=sum(1 for s in growth if not plausible(s)),
     )

@@ -5,7 +5,7 @@ against a budget and a window."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
@@ -268,13 +268,19 @@ def _usage_rows(session: Transcript, estimator: Estimator, preamble: int) -> tup
     after a compaction holds the messages from ``context_start`` on."""
     if not session.usage:
         return ()
+    return usage_rows(session, [estimator.message(m).tokens for m in session.messages], preamble)
+
+
+def usage_rows(session: Transcript, tokens: Sequence[int], preamble: int) -> tuple[UsageRow, ...]:
+    """``_usage_rows`` from the estimate of each of the session's messages, ``tokens`` (a streamed session's
+    messages are not held: its audit keeps only these)."""
     cumulative = [0]
-    for message in session.messages:
-        cumulative.append(cumulative[-1] + estimator.message(message).tokens)
+    for estimate in tokens:
+        cumulative.append(cumulative[-1] + estimate)
     start = session.context_start
     rows = []
     for u in session.usage:
-        before = min(u.before, len(session.messages))
+        before = min(u.before, len(tokens))
         if before == 0:
             continue  # measured before any message the file holds (an excerpt): nothing to compare
         first = start if before > start else 0

@@ -8,7 +8,7 @@ the same one."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from itertools import pairwise
@@ -42,6 +42,18 @@ def usage_growth_samples(transcript: Transcript, estimator: Estimator) -> tuple[
     but the file does not hold at every request (a harness's hidden system
     prompt and tools); ``fixed`` is the estimator's overheads and images for
     the added messages."""
+    messages = transcript.messages
+
+    def parts(i: int) -> tuple[CharCounts, int]:
+        est = estimator.message(messages[i])
+        return est.counts, est.fixed_tokens
+
+    return growth_samples(transcript, parts)
+
+
+def growth_samples(transcript: Transcript, parts: Callable[[int], tuple[CharCounts, int]]) -> tuple[Sample, ...]:
+    """``usage_growth_samples`` with ``parts(i)`` the counts and fixed tokens of message ``i`` (a streamed
+    session's ``transcript.messages`` stand in for messages that are not held: only their number is read)."""
     points = sorted((u for u in transcript.usage if 0 < u.before <= len(transcript.messages)), key=lambda u: u.before)
     start = transcript.context_start
     samples = []
@@ -49,9 +61,9 @@ def usage_growth_samples(transcript: Transcript, estimator: Estimator) -> tuple[
         if (a.before > start) != (b.before > start) or b.before <= a.before:
             continue
         counts, fixed = ZERO, 0
-        for message in transcript.messages[a.before : b.before]:
-            est = estimator.message(message)
-            counts, fixed = counts + est.counts, fixed + est.fixed_tokens
+        for i in range(a.before, b.before):
+            part_counts, part_fixed = parts(i)
+            counts, fixed = counts + part_counts, fixed + part_fixed
         lines = f"{a.source.line}, {b.source.line}"
         where = f"{transcript.label}: messages {a.before}-{b.before - 1} (provider counts at lines {lines})"
         samples.append(Sample(counts, b.total - a.total, fixed, where))

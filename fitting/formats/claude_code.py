@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
@@ -29,7 +29,9 @@ from ..errors import EmptyTranscript, InvalidJson, InvalidUtf8, Location, Unknow
 from ..transcript import (
     Block,
     Defect,
+    Image,
     Message,
+    Other,
     Skipped,
     Source,
     Text,
@@ -866,8 +868,9 @@ def subagent_files(path: str) -> list[Path]:
     return sorted(p for p in folder.glob("agent-*.jsonl") if p.is_file()) if folder.is_dir() else []
 
 
-def _load_file(source: Input, *, skip_invalid: bool) -> list[Transcript]:
-    read = _read(source, skip_invalid=skip_invalid)
+def _load_file(source: Input, *, skip_invalid: bool, read_file: Callable[..., _File] | None = None) -> list[Transcript]:
+    """``read_file`` reads the lines (``_read``, or the stream's ``_StandIns``)."""
+    read = (read_file or _read)(source, skip_invalid=skip_invalid)
     transcripts = _transcripts(read)
     if not transcripts:
         raise EmptyTranscript(Location(source.path), "no messages found", hint="is this the right file?")
@@ -877,16 +880,16 @@ def _load_file(source: Input, *, skip_invalid: bool) -> list[Transcript]:
     return transcripts
 
 
-def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
+def load(source: Input, *, skip_invalid: bool, read_file: Callable[..., _File] | None = None) -> tuple[Transcript, ...]:
     """The session's transcripts: the main conversation, inline sidechains, and the
     subagent files of a ``<session>/subagents/`` folder next to the file."""
-    transcripts = _load_file(source, skip_invalid=skip_invalid)
+    transcripts = _load_file(source, skip_invalid=skip_invalid, read_file=read_file)
     if source.data is not None:
         return tuple(transcripts)
     extra = [
         t
         for f in subagent_files(source.path)
-        for t in _load_file(Input(str(f), keep_text=source.keep_text), skip_invalid=skip_invalid)
+        for t in _load_file(Input(str(f), keep_text=source.keep_text), skip_invalid=skip_invalid, read_file=read_file)
     ]
     if extra:
         named = [t if t.name else replace(t, name=f"subagent {Path(t.source.path).stem}") for t in extra]
@@ -940,3 +943,161 @@ FORMAT = Format(
     load=load,
     records_system=False,
 )
+
+
+# --------------------------------------------------------------------------
+# Streaming: the chain chosen over stand-ins for the blocks, then its messages read again one at a time
+# (``audit``: a session's texts are never all held). The first pass reads every line as ``_read`` does, but
+# keeps of each message line only stand-ins for its blocks (their kinds and ids: all ``_select``, ``_build``
+# and ``_left_out`` look at); ``load`` on those gives the transcripts, defects, usage and notes. The second
+# pass re-reads only the lines the chosen messages hold, in file order.
+
+
+def _line_node(reader: LineReader, kinds: Counter[str], line: int, raw: bytes, keep: bool) -> _Node | None:
+    """What ``_read`` makes of line ``line`` (``raw``): its node or None, the line's kind counted in ``kinds``
+    and a skip recorded in ``reader``, raising where it raises (tests/test_format_claude_code_stream.py
+    compares the two on the corpus and on generated sessions)."""
+    path = reader.path
+    skip_invalid = reader.skip_invalid
+    skipped = reader.skipped
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        before = len(skipped)
+        entry = _entry(reader, line, raw)
+        if entry is None:
+            if len(skipped) > before and skipped[-1].reason != "comment line":
+                return _recovered_node(raw, line)
+            return None
+        value, text = entry
+    else:
+        text = raw.strip() if keep else raw
+        if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH:
+            deep = depth_error(value, Location(path, line))
+            if deep is not None:
+                if not skip_invalid:
+                    raise deep
+                skipped.append(Skipped(Source(path, line), deep.message))
+                return _recovered_node(raw, line)
+    if not isinstance(value, dict):
+        src = Source(path, line)
+        error = _shape_error(src, "not a Claude Code line: expected a JSON object")
+        if not skip_invalid:
+            raise error
+        skipped.append(Skipped(src, error.message))
+        return None
+    kind = value.get("type")
+    if type(kind) is not str or not kind:
+        kind = "unknown"
+    if kind == "user" or kind == "assistant":
+        try:
+            return _fast_message_node(value, kind, path, line, text if keep else None)
+        except UnknownShape as exc:
+            if not skip_invalid:
+                raise
+            skipped.append(Skipped(Source(path, line), exc.message))
+            return _envelope_node(cast(Envelope, value), "", line)  # keep the links through it
+    kinds[kind] += 1
+    return _envelope_node(cast(Envelope, value), kind, line) if "uuid" in value else None
+
+
+def _stand_in(block: Block) -> Block:
+    """``block`` without its text: the same kind, ids and error flag, the same for every block that has them."""
+    if isinstance(block, ToolCall):
+        return ToolCall(block.id, block.name, "")
+    if isinstance(block, ToolResult):
+        return ToolResult(block.call_id, tuple([_stand_in(b) for b in block.content]), block.is_error, block.name)
+    if isinstance(block, Text):
+        return Text("")
+    if isinstance(block, Thinking):
+        return Thinking("")
+    if isinstance(block, Image):
+        return Image(block.media_type, block.byte_size, block.width, block.height)
+    return Other(block.kind, "")
+
+
+_Origin = tuple[Block, int, int]
+"""A stand-in (kept, so that its ``id`` is never reused), the line of its block and its place in the line."""
+
+
+@dataclass(slots=True)
+class _StandIns:
+    """A reader for ``load`` (``read_file``): ``_read``'s nodes, each message line's blocks replaced by
+    stand-ins as soon as it is read, and where each stand-in's block is (by the stand-in's ``id``)."""
+
+    origin: dict[int, _Origin] = field(default_factory=dict)
+
+    def __call__(self, source: Input, *, skip_invalid: bool) -> _File:
+        out = _File(source.path)
+        reader = LineReader(source.path, skip_invalid)
+        origin, nodes, kinds = self.origin, out.nodes, out.line_kinds
+        with source.open() as f:
+            for line, raw in enumerate(f, start=1):
+                node = _line_node(reader, kinds, line, raw, False)
+                if node is None:
+                    continue
+                if node.blocks:
+                    stand = tuple([_stand_in(b) for b in node.blocks])
+                    for k, b in enumerate(stand):
+                        origin[id(b)] = (b, line, k)
+                    node.blocks = stand
+                nodes.append(node)
+        out.skipped = reader.skipped
+        return out
+
+
+class ChangedWhileRead(ValueError):
+    """The second pass did not find the blocks the first one read (the file changed in between)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStream:
+    """One of a session's transcripts, its messages read when ``messages()`` is iterated and not held.
+    ``header`` is the transcript ``load`` gives (defects, usage, notes, context start, skipped lines), except
+    that its messages hold stand-ins for their blocks (the same kinds, ids and number, no text); ``messages()``
+    reads the file again and yields ``load``'s messages in order, each built from its own lines only."""
+
+    header: Transcript
+    source: Input
+    skip_invalid: bool
+    origin: dict[int, _Origin]
+
+    def messages(self) -> Iterator[Message]:
+        origin = self.origin
+        reader = LineReader(self.source.path, self.skip_invalid)
+        kinds: Counter[str] = Counter()
+        keep = self.source.keep_text
+        with self.source.open() as f:
+            lines = enumerate(f, start=1)
+            for message in self.header.messages:
+                wants = [origin[id(b)] for b in message.content]
+                got: dict[int, tuple[Block, ...]] = {}
+                for number in sorted({line for _, line, _ in wants}):
+                    raw = next((r for n, r in lines if n == number), None)  # the lines before it, unread
+                    if raw is None:
+                        raise ChangedWhileRead(f"{self.source.path}: line {number} is gone")
+                    line = number
+                    node = _line_node(reader, kinds, line, raw, keep)
+                    if node is None or not node.is_message:
+                        raise ChangedWhileRead(f"{self.source.path}:{line} is no longer a message line")
+                    got[line] = node.blocks
+                blocks: list[Block] = []
+                for stand, line, k in wants:
+                    found = got[line]
+                    if k >= len(found) or _stand_in(found[k]) != stand:
+                        raise ChangedWhileRead(f"{self.source.path}:{line} holds other blocks than it did")
+                    blocks.append(found[k])
+                yield Message(message.role, tuple(blocks), message.source, message.extra)
+
+
+def stream(source: Input, *, skip_invalid: bool) -> tuple[SessionStream, ...]:
+    """``load``'s transcripts (subagent files too) as streams of their messages, in the same order. It raises
+    what ``load`` raises, except that ``messages()`` raises ``ChangedWhileRead`` where the file changed
+    between the passes: a caller falls back to ``load``."""
+    stand_ins = _StandIns()
+    headers = load(source, skip_invalid=skip_invalid, read_file=stand_ins)
+
+    def input_of(path: str) -> Input:
+        return source if path == source.path else Input(path, keep_text=source.keep_text)
+
+    return tuple(SessionStream(h, input_of(h.source.path), skip_invalid, stand_ins.origin) for h in headers)
