@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
+from windowfit.fitting.columns import columns_from_stream, plan_columns
 from windowfit.fitting.errors import InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import (
@@ -30,6 +31,8 @@ from windowfit.fitting.fit import (
     plan_fit,
     too_long_message,
 )
+from windowfit.fitting.formats import Format, Input
+from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.request import (
     missing_parts,
     target_dialect,
@@ -39,7 +42,7 @@ from windowfit.fitting.request import (
     writes_body,
 )
 from windowfit.fitting.serialize import check_document, plan_document
-from windowfit.fitting.size import Size
+from windowfit.fitting.size import Size, predict_size
 from windowfit.fitting.store import PAGE_TOKENS, Entry, ResultStore, open_store
 from windowfit.fitting.transcript import Dialect
 from windowfit.fitting.validate import check_request, new_violations
@@ -615,8 +618,22 @@ def check(
         size=size,
         preamble=preamble,
     )
+    stream = partial(
+        check_stream,
+        estimator=estimator,
+        overhead=overhead,
+        budget=budget,
+        window=window,
+        threshold=threshold,
+        fit_options=options,
+        size=size,
+        preamble=preamble,
+    )
     progress = format_ is CheckFormat.text
-    loaded = scan_all(files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=progress)
+    loaded = scan_all(
+        files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=progress,
+        stream_work=stream,
+    )  # fmt: skip
     rows = loaded.values
     any_failed = any(c.failed for c in rows)
     if format_ is CheckFormat.json:
@@ -712,6 +729,58 @@ def check_work(
         failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
         checked.append(Checked(t.source.path, t.name, summary_plan(plan), limit, failed))
     return checked
+
+
+def check_stream(
+    item: Input,
+    chosen: Format,
+    skip_invalid: bool,
+    *,
+    estimator: str,
+    overhead: float,
+    budget: int,
+    window: int | None,
+    threshold: int,
+    fit_options: FitOptions,
+    size: SizeChoice,
+    preamble: int | None,
+) -> list[Checked] | None:
+    """``check_work``'s check of a messages file, read one message at a time into columns (a role and an
+    estimate a plain message, ``fitting.columns``): a file of a million tiny lines is never held as messages.
+    None for another format, or when the stream stops on an error (the file is then loaded, and the loader
+    words the error)."""
+    try:
+        found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
+        if found is None:
+            return None
+        est = estimator_from(estimator, overhead)
+        columns = columns_from_stream(found.messages, found.header, est)
+        predicted = predict_size(columns.header, est, mode=size.value, preamble=preamble)
+    except (WindowfitError, ValueError, RecursionError, OSError):
+        return None
+    predicted = replace(predicted, tokens=predicted.tokens + columns.total, estimated_tokens=columns.total)
+    o = fit_options
+    try:
+        plan = plan_columns(
+            columns,
+            budget=o.budget,
+            estimator=est,
+            size=predicted,
+            batch_size=o.batch_size,
+            protected_fraction=o.protected_fraction,
+            min_clear_ratio=o.min_clear_ratio,
+            add_notice=o.add_notice,
+            page_tokens=o.page_tokens,
+            batch_tokens=o.batch_tokens,
+            cut_step=o.cut_step,
+        )
+    except WindowfitError as exc:
+        fail(exc)
+    header = columns.header
+    del columns
+    limit = crossed(plan, window)
+    failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
+    return [Checked(header.source.path, header.name, summary_plan(plan), limit, failed)]
 
 
 def summary_plan(plan: Plan) -> Plan:

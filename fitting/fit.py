@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
@@ -527,11 +527,27 @@ def plan_fit(
         carried_cut,
     )
     est = estimator or make_estimator()
-    noticed = with_notice(transcript) if add_notice else transcript
+    return _plan(transcript, options, est, size, lambda messages: tuple(est.message(m).tokens for m in messages))
+
+
+def _plan(
+    transcript: Transcript,
+    options: FitOptions,
+    est: Estimator,
+    size: Size | None,
+    tokens_of: Callable[[Sequence[Message]], tuple[int, ...]],
+) -> Plan:
+    """``plan_fit``'s work. ``tokens_of`` gives each message's estimate, of the messages as repaired:
+    ``est.message`` of each, or, for a columnar conversation (``fitting.columns``), the estimates it
+    holds for the messages it holds no ``Message`` of (those that stand in for plain text)."""
+    budget, batch_size, batch_tokens = options.budget, options.batch_size, options.batch_tokens
+    protected_fraction, min_clear_ratio = options.protected_fraction, options.min_clear_ratio
+    page_tokens, cut_step, carried_cut = options.page_tokens, options.cut_step, options.carried_cut
+    noticed = with_notice(transcript) if options.add_notice else transcript
     notice_added = noticed is not transcript
     source, repairs = repair(noticed)
     messages = source.messages
-    message_tokens = tuple(est.message(m).tokens for m in messages)
+    message_tokens = tokens_of(messages)
     preamble = est.preamble(source)
     if size is not None and size.preamble_source in ("inferred", "given"):
         preamble += size.preamble_tokens - est.preamble(transcript)  # what the file does not record
