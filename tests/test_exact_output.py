@@ -1102,3 +1102,67 @@ def test_a_responses_body_with_an_empty_input_list_is_the_located_empty_error(tm
     path.write_bytes(b'{"model":"gpt-x","input":[ ]}')
     with pytest.raises(EmptyTranscript, match="no Responses items found"):
         load_path(path, fmt="responses")
+
+
+# --------------------------------------------------------------------------
+# OpenAI chat logs (openai_chat): what a message, a part and a call do not model, in the written body
+
+
+@st.composite
+def odd_chat(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """OpenAI chat messages (texts) whose own extra keys, content parts (a text part's extra keys, an image
+    part, an unmodelled part) and tool calls' extra keys are spelled oddly (``1E+2``, repeated keys, escapes
+    such as ``\\u00e9`` and ``\\/``, spacing, NaN); and the members and parts the written body must hold."""
+    kept: list[str] = []
+
+    def odd(prefix: str) -> str:
+        found = draw(odd_members(prefix))
+        if draw(st.booleans()):
+            found.append(f'"{prefix}_s" : "caf\\u00e9 \\/ \\u00e9"')
+        kept.extend(found)
+        return ",".join(found)
+
+    image = '{"type":"image_url","image_url":{"url":"https://x/i.png","detail":"low"},"w":1.50}'
+    audio = '{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"},"n":' + draw(odd_input()) + "}"
+    kept += [image, audio]
+    parts = draw(st.permutations(['{"type":"text","text":"look",' + odd("t") + "}", image, audio]))
+    call = '{"id":"c1","type":"function","function":{"name":"Read","arguments":"{}"},' + odd("c") + "}"
+    messages = [
+        '{"role":"user","content":[' + ",".join(parts) + "]," + odd("u") + "}",
+        '{"role":"assistant","content":null,' + odd("a") + ',"tool_calls":[' + call + "]}",
+        '{"role":"tool","tool_call_id":"c1",' + odd("r") + ',"content":"ok"}',
+        '{"role":"assistant","content":"Done.",' + odd("d") + "}",
+    ]
+    return messages, kept
+
+
+def _swe_agent(messages: list[str]) -> bytes:
+    """A SWE-agent trajectory: its bookkeeping keys on each message are dropped, not written."""
+    tagged = [m[:-1] + ',"agent":"main","message_type":"action"}' for m in messages]
+    return ('{"history": [\n  ' + ",\n  ".join(tagged) + '\n], "info": {}}\n').encode()
+
+
+CHAT_FILES: dict[str, tuple[str, Any]] = {
+    "tau-bench": ("json", lambda ms: ('[{"task_id": 1, "messages": [' + ", ".join(ms) + "]}]\n").encode()),
+    "swe-agent": ("json", _swe_agent),
+    "lines": ("jsonl", lambda ms: ('{"messages":[' + ",".join(ms) + "]}\n").encode()),
+    "arrays": ("jsonl", lambda ms: ("[" + ",".join(ms) + "]\n[" + ",".join(ms) + "]\n").encode()),
+}
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(CHAT_FILES)), odd_chat())
+def test_openai_chat_writes_what_a_message_does_not_model_as_the_file_spelled_it(
+    tmp_path_factory: pytest.TempPathFactory, layout: str, found: tuple[list[str], list[str]]
+) -> None:
+    """Every message of a log is written from the model: what it does not model keeps the file's tokens."""
+    messages, kept = found
+    ext, make = CHAT_FILES[layout]
+    path = tmp_path_factory.mktemp("chat") / f"in.{ext}"
+    path.write_bytes(make(messages))
+    transcripts = load_path(path, fmt="openai_chat")
+    assert transcripts
+    for transcript in transcripts:
+        body = _tokens(write_transcript(transcript, to="openai").decode())
+        assert [member for member in kept if _tokens(member) not in body] == []
+        assert '"agent"' not in body

@@ -178,9 +178,10 @@ def _part_to_json(block: Block, same: bool = False, texts: Texts | None = None) 
             else {"type": "text", "text": block.text}
         )
     if isinstance(block, Image):
-        raw = loads(block.raw) if block.raw else {}
+        raw = loads(plain(block.raw)) if block.raw else {}
         if isinstance(raw, dict) and raw.get("type") == "image_url":
-            return raw
+            # the file's spelling of it (``spelling.spelled_chat_message``), in its own dialect
+            return orjson.Fragment(plain(block.raw)) if same and block.raw[:1] == SPELLED else raw
         source = raw.get("source") if isinstance(raw, dict) else None
         if isinstance(source, dict) and source.get("type") == "base64":
             url = f"data:{source.get('media_type', '')};base64,{source.get('data', '')}"
@@ -262,7 +263,10 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact
     return out
 
 
-def tool_to_json(tool: ToolDef) -> dict[str, Any]:
+def tool_to_json(tool: ToolDef) -> Any:
+    """A tool definition: the file's text of it where it holds one (``spelling.spelled_tools``), else a dict."""
+    if tool.dialect == "openai" and tool.raw[:1] == SPELLED:
+        return orjson.Fragment(plain(tool.raw))
     if tool.dialect == "openai" and tool.raw:
         raw = loads(tool.raw)
         if isinstance(raw, dict):
@@ -283,7 +287,10 @@ def request_to_json(transcript: Transcript, *, exact: bool = False) -> dict[str,
         extra = loads(transcript.extra)
         body.update(extra if same else request_keys(extra, limit_key="max_completion_tokens"))
     messages = messages_to_json(transcript.messages, same_dialect=same, exact=exact)
-    if transcript.system:
+    kept = transcript.system_verbatim.of(transcript.system) if exact and same and transcript.system_verbatim else None
+    if kept is not None:  # the leading system messages, as the file spelled them
+        messages[:0] = [orjson.Fragment(t) for t in kept]
+    elif transcript.system:
         messages.insert(0, {"role": "system", "content": _content_to_json(transcript.system, same)})
     body["messages"] = messages
     if transcript.tools:
