@@ -317,7 +317,8 @@ def request_to_json(transcript: Transcript, *, exact: bool = False) -> dict[str,
         extra = loads(transcript.extra)
         body.update(extra if same else request_keys(extra))
     kept = transcript.system_verbatim.of(transcript.system) if exact and same and transcript.system_verbatim else None
-    if kept is not None and len(kept) == 1:  # a body's system value, as the file spelled it
+    if kept is not None and len(kept) == 1 and kept[0].lstrip()[:1] != b"{":
+        # a body's system value (a string or a list of blocks) as the file spelled it; not a system line
         body["system"] = orjson.Fragment(kept[0])
     elif transcript.system:
         body["system"] = [block_to_json(b) for b in transcript.system]
