@@ -1127,8 +1127,9 @@ def odd_chat(draw: st.DrawFn) -> tuple[list[str], list[str]]:
     kept += [image, audio]
     parts = draw(st.permutations(['{"type":"text","text":"look",' + odd("t") + "}", image, audio]))
     call = '{"id":"c1","type":"function","function":{"name":"Read","arguments":"{}"},' + odd("c") + "}"
+    kept.append('"name":"al\\u00e9"')  # a user's name: an extra key (a tool message's is its result's)
     messages = [
-        '{"role":"user","content":[' + ",".join(parts) + "]," + odd("u") + "}",
+        '{"role":"user","name":"al\\u00e9","content":[' + ",".join(parts) + "]," + odd("u") + "}",
         '{"role":"assistant","content":null,' + odd("a") + ',"tool_calls":[' + call + "]}",
         '{"role":"tool","tool_call_id":"c1",' + odd("r") + ',"content":"ok"}',
         '{"role":"assistant","content":"Done.",' + odd("d") + "}",

@@ -42,6 +42,9 @@ from .anthropic import block_to_json, request_keys, tool_from_json
 from .spelling import Texts, respelled
 
 _MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
+_UNNAMED = _MESSAGE - {"name"}
+"""The keys modelled on a message other than a ``tool`` one: a user's or an assistant's ``name`` is an extra
+key (written back), a tool message's is its result's ``name``."""
 _REQUEST = frozenset({"messages", "tools"})
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 
@@ -90,7 +93,7 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
     if role not in ROLES:
         raise UnknownShape(where, f"unknown message role {role!r}")
     content = _content_from_json(obj.get("content"), where)
-    extra = extras(obj, _MESSAGE)
+    extra = extras(obj, _MESSAGE if role == "tool" else _UNNAMED)
     if role in ("system", "developer"):
         if role == "developer":
             extra = merge_extra_text(extra, {"role": "developer"})
@@ -122,7 +125,7 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
         reasoning = obj.get("reasoning_content")
         thinking: tuple[Block, ...] = (Thinking(reasoning),) if isinstance(reasoning, str) and reasoning else ()
         return Message(
-            "assistant", thinking + content + tuple(calls), source, extras(obj, _MESSAGE | {"reasoning_content"})
+            "assistant", thinking + content + tuple(calls), source, extras(obj, _UNNAMED | {"reasoning_content"})
         )
     return Message("user", content, source, extra)
 

@@ -33,6 +33,7 @@ Texts = dict[int, bytes]
 _A_RESULT = frozenset({"type", "tool_use_id", "content", "is_error"})
 _A_MESSAGE = frozenset({"role", "content"})
 _O_MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
+_O_UNNAMED = _O_MESSAGE - {"name"}  # a user's or an assistant's ``name`` is an extra key (``wire.openai``)
 
 
 def _value(found: Found, key: str) -> tuple[int, int] | None:
@@ -105,7 +106,9 @@ def respelled(message: Message, *, openai_shape: bool) -> tuple[Message, Texts]:
                 _map(texts, read[thinking : len(read) - calls], text, _items(text, found, "content", ends))
                 if calls:
                     _map(texts, read[len(read) - calls :], text, _items(text, found, "tool_calls", ends))
-            known = _O_MESSAGE | ({"reasoning_content"} if message.role == "assistant" else set())
+            known = (_O_MESSAGE if message.role == "tool" else _O_UNNAMED) | (
+                {"reasoning_content"} if message.role == "assistant" else set()
+            )
             if message.role == "tool" and _value(found, "tool_call_id") is None:
                 known |= {"tool_call_ids"}
         else:
@@ -491,7 +494,7 @@ def spelled_chat_message(
                 content = (*content[:thinking], *spelled, *(called if calls else ()))
         extra = message.extra
         if extra and '"developer"' not in extra:  # the role it came as is kept compact
-            known = _O_MESSAGE | ignored
+            known = (_O_MESSAGE if message.role == "tool" else _O_UNNAMED) | ignored
             if message.role == "assistant":
                 known |= {"reasoning_content"}
             if message.role == "tool" and _value(found, "tool_call_id") is None:
