@@ -268,8 +268,8 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact
 
 def tool_to_json(tool: ToolDef) -> Any:
     """A tool definition: the file's text of it where it holds one (``spelling.spelled_tools``), else a dict."""
-    if tool.dialect == "openai" and tool.raw[:1] == SPELLED:
-        return orjson.Fragment(plain(tool.raw))
+    if tool.dialect == "openai" and tool.text:
+        return orjson.Fragment(tool.text)
     if tool.dialect == "openai" and tool.raw:
         raw = loads(tool.raw)
         if isinstance(raw, dict):

@@ -560,8 +560,8 @@ def spelled_tools(
     tools: tuple[ToolDef, ...], text: bytes | str | None, path: tuple[str | int, ...]
 ) -> tuple[ToolDef, ...]:
     """``tools``, read one per item from the array at ``path`` in the JSON ``text`` (a body's ``tools``),
-    each holding the file's text of its definition in ``raw`` (marked ``SPELLED``) where the file spells it
-    otherwise than compact JSON; ``schema_json`` (what is counted) stays compact. A definition the reader
+    each holding the file's text of its definition (``ToolDef.text``) where the file spells it otherwise
+    than compact JSON; ``raw`` and ``schema_json`` (what is counted) stay compact. A definition the reader
     reshaped (a Responses tool, flat) is not found as it was read and stays as it is. The very tuple when
     nothing changes."""
     if text is None or not tools:
@@ -578,7 +578,7 @@ def spelled_tools(
         for tool, (_, _, start, end) in zip(tools, items, strict=True):
             span = raw[start:end]
             if tool.raw and span != tool.raw.encode("utf-8", "surrogatepass") and reads_as(span, tool.raw):
-                tool = replace(tool, raw=SPELLED + span.decode("utf-8", "surrogatepass"))
+                tool = replace(tool, text=span.decode("utf-8", "surrogatepass"))
             out.append(tool)
     except (ValueError, orjson.JSONDecodeError, UnicodeDecodeError):
         return tools
