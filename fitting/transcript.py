@@ -196,6 +196,10 @@ class ToolDef:
     schema_json: JsonText
     raw: JsonText = ""
     dialect: Dialect = "anthropic"
+    text: JsonText = field(default="", compare=False)
+    """The definition's JSON text exactly as the file spelled it, where that differs from ``raw`` (its
+    compact JSON): written as it came in a body of its own dialect (SPEC section 6, invariant 9). Empty
+    otherwise; it is the same value as ``raw``, so it takes no part in comparisons."""
 
 
 @dataclass(frozen=True, slots=True)

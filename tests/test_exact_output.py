@@ -1102,3 +1102,185 @@ def test_a_responses_body_with_an_empty_input_list_is_the_located_empty_error(tm
     path.write_bytes(b'{"model":"gpt-x","input":[ ]}')
     with pytest.raises(EmptyTranscript, match="no Responses items found"):
         load_path(path, fmt="responses")
+
+
+# --------------------------------------------------------------------------
+# OpenAI chat logs (openai_chat): what a message, a part and a call do not model, in the written body
+
+
+@st.composite
+def odd_chat(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """OpenAI chat messages (texts) whose own extra keys, content parts (a text part's extra keys, an image
+    part, an unmodelled part) and tool calls' extra keys are spelled oddly (``1E+2``, repeated keys, escapes
+    such as ``\\u00e9`` and ``\\/``, spacing, NaN); and the members and parts the written body must hold."""
+    kept: list[str] = []
+
+    def odd(prefix: str) -> str:
+        found = draw(odd_members(prefix))
+        if draw(st.booleans()):
+            found.append(f'"{prefix}_s" : "caf\\u00e9 \\/ \\u00e9"')
+        kept.extend(found)
+        return ",".join(found)
+
+    image = '{"type":"image_url","image_url":{"url":"https://x/i.png","detail":"low"},"w":1.50}'
+    audio = '{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"},"n":' + draw(odd_input()) + "}"
+    kept += [image, audio]
+    parts = draw(st.permutations(['{"type":"text","text":"look",' + odd("t") + "}", image, audio]))
+    call = '{"id":"c1","type":"function","function":{"name":"Read","arguments":"{}"},' + odd("c") + "}"
+    kept.append('"name":"al\\u00e9"')  # a user's name: an extra key (a tool message's is its result's)
+    messages = [
+        '{"role":"user","name":"al\\u00e9","content":[' + ",".join(parts) + "]," + odd("u") + "}",
+        '{"role":"assistant","content":null,' + odd("a") + ',"tool_calls":[' + call + "]}",
+        '{"role":"tool","tool_call_id":"c1",' + odd("r") + ',"content":"ok"}',
+        '{"role":"assistant","content":"Done.",' + odd("d") + "}",
+    ]
+    return messages, kept
+
+
+def _swe_agent(messages: list[str]) -> bytes:
+    """A SWE-agent trajectory: its bookkeeping keys on each message are dropped, not written."""
+    tagged = [m[:-1] + ',"agent":"main","message_type":"action"}' for m in messages]
+    return ('{"history": [\n  ' + ",\n  ".join(tagged) + '\n], "info": {}}\n').encode()
+
+
+CHAT_FILES: dict[str, tuple[str, Any]] = {
+    "tau-bench": ("json", lambda ms: ('[{"task_id": 1, "messages": [' + ", ".join(ms) + "]}]\n").encode()),
+    "swe-agent": ("json", _swe_agent),
+    "lines": ("jsonl", lambda ms: ('{"messages":[' + ",".join(ms) + "]}\n").encode()),
+    "arrays": ("jsonl", lambda ms: ("[" + ",".join(ms) + "]\n[" + ",".join(ms) + "]\n").encode()),
+}
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(CHAT_FILES)), odd_chat())
+def test_openai_chat_writes_what_a_message_does_not_model_as_the_file_spelled_it(
+    tmp_path_factory: pytest.TempPathFactory, layout: str, found: tuple[list[str], list[str]]
+) -> None:
+    """Every message of a log is written from the model: what it does not model keeps the file's tokens."""
+    messages, kept = found
+    ext, make = CHAT_FILES[layout]
+    path = tmp_path_factory.mktemp("chat") / f"in.{ext}"
+    path.write_bytes(make(messages))
+    transcripts = load_path(path, fmt="openai_chat")
+    assert transcripts
+    for transcript in transcripts:
+        body = _tokens(write_transcript(transcript, to="openai").decode())
+        assert [member for member in kept if _tokens(member) not in body] == []
+        assert '"agent"' not in body
+
+
+# --------------------------------------------------------------------------
+# Responses items the reader keeps as compact JSON: a local shell call's action, an output object
+
+
+@st.composite
+def odd_shell_items(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """A ``local_shell_call`` whose ``action``, and a ``function_call_output`` whose ``output`` (an object
+    without ``content``), are spelled oddly; and the two values' texts, which the written body must hold
+    (inside the call's arguments string and the tool message's content string)."""
+    action = '{"type":"exec","command":["ls","-l"],' + ",".join(draw(odd_members("s"))) + "}"
+    output = '{"stdout":"ok",' + ",".join(draw(odd_members("o"))) + "}"
+    items = [
+        '{"type":"message","role":"user","content":"go"}',
+        '{"type":"local_shell_call","call_id":"s1","status":"completed","action":' + action + "}",
+        '{"type":"local_shell_call_output","call_id":"s1","output":"done"}',
+        '{"type":"function_call","call_id":"c1","name":"read","arguments":"{}"}',
+        '{"type":"function_call_output","call_id":"c1","output":' + output + "}",
+    ]
+    return items, [action, output]
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(ITEM_FILES)), odd_shell_items())
+def test_a_shell_action_and_an_output_object_are_written_as_the_file_spelled_them(
+    tmp_path_factory: pytest.TempPathFactory, layout: str, found: tuple[list[str], list[str]]
+) -> None:
+    items, kept = found
+    fmt, ext, make = ITEM_FILES[layout]
+    path = tmp_path_factory.mktemp("shell") / f"in.{ext}"
+    path.write_bytes(make(items))
+    (transcript,) = load_path(path, fmt=fmt)
+    body = json.loads(write_transcript(transcript, to="openai"))
+    strings = [c["function"]["arguments"] for m in body["messages"] for c in m.get("tool_calls") or ()]
+    strings += [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    assert [value for value in kept if value not in strings] == []
+
+
+@PROPERTY
+@given(st.data())
+def test_a_document_holding_one_item_is_written_as_the_file_spelled_it(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    part = '{"type":"input_file","file_id":"file_1",' + ",".join(data.draw(odd_members("f"))) + "}"
+    spacing = data.draw(st.sampled_from(("", " ", "\n  ")))
+    item = '{"type":"message","role":"user",' + spacing + '"content":[{"type":"input_text","text":"go"},' + part + "]}"
+    path = tmp_path_factory.mktemp("item") / "in.json"
+    path.write_bytes(data.draw(st.sampled_from((b"", b"\xef\xbb\xbf"))) + item.encode() + b"\n")
+    (transcript,) = load_path(path, fmt="responses")
+    assert _tokens(part) in _tokens(write_transcript(transcript, to="openai").decode())
+
+
+# --------------------------------------------------------------------------
+# Tool definitions and a captured system prompt, written as the file spelled them
+
+
+@st.composite
+def odd_tools(draw: st.DrawFn, dialect: str) -> list[str]:
+    """Tool definitions (texts) in ``dialect``'s shape, their schemas and extra keys spelled oddly."""
+    out = []
+    for k in range(draw(st.integers(1, 3))):
+        schema = '{"type":"object","properties":{"n":{"type":"number","maximum":' + draw(odd_input()) + "}}}"
+        odd = ",".join(draw(odd_members(f"t{k}")))
+        spacing = draw(st.sampled_from(("", " ")))
+        if dialect == "anthropic":
+            out.append(f'{{"name":"T{k}",{spacing}"description":"caf\\u00e9 \\/","input_schema":{schema},{odd}}}')
+        else:
+            fn = f'{{"name":"T{k}","description":"caf\\u00e9 \\/","parameters":{schema}}}'
+            out.append(f'{{"type":"function",{spacing}"function":{fn},{odd}}}')
+    return out
+
+
+def _tool_files(dialect: str, tools: list[str], system: str) -> dict[str, tuple[str, str, bytes]]:
+    """The files that record a body's tools (and its system prompt): layout -> (format, suffix, bytes)."""
+    messages = ['{"role":"user","content":"go"}', '{"role":"assistant","content":"ok"}']
+    if dialect == "anthropic":
+        body = '{"model":"m","max_tokens":5,"system":' + system + ',"tools":[' + ",".join(tools) + "],"
+    else:
+        messages.insert(0, system)
+        body = '{"model":"m","tools":[' + ",\n ".join(tools) + "],"
+    body += '"messages":[' + ",".join(messages) + "]}"
+    capture = '{"method":"POST","path":"/v1/messages","headers":{},"body":' + body + ',"response":{"status":200}}'
+    files = {
+        "body": ("messages", "json", body.encode() + b"\n"),
+        "capture": ("http_capture", "json", capture.encode()),
+    }
+    if dialect == "anthropic":
+        logged = '{"request":{"method":"POST","url":"https://api.anthropic.com/v1/messages","body":' + body + "}}"
+        files["anthropic_log"] = ("anthropic_log", "jsonl", (body + "\n" + logged + "\n").encode())
+    else:
+        files["openai_chat"] = ("openai_chat", "jsonl", (body.replace("\n", "") + "\n").encode())
+    return files
+
+
+@PROPERTY
+@given(st.sampled_from(("anthropic", "openai")), st.data())
+def test_tool_definitions_and_a_captured_system_prompt_are_written_as_the_file_spelled_them(
+    tmp_path_factory: pytest.TempPathFactory, dialect: str, data: st.DataObject
+) -> None:
+    tools = data.draw(odd_tools(dialect))
+    odd = ",".join(data.draw(odd_members("y")))
+    if dialect == "anthropic":
+        blocks = f'[{{"type":"text","text":"Be terse",{odd}}}]'
+        system = data.draw(st.sampled_from(('"Be terse: caf\\u00e9 \\/"', blocks)))
+    else:
+        system = f'{{"role":"system", "content":"Be terse: caf\\u00e9 \\/",{odd}}}'
+    folder = tmp_path_factory.mktemp("tools")
+    for layout, (fmt, ext, content) in _tool_files(dialect, tools, system).items():
+        path = folder / f"{layout}.{ext}"
+        path.write_bytes(content)
+        for transcript in load_path(path, fmt=fmt):
+            for to in ("same", dialect) if fmt == "messages" else (dialect,):
+                written = write_transcript(transcript, to=to).decode()  # type: ignore[arg-type]
+                assert [t for t in tools if t not in written] == [], (layout, to)
+                if fmt in ("messages", "http_capture"):  # the system prompt too (a log's is rebuilt)
+                    assert system in written, (layout, to)

@@ -159,6 +159,12 @@ def iter_members(stream: BinaryIO, path: str) -> Iterator[Member]:
 def locate_members(text: str, start: int = 0) -> Iterator[tuple[str | None, int, Any]]:
     """The members of the array or object that opens at ``text[start]`` (after
     blanks): each one's key (None in an array), offset in ``text`` and value."""
+    for key, pos, _, value in locate_spans(text, start):
+        yield key, pos, value
+
+
+def locate_spans(text: str, start: int = 0) -> Iterator[tuple[str | None, int, int, Any]]:
+    """``locate_members``, with where each value's text ends."""
     pos = _WS.match(text, start).end()  # type: ignore[union-attr]
     opening = text[pos : pos + 1]
     if opening not in ("[", "{"):
@@ -174,7 +180,7 @@ def locate_members(text: str, start: int = 0) -> Iterator[tuple[str | None, int,
             pos = _WS.match(text, pos).end() + 1  # type: ignore[union-attr]  # past ':'
             pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
         value, end = _DECODER.raw_decode(text, pos)
-        yield key, pos, value
+        yield key, pos, end, value
         pos = _WS.match(text, end).end()  # type: ignore[union-attr]
         if text[pos : pos + 1] != ",":
             return

@@ -20,7 +20,7 @@ from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Defect, Skipped, Source, Transcript, Usage
 from ..validate import check_messages
 from ..wire import anthropic
-from ..wire.spelling import spelled_body_keys, spelled_messages
+from ..wire.spelling import spelled_body_keys, spelled_messages, spelled_tools
 from . import messages
 from ._document import is_document, iter_members
 from ._jsonl import LineReader
@@ -170,7 +170,10 @@ class _Loader:
             t = replace(t, messages=tuple(replace(m, content=inputs.blocks(m.content)) for m in t.messages))
         if text is not None and self.keep_text:
             t = replace(
-                t, messages=spelled_messages(t.messages, text, path), extra=spelled_body_keys(t.extra, text, path[:-1])
+                t,
+                messages=spelled_messages(t.messages, text, path),
+                extra=spelled_body_keys(t.extra, text, path[:-1]),
+                tools=spelled_tools(t.tools, text, (*path[:-1], "tools")),
             )
         model = body.get("model")
         n = len(self.transcripts) + 1

@@ -17,7 +17,7 @@ from .._json import InputTexts, check_depth, loads_or_lenient, member_spans
 from ..errors import InvalidJson, Location, UnknownShape
 from ..transcript import Defect, Source, Transcript, Usage, Verbatim
 from ..wire import bodies
-from ..wire.spelling import spelled_request_keys
+from ..wire.spelling import spelled_request_keys, spelled_tools
 from ._sniff import scan_head
 from .base import Format, Input
 
@@ -89,7 +89,21 @@ def _with_texts(t: Transcript, text: bytes) -> Transcript:
         replace(m, verbatim=Verbatim((text[a:b],), m.content))
         for m, (_, a, b) in zip(t.messages, spans[leading:], strict=True)
     )
-    return replace(t, messages=messages, extra=spelled_request_keys(t.extra, ((k, text[a:b]) for k, a, b in top)))
+    system = None  # the system prompt as captured: a body's system value, or its leading system messages
+    if t.system and t.dialect == "anthropic" and "system" in found:
+        system = Verbatim((text[slice(*found["system"])],), t.system)
+    elif t.system and leading:
+        system = Verbatim(tuple(text[a:b] for _, a, b in spans[:leading]), t.system)
+    tools = t.tools
+    if tools and "tools" in found:
+        tools = spelled_tools(tools, text[slice(*found["tools"])], ())
+    return replace(
+        t,
+        messages=messages,
+        extra=spelled_request_keys(t.extra, ((k, text[a:b]) for k, a, b in top)),
+        system_verbatim=system,
+        tools=tools,
+    )
 
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:

@@ -15,7 +15,7 @@ from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Dialect, Message, Skipped, Source, ToolCall, ToolDef, Transcript, Verbatim
 from ..wire import anthropic, openai
 from ..wire.bodies import body_dialect, body_from_transcript, messages_keeping, transcript_from_body
-from ..wire.spelling import body_bytes, spelled_request_keys
+from ..wire.spelling import body_bytes, spelled_request_keys, spelled_tools
 from ._document import (
     Buffer,
     FileSpan,
@@ -158,8 +158,11 @@ def _document(data: bytes, path: str, *, skip_invalid: bool, keep_text: bool = T
         except ValueError:  # a text the standard decoder refuses: written from the model then
             return transcript
         transcript = _with_verbatim(transcript, text, members)
+        tools = next((text[a:b] for k, a, b in reversed(top) if k == "tools"), None)
         transcript = replace(
-            transcript, extra=spelled_request_keys(transcript.extra, ((k, text[a:b]) for k, a, b in top))
+            transcript,
+            extra=spelled_request_keys(transcript.extra, ((k, text[a:b]) for k, a, b in top)),
+            tools=spelled_tools(transcript.tools, tools, ()),
         )
         if system is not None and transcript.dialect == "anthropic":
             transcript = replace(transcript, system_verbatim=Verbatim((system,), transcript.system))
@@ -226,7 +229,12 @@ def _one_line(source: Input, *, skip_invalid: bool) -> Transcript | None:
         transcript = _with_texts(transcript, texts)
         del texts
         keys = ((key, buf[a:b]) for key, a, b in spans.members if key != "messages")
-        transcript = replace(transcript, extra=spelled_request_keys(transcript.extra, keys))
+        tools = next((buf[a:b] for key, a, b in reversed(spans.members) if key == "tools"), None)
+        transcript = replace(
+            transcript,
+            extra=spelled_request_keys(transcript.extra, keys),
+            tools=spelled_tools(transcript.tools, None if tools is None else bytes(tools), ()),
+        )
         found = next(((a, b) for key, a, b in spans.members if key == "system"), None)
         if found is not None and transcript.dialect == "anthropic":
             system = buf[found[0] : found[1]] if mapped is None else FileSpan(mapped, *found)

@@ -6,8 +6,9 @@ trajectory), or JSON Lines with one conversation per line."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from .._json import dumps
@@ -16,8 +17,9 @@ from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall
 from ..validate import check_messages
 from ..wire import openai
 from ..wire.anthropic import tool_from_json
+from ..wire.spelling import ItemTexts, spelled_chat_message, spelled_tools
 from . import messages
-from ._document import is_document, iter_members, locate_members
+from ._document import is_document, iter_members, locate_members, locate_spans
 from ._jsonl import LineReader
 from ._sniff import head_dialect, is_capture, is_openhands_event, scan_head
 from .base import Format, Input
@@ -78,6 +80,8 @@ class _File:
 
     path: str
     skip_invalid: bool
+    keep_text: bool = True
+    """Whether messages get the file's spelling of what windowfit does not model (``Input.keep_text``)."""
     transcripts: list[Transcript] = field(default_factory=list)
     kinds: Counter[str] = field(default_factory=Counter)
     skipped: list[Skipped] = field(default_factory=list)
@@ -98,15 +102,32 @@ def _conversation_key(obj: dict[str, Any]) -> str | None:
     return next((k for k in CONVERSATION_KEYS if isinstance(obj.get(k), list)), None)
 
 
-def _located_messages(text: str, line: int, key: str | None) -> Iterator[tuple[int, Any]]:
-    """The messages of a conversation with the line each starts on: ``text`` is
+Located = Iterator[tuple[int, Any, str | bytes | None, Callable[[], bytes | None] | None]]
+"""A conversation's messages: each one's line, value, a text holding it (its own, or its line's) and,
+where that text is the line's, how to find its own (for the spelling of what windowfit does not model)."""
+
+
+def _located_messages(text: str, line: int, key: str | None) -> Located:
+    """The messages of a conversation with the line each starts on and its text: ``text`` is
     the conversation's JSON (starting on ``line``), a message array or an
     object holding it under ``key``."""
     start = 0
     if key is not None:
         start = next(offset for k, offset, _ in locate_members(text) if k == key)
-    for _, offset, value in locate_members(text, start):
-        yield line + text.count("\n", 0, offset), value
+    for _, offset, end, value in locate_spans(text, start):
+        yield line + text.count("\n", 0, offset), value, text[offset:end], None
+
+
+def _line_messages(raw: list[Any], line: int, text: bytes | None, key: str | None) -> Located:
+    """The messages of a conversation read from one line (``text``): each is looked for in the line,
+    and found in it (one walk of the line) only when a part of it is not there as compact JSON."""
+    if text is None:
+        for value in raw:
+            yield line, value, None, None
+        return
+    items = ItemTexts(text, () if key is None else (key,))
+    for i, value in enumerate(raw):
+        yield line, value, text, partial(items.get, i)
 
 
 def _name(item: Any, n: int, line: int) -> str:
@@ -199,7 +220,7 @@ def _unique_call_ids(messages: list[Message], defects: list[Defect]) -> list[Mes
 
 def _transcript(
     file: _File,
-    located: Iterator[tuple[int, Any]],
+    located: Located,
     *,
     line: int,
     name: str,
@@ -211,7 +232,7 @@ def _transcript(
     dropped: Counter[str] = Counter()
     parsed: list[Message] = []
     action = ""  # the command of the assistant message just read, in SWE-agent's text protocol
-    for message_line, obj in located:
+    for message_line, obj, text, find in located:
         source = Source(file.path, message_line)
         if not isinstance(obj, dict):
             file.reject(source, "a message must be an object")
@@ -222,6 +243,8 @@ def _transcript(
             file.reject(source, exc.message)
             action = ""
             continue
+        if text is not None and file.keep_text:
+            message = spelled_chat_message(message, text, find=find, ignored=AGENT_KEYS)
         if action and message.role == "user":
             message = _as_observation(message, action)
         parsed.append(message)
@@ -243,8 +266,11 @@ def _transcript(
     return replace(t, name=name, defects=tuple(defects), notes=tuple(notes))
 
 
-def _add(file: _File, item: Any, line: int, text: str | None, *, name: str | None = None) -> None:
-    """One conversation item: a message array, or an object holding one."""
+def _add(
+    file: _File, item: Any, line: int, text: str | None, *, name: str | None = None, raw_line: bytes | None = None
+) -> None:
+    """One conversation item: a message array, or an object holding one; ``text`` is its JSON in a
+    document, ``raw_line`` the line it is in a JSON Lines file (kept only while it is read)."""
     source = Source(file.path, line)
     n = len(file.transcripts) + 1
     if isinstance(item, list):
@@ -256,12 +282,18 @@ def _add(file: _File, item: Any, line: int, text: str | None, *, name: str | Non
         raw = item[key]
         where = Location(file.path, line)
         tools = tuple(tool_from_json(t, where) for t in item.get("tools") or ())
+        if tools and file.keep_text:
+            tools = spelled_tools(tools, text if text is not None else raw_line, ("tools",))
         kept = {k: v for k, v in item.items() if k in REQUEST_KEYS}
         extra = dumps(kept) if kept else ""
     else:
         file.reject(source, f"not a conversation: expected a message array or an object with {_keys_text()}")
         return
-    located = _located_messages(text, line, key) if text is not None else ((line, m) for m in raw)
+    located = (
+        _located_messages(text, line, key)
+        if text is not None
+        else _line_messages(raw, line, raw_line if file.keep_text else None, key)
+    )
     t = _transcript(
         file, located, line=line, name=_name(item, n, line) if name is None else name, tools=tools, extra=extra
     )
@@ -330,13 +362,13 @@ def _load_document(source: Input, file: _File) -> bool:
 
 def _load_lines(source: Input, file: _File) -> None:
     reader = LineReader(source.path, file.skip_invalid)
-    for line, value in reader.values(source.lines()):
-        _add(file, value, line, None)
+    for line, value, text in reader.entries(source.lines()):
+        _add(file, value, line, None, raw_line=text)
     file.skipped.extend(reader.skipped)
 
 
 def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
-    file = _File(source.path, skip_invalid)
+    file = _File(source.path, skip_invalid, source.keep_text)
     if is_document(source):
         if not _load_document(source, file):
             return messages.FORMAT.load(source, skip_invalid=skip_invalid)

@@ -17,7 +17,7 @@ from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Block, Skipped, Source, Text, Transcript
 from ..wire.responses import ITEM_TYPES, ItemReader, defects_of, item_type, tool_from_json
 from ._document import Member, is_document, iter_members, locate_members
-from ._jsonl import LineReader
+from ._jsonl import BOM, LineReader
 from ._sniff import scan_head
 from .base import Format, Input
 
@@ -113,8 +113,10 @@ def load(source: Input, *, skip_invalid: bool) -> tuple[Transcript, ...]:
     if "input" in fields:
         located = _input_items(fields["input"], path)
         return (_transcript(located, path, skip_invalid=skip_invalid, skipped=[], body=body),)
-    if item_type(body):  # one item on its own
-        return (_transcript([(first.line, body, None)], path, skip_invalid=skip_invalid, skipped=[]),)
+    if item_type(body):  # one item on its own: its text is the document's
+        data = source.read_all() if source.keep_text else None
+        text = data[len(BOM) :] if data is not None and data.startswith(BOM) else data
+        return (_transcript([(first.line, body, text)], path, skip_invalid=skip_invalid, skipped=[]),)
     raise UnknownShape(
         Location(path), "not a list of Responses items or a body with an 'input' list", hint="pass --from"
     )

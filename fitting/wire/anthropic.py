@@ -164,12 +164,11 @@ def request_from_json(body: dict[str, Any], source: Source, fmt: str) -> Transcr
 
 
 def image_to_json(image: Image) -> Any:
-    if image.raw[:1] == SPELLED:  # the file's spelling of it (``spelling.spelled_blocks``)
-        return orjson.Fragment(plain(image.raw))
     if image.raw:
-        raw = loads(image.raw)
+        raw = loads(plain(image.raw))
         if isinstance(raw, dict) and raw.get("type") == "image":
-            return raw
+            # the file's spelling of it (``spelling.spelled_blocks``)
+            return orjson.Fragment(plain(image.raw)) if image.raw[:1] == SPELLED else raw
         if isinstance(raw, dict) and raw.get("type") == "image_url":  # from OpenAI
             url = str((raw.get("image_url") or {}).get("url", ""))
             if url.startswith("data:") and ";base64," in url:
@@ -279,7 +278,10 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact
     return out
 
 
-def tool_to_json(tool: ToolDef) -> dict[str, Any]:
+def tool_to_json(tool: ToolDef) -> Any:
+    """A tool definition: the file's text of it where it holds one (``spelling.spelled_tools``), else a dict."""
+    if tool.dialect == "anthropic" and tool.text:
+        return orjson.Fragment(tool.text)
     if tool.dialect == "anthropic" and tool.raw:
         raw = loads(tool.raw)
         if isinstance(raw, dict):
@@ -314,7 +316,11 @@ def request_to_json(transcript: Transcript, *, exact: bool = False) -> dict[str,
     if transcript.extra:
         extra = loads(transcript.extra)
         body.update(extra if same else request_keys(extra))
-    if transcript.system:
+    kept = transcript.system_verbatim.of(transcript.system) if exact and same and transcript.system_verbatim else None
+    if kept is not None and len(kept) == 1 and kept[0].lstrip()[:1] != b"{":
+        # a body's system value (a string or a list of blocks) as the file spelled it; not a system line
+        body["system"] = orjson.Fragment(kept[0])
+    elif transcript.system:
         body["system"] = [block_to_json(b) for b in transcript.system]
     if transcript.tools:
         body["tools"] = [tool_to_json(t) for t in transcript.tools]

@@ -42,6 +42,9 @@ from .anthropic import block_to_json, request_keys, tool_from_json
 from .spelling import Texts, respelled
 
 _MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
+_UNNAMED = _MESSAGE - {"name"}
+"""The keys modelled on a message other than a ``tool`` one: a user's or an assistant's ``name`` is an extra
+key (written back), a tool message's is its result's ``name``."""
 _REQUEST = frozenset({"messages", "tools"})
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 
@@ -90,7 +93,7 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
     if role not in ROLES:
         raise UnknownShape(where, f"unknown message role {role!r}")
     content = _content_from_json(obj.get("content"), where)
-    extra = extras(obj, _MESSAGE)
+    extra = extras(obj, _MESSAGE if role == "tool" else _UNNAMED)
     if role in ("system", "developer"):
         if role == "developer":
             extra = merge_extra_text(extra, {"role": "developer"})
@@ -122,7 +125,7 @@ def message_from_json(obj: dict[str, Any], source: Source) -> Message:
         reasoning = obj.get("reasoning_content")
         thinking: tuple[Block, ...] = (Thinking(reasoning),) if isinstance(reasoning, str) and reasoning else ()
         return Message(
-            "assistant", thinking + content + tuple(calls), source, extras(obj, _MESSAGE | {"reasoning_content"})
+            "assistant", thinking + content + tuple(calls), source, extras(obj, _UNNAMED | {"reasoning_content"})
         )
     return Message("user", content, source, extra)
 
@@ -178,9 +181,10 @@ def _part_to_json(block: Block, same: bool = False, texts: Texts | None = None) 
             else {"type": "text", "text": block.text}
         )
     if isinstance(block, Image):
-        raw = loads(block.raw) if block.raw else {}
+        raw = loads(plain(block.raw)) if block.raw else {}
         if isinstance(raw, dict) and raw.get("type") == "image_url":
-            return raw
+            # the file's spelling of it (``spelling.spelled_chat_message``), in its own dialect
+            return orjson.Fragment(plain(block.raw)) if same and block.raw[:1] == SPELLED else raw
         source = raw.get("source") if isinstance(raw, dict) else None
         if isinstance(source, dict) and source.get("type") == "base64":
             url = f"data:{source.get('media_type', '')};base64,{source.get('data', '')}"
@@ -262,7 +266,10 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact
     return out
 
 
-def tool_to_json(tool: ToolDef) -> dict[str, Any]:
+def tool_to_json(tool: ToolDef) -> Any:
+    """A tool definition: the file's text of it where it holds one (``spelling.spelled_tools``), else a dict."""
+    if tool.dialect == "openai" and tool.text:
+        return orjson.Fragment(tool.text)
     if tool.dialect == "openai" and tool.raw:
         raw = loads(tool.raw)
         if isinstance(raw, dict):
@@ -283,7 +290,10 @@ def request_to_json(transcript: Transcript, *, exact: bool = False) -> dict[str,
         extra = loads(transcript.extra)
         body.update(extra if same else request_keys(extra, limit_key="max_completion_tokens"))
     messages = messages_to_json(transcript.messages, same_dialect=same, exact=exact)
-    if transcript.system:
+    kept = transcript.system_verbatim.of(transcript.system) if exact and same and transcript.system_verbatim else None
+    if kept is not None:  # the leading system messages, as the file spelled them
+        messages[:0] = [orjson.Fragment(t) for t in kept]
+    elif transcript.system:
         messages.insert(0, {"role": "system", "content": _content_to_json(transcript.system, same)})
     body["messages"] = messages
     if transcript.tools:

@@ -28,7 +28,7 @@ from ..transcript import (
 from ..validate import check_messages
 from . import anthropic
 from .openai import arguments_call
-from .spelling import spelled_item, spelled_parts
+from .spelling import spelled_item, spelled_parts, spelled_value
 
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
@@ -91,14 +91,18 @@ def content_blocks(raw: Any, where: Location) -> tuple[Block, ...]:
     return tuple(blocks)
 
 
-def _output_content(raw: Any, where: Location) -> tuple[tuple[Block, ...], bool]:
+def _output_content(
+    raw: Any, where: Location, text: bytes | str | None = None, path: tuple[str | int, ...] = ()
+) -> tuple[tuple[Block, ...], bool]:
     """A call's output and whether it reports a failure. Sent as it is: a JSON
     *string* holding JSON (Codex's ``{"output": ..., "metadata": ...}``) stays
-    that string, escapes and all. Older Codex wrote a failure as ``{content, success}``."""
+    that string, escapes and all. Older Codex wrote a failure as ``{content, success}``.
+    Another object is sent as a text of its JSON: the file's text of it (at ``path`` in ``text``)."""
     if isinstance(raw, dict) and "content" in raw:
         return content_blocks(raw.get("content"), where), raw.get("success") is False
     if isinstance(raw, dict):
-        return (Text(dumps(raw)),), False
+        compact = dumps(raw)
+        return (Text(spelled_value(compact, text, path) or compact),), False
     return content_blocks(raw, where), False
 
 
@@ -121,7 +125,9 @@ def _call_id(item: dict[str, Any], kind: str, where: Location) -> str:
     return call_id
 
 
-def _call(item: dict[str, Any], kind: str, where: Location) -> ToolCall:
+def _call(
+    item: dict[str, Any], kind: str, where: Location, text: bytes | str | None = None, path: tuple[str | int, ...] = ()
+) -> ToolCall:
     call_id = _call_id(item, kind, where)
     if kind == "function_call":
         return arguments_call(call_id, str(item.get("name", "")), item.get("arguments"), where)
@@ -129,7 +135,10 @@ def _call(item: dict[str, Any], kind: str, where: Location) -> ToolCall:
         # A freeform tool's input is raw text (e.g. an apply_patch body), not JSON: it is
         # kept as {"input": text}, the object a function-shaped request can carry.
         return ToolCall(call_id, str(item.get("name", "")), dumps({"input": item.get("input", "")}))
-    return ToolCall(call_id, LOCAL_SHELL, dumps(item.get("action") or {}))
+    action = item.get("action") or {}
+    compact = dumps(action)
+    spelled = spelled_value(compact, text, (*path, "action")) if isinstance(action, (dict, list)) else ""
+    return ToolCall(call_id, LOCAL_SHELL, compact, input_text=spelled)
 
 
 @dataclass(slots=True)
@@ -197,7 +206,7 @@ class ItemReader:
             self.reasoning_items += 1
             self._assistant((Thinking(_reasoning_text(item)),), source)
         elif kind in CALLS:
-            call = _call(item, kind, where)
+            call = _call(item, kind, where, text, path)
             self.call_lines.setdefault(call.id, source.line)
             self._assistant((call,), source)
         elif kind == "web_search_call":
@@ -205,7 +214,7 @@ class ItemReader:
         elif kind in OUTPUTS:
             call_id = _call_id(item, kind, where)
             output = item.get("output")
-            content, failed = _output_content(output, where)
+            content, failed = _output_content(output, where, text, (*path, "output"))
             if content and text is not None:
                 inner = (*path, "output", "content") if isinstance(output, dict) else (*path, "output")
                 content = spelled_parts(content, text, inner)

@@ -17,14 +17,14 @@ holds one block per item (OpenAI: after the reasoning, before the calls of ``too
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from .._json import _BLANKS, SPELLED, container_ends, encode, members, reads_as, spelled_extras
-from ..transcript import Block, Image, JsonText, Message, Other, Text, Thinking, ToolCall, ToolResult
+from ..transcript import Block, Image, JsonText, Message, Other, Text, Thinking, ToolCall, ToolDef, ToolResult
 
 Found = list[tuple[str | None, int, int, int]]
 Texts = dict[int, bytes]
@@ -33,6 +33,7 @@ Texts = dict[int, bytes]
 _A_RESULT = frozenset({"type", "tool_use_id", "content", "is_error"})
 _A_MESSAGE = frozenset({"role", "content"})
 _O_MESSAGE = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
+_O_UNNAMED = _O_MESSAGE - {"name"}  # a user's or an assistant's ``name`` is an extra key (``wire.openai``)
 
 
 def _value(found: Found, key: str) -> tuple[int, int] | None:
@@ -105,7 +106,9 @@ def respelled(message: Message, *, openai_shape: bool) -> tuple[Message, Texts]:
                 _map(texts, read[thinking : len(read) - calls], text, _items(text, found, "content", ends))
                 if calls:
                     _map(texts, read[len(read) - calls :], text, _items(text, found, "tool_calls", ends))
-            known = _O_MESSAGE | ({"reasoning_content"} if message.role == "assistant" else set())
+            known = (_O_MESSAGE if message.role == "tool" else _O_UNNAMED) | (
+                {"reasoning_content"} if message.role == "assistant" else set()
+            )
             if message.role == "tool" and _value(found, "tool_call_id") is None:
                 known |= {"tool_call_ids"}
         else:
@@ -402,3 +405,181 @@ def item_texts(text: bytes | None, path: tuple[str | int, ...]) -> list[bytes] |
         return None if start is None else [text[begin:end] for _, _, begin, end in members(text, start, ends)]
     except (ValueError, orjson.JSONDecodeError):
         return None
+
+
+# --------------------------------------------------------------------------
+# Read time: OpenAI chat messages of a log (openai_chat), whose text is not kept
+
+_O_CALL = frozenset({"id", "type", "function"})
+
+
+def _extra_found(extra: JsonText, text: bytes) -> bool:
+    return not extra or extra.encode("utf-8", "surrogatepass")[1:-1] in text
+
+
+def _chat_as_read(message: Message, text: bytes) -> bool:
+    """Whether ``message``'s extra keys, its parts' and its calls' are in ``text`` as compact JSON."""
+    if not _extra_found(message.extra, text):
+        return False
+    for block in message.content:
+        if isinstance(block, ToolResult):
+            if not all(_as_read(b, text) for b in block.content):
+                return False
+        elif not _as_read(block, text):
+            return False
+    return True
+
+
+def _spelled_calls(
+    calls: tuple[Block, ...], text: bytes, items: Found | None, ends: dict[int, int]
+) -> tuple[Block, ...]:
+    """OpenAI ``tool_calls`` (read one per item of ``items``) with their extra keys as the file spelled them."""
+    if items is None or len(items) != len(calls):
+        return calls
+    out: list[Block] = []
+    for call, (_, _, start, _) in zip(calls, items, strict=True):
+        if isinstance(call, ToolCall) and call.extra and text[start : start + 1] == b"{":
+            extra = spelled_extras(text, members(text, start, ends), _O_CALL, call.extra)
+            if extra != call.extra:
+                call = replace(call, extra=extra)
+        out.append(call)
+    return calls if all(a is b for a, b in zip(out, calls, strict=True)) else tuple(out)
+
+
+def spelled_chat_message(
+    message: Message,
+    text: bytes | str | None,
+    *,
+    find: Callable[[], bytes | None] | None = None,
+    ignored: frozenset[str] = frozenset(),
+) -> Message:
+    """``message``, read by ``wire.openai`` from a message object, with what windowfit does not model in it
+    as the file spelled it, where that is not compact JSON: its own extra keys, its content parts' (a text
+    part's extra keys, an image or unmodelled part), its ``tool_calls``' extra keys. ``text`` is looked in
+    for their compact JSON (a substring search); only where that fails is the message's own text (``text``,
+    or what ``find`` gives) walked. ``ignored``: keys the reader dropped (never written). The very message
+    when nothing changes (SPEC section 6, invariant 9)."""
+    if text is None:
+        return message
+    raw = _encoded(text)
+    if _chat_as_read(message, raw):
+        return message
+    if find is not None:
+        found_text = find()
+        if found_text is None:
+            return message
+        raw = found_text
+    try:
+        ends = container_ends(raw)
+        found = members(raw, 0, ends)
+        content = message.content
+        if message.role == "tool":
+            if len(content) == 1 and isinstance(content[0], ToolResult):
+                result = content[0]
+                items = _items(raw, found, "content", ends)
+                if items is not None and result.content:
+                    inner = _spelled_items(result.content, raw, items, ends)
+                    if inner is not result.content:
+                        content = (replace(result, content=inner),)
+        else:
+            thinking = 1 if message.role == "assistant" and content and isinstance(content[0], Thinking) else 0
+            calls = sum(1 for b in content if isinstance(b, ToolCall)) if message.role == "assistant" else 0
+            parts = content[thinking : len(content) - calls]
+            items = _items(raw, found, "content", ends)
+            spelled = parts if items is None or not parts else _spelled_items(parts, raw, items, ends)
+            called = content[len(content) - calls :]
+            if calls:
+                called = _spelled_calls(called, raw, _items(raw, found, "tool_calls", ends), ends)
+            if spelled is not parts or (calls and called is not content[len(content) - calls :]):
+                content = (*content[:thinking], *spelled, *(called if calls else ()))
+        extra = message.extra
+        if extra and '"developer"' not in extra:  # the role it came as is kept compact
+            known = (_O_MESSAGE if message.role == "tool" else _O_UNNAMED) | ignored
+            if message.role == "assistant":
+                known |= {"reasoning_content"}
+            if message.role == "tool" and _value(found, "tool_call_id") is None:
+                known |= {"tool_call_ids"}
+            extra = spelled_extras(raw, found, frozenset(known), extra)
+    except (ValueError, orjson.JSONDecodeError):
+        return message
+    if content is message.content and extra == message.extra:
+        return message
+    return replace(message, content=content, extra=extra)
+
+
+class ItemTexts:
+    """The texts of the items of the array at ``path`` in a JSON ``text`` (a line holding a conversation),
+    found in one walk the first time one is asked for: a line whose every part is found as compact JSON is
+    never walked."""
+
+    __slots__ = ("_items", "path", "text")
+
+    def __init__(self, text: bytes, path: tuple[str | int, ...]) -> None:
+        self.text, self.path = text, path
+        self._items: list[bytes] | None = None
+
+    def get(self, index: int) -> bytes | None:
+        if self._items is None:
+            self._items = item_texts(self.text, self.path) or []
+        return self._items[index] if index < len(self._items) else None
+
+
+# --------------------------------------------------------------------------
+# Read time: a value the reader keeps as compact JSON (a local shell call's ``action``, an output object)
+
+
+def spelled_value(compact: JsonText, text: bytes | str | None, path: tuple[str | int, ...]) -> JsonText:
+    """The text of the value at ``path`` in the JSON ``text``, whose compact JSON is ``compact``, where the
+    file spells it otherwise (``1E+2``, spacing, escapes, repeated keys); "" where compact JSON is how the
+    file has it (found by a substring search), or the text is not found."""
+    if text is None or not compact:
+        return ""
+    raw = _encoded(text)
+    if compact.encode("utf-8", "surrogatepass") in raw:
+        return ""
+    try:
+        ends = container_ends(raw)
+        start = _at(raw, path, ends)
+        if start is None:
+            return ""
+        start = _BLANKS.match(raw, start).end()  # type: ignore[union-attr]  # matches the empty string at worst
+        end = ends.get(start)
+        if end is None:
+            return ""
+        span = raw[start:end]
+        return span.decode("utf-8", "surrogatepass") if reads_as(span, compact) else ""
+    except (ValueError, orjson.JSONDecodeError, UnicodeDecodeError):
+        return ""
+
+
+# --------------------------------------------------------------------------
+# Read time: a request body's tool definitions
+
+
+def spelled_tools(
+    tools: tuple[ToolDef, ...], text: bytes | str | None, path: tuple[str | int, ...]
+) -> tuple[ToolDef, ...]:
+    """``tools``, read one per item from the array at ``path`` in the JSON ``text`` (a body's ``tools``),
+    each holding the file's text of its definition (``ToolDef.text``) where the file spells it otherwise
+    than compact JSON; ``raw`` and ``schema_json`` (what is counted) stay compact. A definition the reader
+    reshaped (a Responses tool, flat) is not found as it was read and stays as it is. The very tuple when
+    nothing changes."""
+    if text is None or not tools:
+        return tools
+    raw = _encoded(text)
+    if all(not t.raw or t.raw.encode("utf-8", "surrogatepass") in raw for t in tools):
+        return tools
+    try:
+        found_items = _array_at(raw, path, len(tools))
+        if found_items is None:
+            return tools
+        _, items = found_items
+        out = []
+        for tool, (_, _, start, end) in zip(tools, items, strict=True):
+            span = raw[start:end]
+            if tool.raw and span != tool.raw.encode("utf-8", "surrogatepass") and reads_as(span, tool.raw):
+                tool = replace(tool, text=span.decode("utf-8", "surrogatepass"))
+            out.append(tool)
+    except (ValueError, orjson.JSONDecodeError, UnicodeDecodeError):
+        return tools
+    return tools if all(a is b for a, b in zip(out, tools, strict=True)) else tuple(out)
