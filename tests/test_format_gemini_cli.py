@@ -248,3 +248,16 @@ def test_a_session_with_only_its_metadata_line_is_empty(tmp_path: Path) -> None:
     path.write_bytes((GEMINI / "session.jsonl").read_bytes().splitlines()[0] + b"\n")
     with pytest.raises(EmptyTranscript):
         load_one(path)
+
+
+@pytest.mark.parametrize("bad", [[None], "200", 1.5, {"n": 1}, True, -3])
+def test_mistyped_token_counts_count_as_none_not_a_crash(tmp_path: Path, bad: object) -> None:
+    # The fuzzer found "cached": [null] raising TypeError from int(); a count that is not a
+    # non-negative integer is read as no count, as Claude Code's usage is.
+    doc: dict[str, Any] = orjson.loads((GEMINI / "session.json").read_bytes())
+    first = next(r for r in doc["messages"] if r.get("type") == "gemini" and r.get("tokens"))
+    first["tokens"] = {**first["tokens"], "cached": bad, "output": bad, "thoughts": bad}
+    path = tmp_path / "session.json"
+    path.write_bytes(orjson.dumps(doc))
+    t = load_one(path)
+    assert (t.usage[0].input_tokens, t.usage[0].cache_read_tokens, t.usage[0].output_tokens) == (1200, 0, 0)

@@ -84,6 +84,11 @@ def _result(call: dict[str, Any], where: Location) -> tuple[tuple[Block, ...], b
     return tuple(blocks), error
 
 
+def _count(value: Any) -> int:
+    """A token count as recorded: a non-negative integer, else 0 (a missing, null or mistyped count)."""
+    return value if type(value) is int and value > 0 else 0
+
+
 @dataclass(slots=True)
 class _Session:
     """The messages of one recording while its records are read."""
@@ -124,9 +129,9 @@ class _Session:
         tokens = record.get("tokens")
         if isinstance(tokens, dict) and isinstance(tokens.get("input"), int) and tokens["input"] > 0:
             # Gemini counts cached tokens inside promptTokenCount: the part read without the cache is the difference.
-            cached = min(int(tokens.get("cached") or 0), tokens["input"])
+            cached = min(_count(tokens.get("cached")), tokens["input"])
             # Gemini counts thoughts apart from the candidates: the reply's output is both.
-            output = int(tokens.get("output") or 0) + int(tokens.get("thoughts") or 0)
+            output = _count(tokens.get("output")) + _count(tokens.get("thoughts"))
             self.usage.append(Usage(len(self.messages), tokens["input"] - cached, 0, cached, source, output))
             self.measured += 1
         blocks = list(content)
