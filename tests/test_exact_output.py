@@ -1284,3 +1284,90 @@ def test_tool_definitions_and_a_captured_system_prompt_are_written_as_the_file_s
                 assert [t for t in tools if t not in written] == [], (layout, to)
                 if fmt in ("messages", "http_capture"):  # the system prompt too (a log's is rebuilt)
                     assert system in written, (layout, to)
+
+
+# --------------------------------------------------------------------------
+# openai_chat: a message the fit leaves alone is written as the file's own text
+
+
+def _chat_member(draw: st.DrawFn, key: str, value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=draw(st.booleans()))
+    if draw(st.booleans()):
+        text = text.replace("/", "\\/")
+    return f'"{key}"{draw(st.sampled_from([":", ": ", " : "]))}{text}'
+
+
+def _chat_object(draw: st.DrawFn, members: list[tuple[str, Any]]) -> str:
+    order = draw(st.permutations(members))
+    sep = draw(st.sampled_from([",", ", ", ",\n  "]))
+    parts = [f'"{k}":{v.text}' if isinstance(v, _Raw) else _chat_member(draw, k, v) for k, v in order]
+    return "{" + sep.join(parts) + "}"
+
+
+class _Raw:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+CHAT_TEXT = st.text(st.sampled_from("ab /é’\"\\\n東"), max_size=12)
+
+
+@st.composite
+def chat_conversation(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """A tau-bench style conversation's message texts (keys in any order, spaced, escaped as a writer may):
+    those windowfit sends as they are, and SWE-agent ones with bookkeeping keys it leaves out."""
+    texts = [_chat_object(draw, [("role", "user"), ("content", draw(CHAT_TEXT))])]
+    dropped: list[str] = []
+    for k in range(draw(st.integers(0, 3))):
+        call = _chat_object(
+            draw,
+            [
+                ("id", f"call_{k}"),
+                ("type", "function"),
+                ("function", _Raw(_chat_object(draw, [("name", "get"), ("arguments", f'{{"k": {k}}}')]))),
+            ],
+        )
+        texts.append(_chat_object(draw, [("role", "assistant"), ("content", None), ("tool_calls", _Raw(f"[{call}]"))]))
+        result = [("role", "tool"), ("tool_call_id", f"call_{k}"), ("name", "get"), ("content", draw(CHAT_TEXT))]
+        texts.append(_chat_object(draw, result))
+    texts.append(_chat_object(draw, [("role", "assistant"), ("content", draw(CHAT_TEXT) or "ok")]))
+    if draw(st.booleans()):
+        dropped.append(_chat_object(draw, [("role", "user"), ("content", "more"), ("agent", "main")]))
+        texts_with = [*texts, dropped[0], _chat_object(draw, [("role", "assistant"), ("content", "done")])]
+        return texts_with, dropped
+    return texts, dropped
+
+
+@given(chat_conversation(), st.booleans())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_openai_chat_writes_an_untouched_message_as_its_own_text(
+    tmp_path: Path, conversation: tuple[list[str], list[str]], lines: bool
+) -> None:
+    texts, dropped = conversation
+    traj = "[\n    " + ",\n    ".join(texts) + "\n  ]"
+    item = '{"task_id": 1, "traj": ' + traj + "}"
+    path = tmp_path / ("chat.jsonl" if lines else "chat.json")
+    path.write_text((item.replace("\n", " ") + "\n") if lines else f"[\n  {item}\n]\n", encoding="utf-8")
+    (t,) = load_path(path, fmt="openai_chat")
+    written = message_texts(write_transcript(t), body=True)
+    assert len(written) == len(texts)
+    for text, out in zip(texts, written, strict=True):
+        if text in dropped:  # rebuilt without SWE-agent's bookkeeping key, which is never sent
+            assert orjson.loads(out) == {k: v for k, v in orjson.loads(text).items() if k != "agent"}
+        else:
+            assert out == (text.replace("\n", " ") if lines else text)
+
+
+def test_openai_chat_corpus_messages_are_written_as_read() -> None:
+    path = require_shared("corpus", "transcripts", "openai_chat", "sierra-research_tau-bench__gpt-4o-airline.json")
+    data = path.read_text(encoding="utf-8")
+    transcripts = load_path(path, fmt="openai_chat")
+    same = renamed = 0
+    for t in transcripts[:20]:
+        for out in message_texts(write_transcript(t), body=True):
+            if out in data:
+                same += 1
+            else:  # only a message whose reused call id was renamed is rebuilt
+                assert "-dup" in out
+                renamed += 1
+    assert same > 10 * renamed > 0

@@ -13,7 +13,19 @@ from typing import Any
 
 from .._json import dumps
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..transcript import Block, Defect, Message, Skipped, Source, Text, ToolCall, ToolDef, ToolResult, Transcript
+from ..transcript import (
+    Block,
+    Defect,
+    Message,
+    Skipped,
+    Source,
+    Text,
+    ToolCall,
+    ToolDef,
+    ToolResult,
+    Transcript,
+    Verbatim,
+)
 from ..validate import check_messages
 from ..wire import openai
 from ..wire.anthropic import tool_from_json
@@ -175,6 +187,29 @@ def _as_observation(message: Message, command: str) -> Message:
     return replace(message, content=content)
 
 
+def _with_own_text(message: Message, text: str | bytes, find: Callable[[], bytes | None] | None) -> Message:
+    """``message`` holding its own JSON text as read (``text`` itself, or what ``find`` gives where ``text`` is
+    its line's), so that a writer of its dialect can write it as it came while it is unchanged (SPEC section 6,
+    invariant 9; ``wire.openai.messages_to_json``)."""
+    if find is not None:  # found when a writer asks: a line whose parts are all compact JSON is never walked
+        return replace(message, verbatim=Verbatim(_FoundText(find), message.content))
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return replace(message, verbatim=Verbatim(raw, message.content))
+
+
+@dataclass(frozen=True, slots=True)
+class _FoundText:
+    """A message's text in its line, found (one walk of the line) when it is first read; b"" if not found."""
+
+    find: Callable[[], bytes | None]
+
+    def read(self) -> bytes:
+        return self.find() or b""
+
+    def __reduce__(self) -> tuple[type[bytes], tuple[bytes]]:  # travels as its bytes
+        return bytes, (self.read(),)
+
+
 def _unique_call_ids(messages: list[Message], defects: list[Defect]) -> list[Message]:
     """Messages whose reused call ids are renamed ``<id>-dup<k>``, in the call
     and in the result that answers it (the tool message after it): providers
@@ -206,14 +241,20 @@ def _unique_call_ids(messages: list[Message], defects: list[Defect]) -> list[Mes
                     seen.add(block.id)
                     renamed.setdefault(written, []).append(block.id)
                 content.append(block)
-            message = replace(message, content=tuple(content))
+            if any(
+                a is not b for a, b in zip(content, message.content, strict=True)
+            ):  # an unchanged message keeps its text
+                message = replace(message, content=tuple(content))
         elif message.tool_results and renamed:
             content = []
             for block in message.content:
                 if isinstance(block, ToolResult) and renamed.get(block.call_id):
-                    block = replace(block, call_id=renamed[block.call_id].pop(0))
+                    sent = renamed[block.call_id].pop(0)
+                    if sent != block.call_id:
+                        block = replace(block, call_id=sent)
                 content.append(block)
-            message = replace(message, content=tuple(content))
+            if any(a is not b for a, b in zip(content, message.content, strict=True)):
+                message = replace(message, content=tuple(content))
         out.append(message)
     return out
 
@@ -237,8 +278,9 @@ def _transcript(
         if not isinstance(obj, dict):
             file.reject(source, "a message must be an object")
             continue
+        cleaned = _clean(obj, source, defects, dropped)
         try:
-            message = openai.message_from_json(_clean(obj, source, defects, dropped), source)
+            message = openai.message_from_json(cleaned, source)
         except UnknownShape as exc:
             file.reject(source, exc.message)
             action = ""
@@ -247,12 +289,17 @@ def _transcript(
             message = spelled_chat_message(message, text, find=find, ignored=AGENT_KEYS)
         if action and message.role == "user":
             message = _as_observation(message, action)
+        if text is not None and file.keep_text and cleaned is obj:
+            message = _with_own_text(message, text, find)
         parsed.append(message)
         action = _text_action(obj)
     if not parsed:
         return None
     parsed = _unique_call_ids(parsed, defects)
     t = openai.transcript_from_messages(parsed, tools=tools, source=Source(file.path, line), fmt=NAME, extra=extra)
+    leading = [m.exact_json for m in parsed[: len(parsed) - len(t.messages)]]  # now the system prompt
+    if leading and all(leading):  # written as read while the fit leaves it alone
+        t = replace(t, system_verbatim=Verbatim(tuple(x for x in leading if x), t.system))
     defects.extend(
         Defect(v.source, v.kind, v.detail)
         for v in check_messages(t.messages, "openai")

@@ -223,6 +223,10 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact
     for m in messages:
         texts: Texts = {}
         if exact and same_dialect:
+            own = m.exact_json
+            if own and _writes_as(m, own):  # unchanged, and the file's text is what would be written
+                out.append(orjson.Fragment(own))
+                continue
             m, texts = respelled(m, openai_shape=True)
         extra = m.extra if same_dialect else ""
         if m.role in ("user", "tool"):
@@ -264,6 +268,17 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact
             obj["tool_calls"] = calls
         out.append(with_extra(obj, extra))
     return out
+
+
+def _writes_as(message: Message, text: bytes) -> bool:
+    """Whether the message object ``text`` (the message's own, as read) holds what writing ``message`` from the
+    model gives, in any key order and spelling: then ``text`` is written as it came (SPEC section 6, invariant
+    9). Not for a message the reader reshaped (several ``tool`` messages, keys it does not send)."""
+    try:
+        read = orjson.loads(text)
+    except orjson.JSONDecodeError:  # NaN and the like: written from the model, respelled
+        return False
+    return [read] == messages_to_json((message,), same_dialect=True)
 
 
 def tool_to_json(tool: ToolDef) -> Any:
