@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -607,28 +607,18 @@ def check(
         if any(OUTCOMES.index(r.outcome or "fits") >= threshold or r.crossed == "window" for r in flat):
             raise typer.Exit(ExitCode.FAILED)
         return
-    work = partial(
-        check_work,
-        estimator=estimator,
-        overhead=overhead,
-        budget=budget,
-        window=window,
-        threshold=threshold,
-        fit_options=options,
-        size=size,
-        preamble=preamble,
-    )
-    stream = partial(
-        check_stream,
-        estimator=estimator,
-        overhead=overhead,
-        budget=budget,
-        window=window,
-        threshold=threshold,
-        fit_options=options,
-        size=size,
-        preamble=preamble,
-    )
+    settings: dict[str, Any] = {
+        "estimator": estimator,
+        "overhead": overhead,
+        "budget": budget,
+        "window": window,
+        "threshold": threshold,
+        "fit_options": options,
+        "size": size,
+        "preamble": preamble,
+    }  # the loaded and the streamed check take the same settings
+    work = partial(check_work, **settings)
+    stream = partial(check_stream, **settings)
     progress = format_ is CheckFormat.text
     loaded = scan_all(
         files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=progress,
