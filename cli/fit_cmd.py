@@ -696,6 +696,13 @@ class Checked:
     failed: bool
 
 
+def _checked(t: Transcript, plan: Plan, window: int | None, threshold: int) -> Checked:
+    """One transcript's check line: its plan's summary, the limit it crosses and whether that fails the run."""
+    limit = crossed(plan, window)
+    failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
+    return Checked(t.source.path, t.name, summary_plan(plan), limit, failed)
+
+
 def check_work(
     transcripts: tuple[Transcript, ...],
     *,
@@ -715,9 +722,7 @@ def check_work(
         t = session.live()
         predicted = size_of(session, est, size, preamble)
         plan = _plan(t, est, fit_options, predicted)
-        limit = crossed(plan, window)
-        failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
-        checked.append(Checked(t.source.path, t.name, summary_plan(plan), limit, failed))
+        checked.append(_checked(t, plan, window, threshold))
     return checked
 
 
@@ -768,9 +773,7 @@ def check_stream(
         fail(exc)
     header = columns.header
     del columns
-    limit = crossed(plan, window)
-    failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
-    return [Checked(header.source.path, header.name, summary_plan(plan), limit, failed)]
+    return [_checked(header, plan, window, threshold)]
 
 
 def summary_plan(plan: Plan) -> Plan:
