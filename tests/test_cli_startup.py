@@ -4,8 +4,10 @@ are the commands' own."""
 from __future__ import annotations
 
 import inspect
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +90,23 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError):
         fitting.no_such_name  # noqa: B018
+
+
+COMMAND_PROBE = """
+import sys
+from windowfit.cli.app import app
+try:
+    app(["report", sys.argv[1], "--json"], prog_name="windowfit")
+except SystemExit:
+    pass
+print("pydantic" in sys.modules, file=sys.stderr)
+"""
+
+
+def test_running_a_command_imports_no_pydantic() -> None:
+    """typer 0.29 parses every option through a pydantic TypeAdapter, importing pydantic on each run (about
+    100 ms of CPU, more than the rest of start-up); pyproject.toml keeps typer below it."""
+    sample = Path(__file__).parent.parent / "sample_transcripts" / "en_coding_session.jsonl"
+    result = subprocess.run([sys.executable, "-c", COMMAND_PROBE, str(sample)], capture_output=True, text=True)
+    assert json.loads(result.stdout)  # the command ran
+    assert result.stderr.strip().splitlines()[-1] == "False"
