@@ -15,12 +15,12 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .._json import InputTexts, loads_or_lenient, str_field
+from .._json import InputTexts, encode, loads_or_lenient, str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
-from ..transcript import Defect, Skipped, Source, Transcript, Usage
+from ..transcript import Defect, Skipped, Source, Transcript, Usage, Verbatim
 from ..validate import check_messages
 from ..wire import anthropic
-from ..wire.spelling import spelled_body_keys, spelled_messages, spelled_tools
+from ..wire.spelling import spelled_body_keys, spelled_messages, spelled_tools, value_text
 from . import messages
 from ._document import is_document, iter_members
 from ._jsonl import LineReader
@@ -174,6 +174,7 @@ class _Loader:
                 messages=spelled_messages(t.messages, text, path),
                 extra=spelled_body_keys(t.extra, text, path[:-1]),
                 tools=spelled_tools(t.tools, text, (*path[:-1], "tools")),
+                system_verbatim=_system_text(t, text, (*path[:-1], "system")),
             )
         model = body.get("model")
         n = len(self.transcripts) + 1
@@ -242,6 +243,18 @@ def _values(source: Input, skip_invalid: bool, skipped: list[Skipped]) -> Iterat
         yield first.line, first.value, first.text
         for member in members:
             yield member.line, member.value, member.text
+
+
+def _system_text(t: Transcript, text: bytes | str, path: tuple[str, ...]) -> Verbatim | None:
+    """The request's ``system`` value as the line spelled it, where writing it from the model would spell it
+    otherwise: a string (the model writes a list of one text block) or blocks spaced or escaped otherwise than
+    compact JSON. None where the model writes the same text, so a harness's compact lines keep none."""
+    if not t.system:
+        return None
+    found = value_text(text, path)
+    if found is None or found == encode([anthropic.block_to_json(b) for b in t.system]):
+        return None
+    return Verbatim(found, t.system)
 
 
 def hands_over(source: Input) -> bool:

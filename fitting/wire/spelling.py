@@ -317,6 +317,21 @@ def body_bytes(body: dict[str, Any], extra: JsonText) -> bytes:
     return b"{\n  " + head + b"," + rest[1:] + b"\n"
 
 
+def value_text(text: bytes | str | None, path: tuple[str | int, ...]) -> bytes | None:
+    """The JSON text of the value at ``path`` (keys and array indexes, the last a key; a repeated key's last
+    copy, the one that counts) in the JSON ``text``, or None where there is none or the text is not JSON."""
+    if text is None or not path or not isinstance(path[-1], str):
+        return None
+    raw = _encoded(text)
+    try:
+        ends = container_ends(raw)
+        start = _at(raw, path[:-1], ends)
+        where = None if start is None or raw[start : start + 1] != b"{" else _value(members(raw, start, ends), path[-1])
+    except (ValueError, orjson.JSONDecodeError):
+        return None
+    return None if where is None else raw[where[0] : where[1]]
+
+
 def spelled_body_keys(extra: JsonText, text: bytes | str | None, path: tuple[str | int, ...] = ()) -> JsonText:
     """``spelled_request_keys`` for the body at ``path`` in the JSON ``text`` (a logged request); ``extra``
     itself, found without a walk, when the file spells it as compact JSON."""
