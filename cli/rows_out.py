@@ -112,7 +112,7 @@ def _parquet(rows: list[Row]) -> bytes:
         import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         error = OptionError("--format parquet needs pyarrow")
-        error.hint = "pip install 'windowfit[parquet]'"
+        error.hint = "install windowfit's parquet extra from its checkout: pip install '.[parquet]'"
         fail(error)
     table = pa.Table.from_pylist([r.as_dict() for r in rows], schema=_schema(pa))
     sink = pa.BufferOutputStream()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -148,3 +149,14 @@ def test_rows_leave_the_collector_as_they_found_it(collecting: bool, tmp_path: P
         assert gc.isenabled() is collecting
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_parquet_without_pyarrow_names_the_extra_to_install_from_the_checkout(
+    run_cli: Run, folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow raises ImportError
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    result = run_cli("report", str(folder), "--format", "parquet", "-o", str(tmp_path / "rows.parquet"))
+    assert result.exit_code == 2, result.stderr
+    assert "pip install '.[parquet]'" in result.stderr  # windowfit is not on PyPI: no 'windowfit[parquet]'
+    assert not (tmp_path / "rows.parquet").exists()

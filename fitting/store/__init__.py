@@ -46,7 +46,7 @@ def open_store(target: str, *, create: bool = True) -> ResultStore:
         except ImportError as error:
             raise StoreUnavailable(
                 f"a PostgreSQL store needs the postgres extra ({error})",
-                "pip install 'windowfit[postgres]'",
+                "install windowfit's postgres extra from its checkout: pip install '.[postgres]'",
             ) from error
         opened: ResultStore = module.open_postgres(target, create=create)
         return opened
