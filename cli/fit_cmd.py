@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -16,7 +17,8 @@ from typing import Annotated, Any
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
-from windowfit.fitting.columns import columns_from_stream, plan_columns
+from windowfit.fitting.columns import Columns, columns_from_stream, plan_columns
+from windowfit.fitting.columns_fit import fitted_header, fitted_messages, fitted_skeleton, lined, plain_lines_of
 from windowfit.fitting.errors import InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import (
@@ -32,7 +34,8 @@ from windowfit.fitting.fit import (
     too_long_message,
 )
 from windowfit.fitting.formats import Format, Input
-from windowfit.fitting.formats.messages import stream_messages
+from windowfit.fitting.formats.messages import NAME as FORMAT_NAME
+from windowfit.fitting.formats.messages import stream_messages, write_lines
 from windowfit.fitting.request import (
     missing_parts,
     target_dialect,
@@ -45,7 +48,7 @@ from windowfit.fitting.serialize import check_document, plan_document
 from windowfit.fitting.size import Size, predict_size
 from windowfit.fitting.store import PAGE_TOKENS, Entry, ResultStore, open_store
 from windowfit.fitting.transcript import Dialect
-from windowfit.fitting.validate import check_request, new_violations
+from windowfit.fitting.validate import Violation, check_request, new_violations, unsendable
 
 from .exit_codes import ExitCode
 from .render_fit import OUTCOME_STYLE, render_plan
@@ -293,7 +296,23 @@ def fit(
     if store is not None:
         options = replace(options, page_tokens=PAGE_TOKENS)
     est = estimator_from(estimator, overhead)
-    transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
+    streams = (
+        not all_ and index is None and name is None and carried_cut is None and store is None
+        and system is None and tools is None and model is None and max_tokens is None
+        and to in (Target.auto, Target.same) and not json_ and diff is DiffMode.summary and from_ is None
+        and file != "-" and Path(file).is_file()
+    )  # fmt: skip
+    if streams:
+        work = partial(fit_stream, estimator=est, size=size, preamble=preamble)
+        found = scan_all([file], _loaded, fmt=None, skip_invalid=skip_invalid, keep_text=True, stream_work=work)
+        if len(found.values) == 1 and isinstance(found.values[0], Streamed):
+            if _fit_streamed(found.values[0], est, options, output=output, file=file, window=window, budget=budget):
+                return
+            transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
+        else:
+            transcripts = [t for t in found.values if isinstance(t, Transcript)]
+    else:
+        transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
     if all_:
         if index is not None or name is not None:
             fail(OptionError("--all fits every transcript: leave out --index and --name"))
@@ -335,21 +354,45 @@ def fit(
         if writes_body(fitted, to.value):
             _warn_missing(fitted, target_dialect(fitted, to.value))
     if output is not None and output != "-" and plan.fits:
-        try:
-            target = output_target(Path(output), inputs=[file])
-        except OutputRefused as exc:
-            err.print(f"[bold red]error:[/] {markup_safe(str(exc))}")
-            err.print("[dim]hint: pass another path to -o[/]")
-            raise typer.Exit(ExitCode.OUTPUT) from None
-        try:
-            assert data is not None
-            write_atomic(target, data)
-        except OSError as exc:
-            err.print(
-                f"[bold red]error:[/] cannot write {markup_safe(output)}: {markup_safe(exc.strerror or str(exc))}"
-            )
-            raise typer.Exit(ExitCode.OUTPUT) from None
+        assert data is not None
+        _write_output(output, file, data)
+    _show(plan, transcript, before, after, stored, data, output=output, json_=json_, diff=diff, window=window,
+          budget=budget, est=est, store=store)  # fmt: skip
 
+
+def _write_output(output: str, file: str, data: bytes | Iterable[bytes]) -> None:
+    """Write the fitted request to ``-o output`` (not stdout), all at once or not at all."""
+    try:
+        target = output_target(Path(output), inputs=[file])
+    except OutputRefused as exc:
+        err.print(f"[bold red]error:[/] {markup_safe(str(exc))}")
+        err.print("[dim]hint: pass another path to -o[/]")
+        raise typer.Exit(ExitCode.OUTPUT) from None
+    try:
+        write_atomic(target, data)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] cannot write {markup_safe(output)}: {markup_safe(exc.strerror or str(exc))}")
+        raise typer.Exit(ExitCode.OUTPUT) from None
+
+
+def _show(
+    plan: Plan,
+    transcript: Transcript,
+    before: tuple[Violation, ...],
+    after: tuple[Violation, ...],
+    stored: int,
+    data: bytes | Iterable[bytes] | None,
+    *,
+    output: str | None,
+    json_: bool,
+    diff: DiffMode,
+    window: int | None,
+    budget: int,
+    est: Estimator,
+    store: str | None,
+) -> None:
+    """What ``fit`` prints (the diff or ``--json``), then the request on stdout for ``-o -``; exit 1 if it
+    does not fit."""
     if json_:
         print_json(
             plan_document(
@@ -388,10 +431,108 @@ def fit(
         if output and output != "-" and plan.fits:
             console.print(f"wrote {markup_safe(output)}")
     if output == "-" and data is not None:
-        sys.stdout.buffer.write(data)
+        for chunk in [data] if isinstance(data, bytes) else data:
+            sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
     if not plan.fits:
         raise typer.Exit(ExitCode.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class Streamed:
+    """A messages file ``fit`` read one message at a time: its columns, the line of each plain message, its
+    planned size, and how to read it again."""
+
+    item: Input
+    fmt: str
+    columns: Columns
+    plain_lines: array[int]
+    size: Size
+
+
+def _loaded(transcripts: tuple[Transcript, ...]) -> list[Transcript | Streamed]:
+    return list(transcripts)
+
+
+def fit_stream(
+    item: Input, chosen: Format, skip_invalid: bool, *, estimator: Estimator, size: SizeChoice, preamble: int | None
+) -> list[Transcript | Streamed] | None:
+    """``fit``'s reading of a messages file of JSON Lines without a system prompt into columns (as
+    ``check_stream``), with each plain message's line; None where it loads the file instead."""
+    try:
+        found = stream_messages(item, chosen.name, skip_invalid=skip_invalid, keep_text=True)
+        if found is None:
+            return None
+        lines: array[int] = array("q")
+        columns = columns_from_stream(plain_lines_of(found.messages, lines), found.header, estimator)
+        if columns.header.system or columns.header.format != FORMAT_NAME:
+            return None  # a system prompt's lines are written as the file spells them: the loader keeps them
+        predicted = predict_size(columns.header, estimator, mode=size.value, preamble=preamble)
+    except (WindowfitError, ValueError, RecursionError, OSError):
+        return None
+    predicted = replace(predicted, tokens=predicted.tokens + columns.total, estimated_tokens=columns.total)
+    return [Streamed(item, chosen.name, columns, lines, predicted)]
+
+
+def _fit_streamed(
+    streamed: Streamed,
+    est: Estimator,
+    o: FitOptions,
+    *,
+    output: str | None,
+    file: str,
+    window: int | None,
+    budget: int,
+) -> bool:
+    """``fit`` of a streamed file: planned on its columns, the request written a message at a time (the
+    untouched messages as their lines' text), the diff the loaded file gives. False (nothing done) where
+    only the loaded transcript words what to say: the file is then loaded."""
+    columns = streamed.columns
+    try:
+        plan = plan_columns(
+            columns, budget=o.budget, estimator=est, size=streamed.size, batch_size=o.batch_size,
+            protected_fraction=o.protected_fraction, min_clear_ratio=o.min_clear_ratio, add_notice=o.add_notice,
+            page_tokens=o.page_tokens, batch_tokens=o.batch_tokens, cut_step=o.cut_step,
+        )  # fmt: skip
+    except WindowfitError as exc:
+        fail(exc)
+    skeleton = columns.skeleton()
+    fitted = fitted_skeleton(skeleton, plan)
+    if output is not None and plan.fits and unsendable(fitted) is not None:
+        return False  # the loaded transcript words why (a stand-in has no blocks to name)
+    before = check_request(skeleton)
+    after = check_request(fitted, fitted.dialect)
+    added = new_violations(before, after)
+    if added:  # a bug in windowfit, not bad input: crash loudly
+        raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))
+    data: Iterable[bytes] | None = None
+    if output is not None and plan.fits:
+        again = stream_messages(streamed.item, streamed.fmt, skip_invalid=True, keep_text=True)
+        if again is None:
+            return False
+        messages = fitted_messages(skeleton, plan, again.messages)
+        data = _chunks(write_lines(fitted_header(skeleton, plan), messages))
+    if output is not None and output != "-" and data is not None:
+        _write_output(output, file, data)
+    shown = lined(skeleton, plan, streamed.plain_lines)
+    _show(plan, shown, before, after, 0, data, output=output, json_=False, diff=DiffMode.summary, window=window,
+          budget=budget, est=est, store=None)  # fmt: skip
+    return True
+
+
+def _chunks(lines: Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:
+    """``lines`` joined into pieces of about ``size`` bytes."""
+    piece: list[bytes] = []
+    n = 0
+    for line in lines:
+        piece.append(line)
+        n += len(line)
+        if n >= size:
+            yield b"".join(piece)
+            piece.clear()
+            n = 0
+    if piece:
+        yield b"".join(piece)
 
 
 def _fit_all(

@@ -339,18 +339,20 @@ class MessageStream:
         return Transcript(system, self.tools, (), Source(self.path), self.fmt, self.dialect, skipped, self.extra)
 
 
-def stream(source: Input, *, skip_invalid: bool) -> MessageStream | None:
+def stream(source: Input, *, skip_invalid: bool, keep_text: bool = False) -> MessageStream | None:
     """``source`` (in this format) as a stream of its messages; None where only ``load`` reads it (a document
     over several lines, a single message, a text the scan cannot vouch for). An error it raises is one
-    ``load`` may word differently: a caller that wants ``load``'s words loads the file again."""
+    ``load`` may word differently: a caller that wants ``load``'s words loads the file again. With
+    ``keep_text`` (JSON Lines only: None for a document), each message holds its line's JSON text as ``load``
+    reads it (``Verbatim``, invariant 9), as bytes: the stream does not keep the message."""
     long_line = long_line_document(source)
     if not (long_line if long_line is not None else source.is_document()):
         reader = LineReader(source.path, skip_invalid)
         found = MessageStream(source.path, NAME, iter(()), skipped=reader.skipped)
-        objects = ((line, obj) for line, obj, _ in reader.entries(source.lines()))
+        objects = ((line, obj, text if keep_text else None) for line, obj, text in reader.entries(source.lines()))
         found.messages = _objects(found, objects, skip_invalid=skip_invalid, openai_leading=True)
         return found
-    if not long_line:
+    if not long_line or keep_text:
         return None
     spans = spans_of(source)
     if spans is None or not spans.has_messages:
@@ -360,7 +362,9 @@ def stream(source: Input, *, skip_invalid: bool) -> MessageStream | None:
     found = MessageStream(source.path, NAME if head is None else REQUEST, iter(()))
     values = _elements(source, spans)
     if head is None:
-        found.messages = _objects(found, ((None, v) for v in values), skip_invalid=skip_invalid, openai_leading=True)
+        found.messages = _objects(
+            found, ((None, v, None) for v in values), skip_invalid=skip_invalid, openai_leading=True
+        )
         return found
     if "system" in head:
         dialect: Dialect = "anthropic"
@@ -402,12 +406,17 @@ def _body_messages(found: MessageStream, values: Iterator[Any], dialect: Dialect
 
 
 def _objects(
-    found: MessageStream, objects: Iterable[tuple[int | None, Any]], *, skip_invalid: bool, openai_leading: bool
+    found: MessageStream,
+    objects: Iterable[tuple[int | None, Any, bytes | None]],
+    *,
+    skip_invalid: bool,
+    openai_leading: bool,
 ) -> Iterator[Message]:
-    """``transcript_from_objects`` one message at a time: leading system messages go to the system prompt."""
+    """``transcript_from_objects`` one message at a time: leading system messages go to the system prompt.
+    A message given its JSON text keeps it, as ``transcript_from_objects`` keeps it."""
     dialects: set[Dialect] = set()
     leading, any_message = openai_leading, False
-    for line, obj in objects:
+    for line, obj, text in objects:
         source = Source(found.path, line)
         try:
             message, dialect = message_from_json(obj, source)
@@ -416,6 +425,9 @@ def _objects(
                 raise
             found.skipped.append(Skipped(source, exc.message))
             continue
+        if text is not None:
+            content = with_input_texts(message.content, text)
+            message = Message(message.role, content, source, message.extra, Verbatim(text, content))
         any_message = True
         if dialect:
             dialects.add(dialect)
@@ -429,11 +441,39 @@ def _objects(
         raise EmptyTranscript(Location(found.path), "no messages found", hint="is this the right file?")
 
 
-def stream_messages(source: Input, fmt: str, *, skip_invalid: bool) -> MessageStream | None:
+def stream_messages(source: Input, fmt: str, *, skip_invalid: bool, keep_text: bool = False) -> MessageStream | None:
     """``source``, detected as ``fmt``, as a stream of messages when ``load`` would read it as this format:
     a messages file, or the bare request body the request-log format hands over; else None."""
     from . import anthropic_log  # it imports this module
 
     if fmt == NAME or (fmt == anthropic_log.NAME and anthropic_log.hands_over(source)):
-        return stream(source, skip_invalid=skip_invalid)
+        return stream(source, skip_invalid=skip_invalid, keep_text=keep_text)
     return None
+
+
+def write_lines(header: Transcript, messages: Iterable[Message]) -> Iterator[bytes]:
+    """``write`` of ``header`` with ``messages`` as its messages, a line at a time, for messages JSON Lines
+    without a system prompt read from the file (``header.system_verbatim`` is None; a notice may be there):
+    the same bytes, without holding the messages (``fitting.columns_fit``)."""
+    if header.format == REQUEST or header.messages or header.system_verbatim is not None:
+        raise ValueError("write_lines writes messages JSON Lines from a header without messages")
+    body = body_from_transcript(header)
+    if header.dialect == "openai":
+        system: list[Any] = body["messages"][: 1 if header.system else 0]
+    else:
+        system = [{"role": "system", "content": body["system"]}] if "system" in body else []
+    for line in system:
+        yield encode(line) + b"\n"
+    build = anthropic.messages_to_json if header.dialect == "anthropic" else openai.messages_to_json
+    run: list[Message] = []  # as ``messages_keeping``: the messages without their text, built together
+    for message in messages:
+        exact = _exact(message)
+        if exact is None:
+            run.append(message)
+            continue
+        for built in build(tuple(run), same_dialect=True, exact=True):
+            yield encode(built) + b"\n"
+        run.clear()
+        yield encode(exact) + b"\n"
+    for built in build(tuple(run), same_dialect=True, exact=True):
+        yield encode(built) + b"\n"
