@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from array import array
@@ -19,7 +20,7 @@ import typer
 from windowfit.fitting import Transcript, WindowfitError
 from windowfit.fitting.columns import Columns, columns_from_stream, plan_columns
 from windowfit.fitting.columns_fit import fitted_header, fitted_messages, fitted_skeleton, lined, plain_lines_of
-from windowfit.fitting.errors import InputError, Location, OptionError
+from windowfit.fitting.errors import FileChanged, InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import (
     DEFAULTS,
@@ -35,7 +36,7 @@ from windowfit.fitting.fit import (
 )
 from windowfit.fitting.formats import Format, Input
 from windowfit.fitting.formats.messages import NAME as FORMAT_NAME
-from windowfit.fitting.formats.messages import stream_messages, write_lines
+from windowfit.fitting.formats.messages import LineTexts, file_changed, stream_messages, write_lines
 from windowfit.fitting.request import (
     missing_parts,
     target_dialect,
@@ -440,38 +441,53 @@ def _show(
 
 @dataclass(frozen=True, slots=True)
 class Streamed:
-    """A messages file ``fit`` read one message at a time: its columns, the line of each plain message, its
-    planned size, and how to read it again."""
+    """A messages file ``fit`` read one message at a time: its columns, the line of each plain message and
+    the check of its text (``text_check``), its planned size, and what the file was (``_stamp``) when read."""
 
     item: Input
     fmt: str
     columns: Columns
     plain_lines: array[int]
+    plain_checks: array[int]
     size: Size
+    stamp: tuple[int, ...]
 
 
 def _loaded(transcripts: tuple[Transcript, ...]) -> list[Transcript | Streamed]:
     return list(transcripts)
 
 
+def _stamp(path: str) -> tuple[int, ...]:
+    """What tells that a file changed: its device, inode, size and modification time."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def fit_stream(
     item: Input, chosen: Format, skip_invalid: bool, *, estimator: Estimator, size: SizeChoice, preamble: int | None
 ) -> list[Transcript | Streamed] | None:
     """``fit``'s reading of a messages file of JSON Lines without a system prompt into columns (as
-    ``check_stream``), with each plain message's line; None where it loads the file instead."""
+    ``check_stream``), with each plain message's line and the check of its text; None where it loads the
+    file instead. Raises ``FileChanged`` when the file changed while it was read."""
+    stamp = _stamp(item.path)
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid, keep_text=True)
         if found is None:
             return None
         lines: array[int] = array("q")
-        columns = columns_from_stream(plain_lines_of(found.messages, lines), found.header, estimator)
+        checks: array[int] = array("q")
+        columns = columns_from_stream(plain_lines_of(found.messages, lines, checks), found.header, estimator)
         if columns.header.system or columns.header.format != FORMAT_NAME:
             return None  # a system prompt's lines are written as the file spells them: the loader keeps them
+        if (lines and min(lines) < 0) or (checks and min(checks) < 0):
+            return None  # a plain message without its line or text: only the loaded file can write it
         predicted = predict_size(columns.header, estimator, mode=size.value, preamble=preamble)
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
+    if _stamp(item.path) != stamp:
+        raise file_changed(item.path, None, "its size or modification time is not what it was")
     predicted = replace(predicted, tokens=predicted.tokens + columns.total, estimated_tokens=columns.total)
-    return [Streamed(item, chosen.name, columns, lines, predicted)]
+    return [Streamed(item, chosen.name, columns, lines, checks, predicted, stamp)]
 
 
 def _fit_streamed(
@@ -485,39 +501,55 @@ def _fit_streamed(
     budget: int,
 ) -> bool:
     """``fit`` of a streamed file: planned on its columns, the request written a message at a time (the
-    untouched messages as their lines' text), the diff the loaded file gives. False (nothing done) where
-    only the loaded transcript words what to say: the file is then loaded."""
+    untouched messages as their lines' text, read again and checked), the diff the loaded file gives. False
+    (nothing done) where only the loaded transcript words what to say: the file is then loaded."""
     columns = streamed.columns
+    skeleton = columns.skeleton()
     try:
         plan = plan_columns(
             columns, budget=o.budget, estimator=est, size=streamed.size, batch_size=o.batch_size,
             protected_fraction=o.protected_fraction, min_clear_ratio=o.min_clear_ratio, add_notice=o.add_notice,
-            page_tokens=o.page_tokens, batch_tokens=o.batch_tokens, cut_step=o.cut_step,
+            page_tokens=o.page_tokens, batch_tokens=o.batch_tokens, cut_step=o.cut_step, skeleton=skeleton,
         )  # fmt: skip
     except WindowfitError as exc:
         fail(exc)
-    skeleton = columns.skeleton()
     fitted = fitted_skeleton(skeleton, plan)
     if output is not None and plan.fits and unsendable(fitted) is not None:
         return False  # the loaded transcript words why (a stand-in has no blocks to name)
     before = check_request(skeleton)
     after = check_request(fitted, fitted.dialect)
+    del fitted
     added = new_violations(before, after)
     if added:  # a bug in windowfit, not bad input: crash loudly
         raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))
     data: Iterable[bytes] | None = None
     if output is not None and plan.fits:
-        again = stream_messages(streamed.item, streamed.fmt, skip_invalid=True, keep_text=True)
-        if again is None:
-            return False
-        messages = fitted_messages(skeleton, plan, again.messages)
-        data = _chunks(write_lines(fitted_header(skeleton, plan), messages))
-    if output is not None and output != "-" and data is not None:
-        _write_output(output, file, data)
-    shown = lined(skeleton, plan, streamed.plain_lines)
-    _show(plan, shown, before, after, 0, data, output=output, json_=False, diff=DiffMode.summary, window=window,
-          budget=budget, est=est, store=None)  # fmt: skip
+        data = _chunks(_fitted_lines(streamed, skeleton, plan))
+    try:
+        if output is not None and output != "-" and data is not None:
+            _write_output(output, file, data)
+        shown = lined(skeleton, plan, streamed.plain_lines)
+        del skeleton
+        _show(plan, shown, before, after, 0, data, output=output, json_=False, diff=DiffMode.summary, window=window,
+              budget=budget, est=est, store=None)  # fmt: skip
+    except FileChanged as exc:
+        fail(exc)
     return True
+
+
+def _fitted_lines(streamed: Streamed, skeleton: Transcript, plan: Plan) -> Iterator[bytes]:
+    """The fitted request's lines: the kept plain messages as their text, read again from the file and
+    checked against the first reading; raises ``FileChanged`` (before the last line) where the file changed."""
+    texts = LineTexts(streamed.item)
+    lines, checks = streamed.plain_lines, streamed.plain_checks
+    try:
+        yield from write_lines(
+            fitted_header(skeleton, plan), fitted_messages(skeleton, plan, lambda k: texts.text(lines[k], checks[k]))
+        )
+        if _stamp(streamed.item.path) != streamed.stamp:
+            raise texts.changed(None, "its size or modification time is not what it was")
+    finally:
+        texts.close()
 
 
 def _chunks(lines: Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:

@@ -5,23 +5,24 @@ request ``apply_plan`` would make of the loaded transcript is the skeleton's fit
 surviving stand-in replaced by its plain message, read again from the file in order: a repair, a cleared
 result and the note never touch a plain message, so the k-th stand-in of the repaired skeleton is the k-th
 plain message of the file. ``fitted_messages`` yields those messages; only the ones the plan changes or adds
-are built, and the untouched ones keep the text they were read with (SPEC section 6, invariant 9).
+are built, and the untouched ones are their text, read again (SPEC section 6, invariant 9), checked against
+what the first reading found (``formats.messages.LineTexts``).
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from .columns import PLAIN_SOURCE, is_plain
-from .fit import Plan, _note_message, apply_plan, clear_results, repaired
+from .fit import Dropped, Plan, _note_message, apply_plan, clear_results, repaired
+from .formats.messages import text_check
 from .notice import with_notice
 from .transcript import Message, Source, Transcript
 
-
-class ChangedWhileRead(ValueError):
-    """The file's plain messages read again are not the ones the columns were made of."""
+T = TypeVar("T")
 
 
 def _plain_ordinals(messages: Sequence[Message], wanted: Iterable[int]) -> set[int]:
@@ -37,17 +38,27 @@ def _plain_ordinals(messages: Sequence[Message], wanted: Iterable[int]) -> set[i
     return found
 
 
+def _named_lines(plan: Plan) -> list[int]:
+    """The message indices (after repairs) whose lines the diff names: the cut, and the first and last message
+    of each row of dropped turns or rounds (``render_dropped`` merges neighbours of a kind into one row)."""
+    wanted = [plan.cut_at if plan.cut_at is not None else -1]
+    last: Dropped | None = None
+    for d in plan.dropped:
+        if last is None or last.kind != d.kind or last.stop != d.start:
+            if last is not None:
+                wanted.append(last.stop - 1)
+            wanted.append(d.start)
+        last = d
+    if last is not None:
+        wanted.append(last.stop - 1)
+    return wanted
+
+
 def lined(skeleton: Transcript, plan: Plan, plain_lines: Sequence[int]) -> Transcript:
     """``skeleton`` with a stand-in that carries its line (``plain_lines``: each plain message's line, -1
-    for none) for each plain message whose line the diff names: the first and last message of what is
-    dropped, the cut and the head and kept bounds. What ``render_plan`` reads of the loaded transcript."""
-    messages = repaired(skeleton, plan).messages
-    wanted = [plan.cut_at if plan.cut_at is not None else -1, *plan.head, plan.head[1] - 1]
-    for d in plan.dropped:
-        wanted += [d.start, d.stop - 1]
-    for a, b in plan.kept:
-        wanted += [a, b - 1]
-    ordinals = _plain_ordinals(messages, wanted)
+    for none) for each plain message whose line the diff names (``_named_lines``): what ``render_plan``
+    reads of the loaded transcript."""
+    ordinals = _plain_ordinals(repaired(skeleton, plan).messages, _named_lines(plan))
     if not ordinals:
         return skeleton
     path = skeleton.source.path
@@ -63,12 +74,15 @@ def lined(skeleton: Transcript, plan: Plan, plain_lines: Sequence[int]) -> Trans
     return replace(skeleton, messages=tuple(out))
 
 
-def plain_lines_of(messages: Iterable[Message], lines: array[int]) -> Iterator[Message]:
-    """``messages``, appending the line of each plain one to ``lines`` (-1 for none) as it passes."""
+def plain_lines_of(messages: Iterable[Message], lines: array[int], checks: array[int]) -> Iterator[Message]:
+    """``messages``, appending the line of each plain one to ``lines`` (-1 for none) and the ``text_check``
+    of its JSON text to ``checks`` (-1 for none) as it passes."""
     for m in messages:
         if is_plain(m):
             line = m.source.line
             lines.append(-1 if line is None else line)
+            text = m.exact_json
+            checks.append(-1 if text is None else text_check(text))
         yield m
 
 
@@ -83,38 +97,30 @@ def fitted_skeleton(skeleton: Transcript, plan: Plan) -> Transcript:
     return apply_plan(skeleton, plan)
 
 
-def fitted_messages(skeleton: Transcript, plan: Plan, messages: Iterable[Message]) -> Iterator[Message]:
+def fitted_messages(skeleton: Transcript, plan: Plan, plain: Callable[[int], T]) -> Iterator[Message | T]:
     """The messages of ``apply_plan(transcript, plan)``, one at a time, where ``skeleton`` is the columns'
-    skeleton of ``transcript`` and ``messages`` its messages read again (every one, or only the plain ones).
-    Raises ``ChangedWhileRead`` when they are not the messages the stand-ins stand for."""
+    skeleton of ``transcript``: each message the plan changed or added, and for the k-th plain message of the
+    transcript, where it is kept, ``plain(k)`` (asked for in increasing k: its text, read again)."""
     source = repaired(skeleton, plan).messages
     shown: Sequence[Message] = source if plan.outcome == "fits" else clear_results(source, plan.cleared)
     n = len(shown)
     note = plan.outcome not in ("fits", "cleared")
     ranges = [plan.head, *plan.kept] if note else [(0, n)]
-    plain = (m for m in messages if is_plain(m))
-
-    def next_plain(stand_in: Message) -> Message:
-        found = next(plain, None)
-        if found is None or found.role != stand_in.role:
-            raise ChangedWhileRead("the file's messages changed since they were read")
-        return found
-
+    k = 0  # the ordinal of the next stand-in
     i = 0
     for r, (start, stop) in enumerate(ranges):
         if start < i:
             raise AssertionError("a plan's kept ranges come in order")
         for j in range(i, start):
             if shown[j].source is PLAIN_SOURCE:
-                next_plain(shown[j])
+                k += 1
         for j in range(start, stop):
             m = shown[j]
-            yield next_plain(m) if m.source is PLAIN_SOURCE else m
+            if m.source is PLAIN_SOURCE:
+                yield plain(k)
+                k += 1
+            else:
+                yield m
         i = stop
         if note and r == 0:
             yield _note_message()
-    for j in range(i, n):
-        if shown[j].source is PLAIN_SOURCE:
-            next_plain(shown[j])
-    if next(plain, None) is not None:
-        raise ChangedWhileRead("the file's messages changed since they were read")

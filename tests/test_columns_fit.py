@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -14,9 +15,10 @@ from test_columns import _messages_file, _tiny_lines
 from typer.testing import CliRunner
 
 from windowfit.cli.app import app
+from windowfit.cli.exit_codes import ExitCode
 from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript
-from windowfit.fitting.columns import columns_from_transcript, plan_columns
-from windowfit.fitting.columns_fit import ChangedWhileRead, fitted_messages
+from windowfit.fitting.columns import columns_from_transcript, is_plain, plan_columns
+from windowfit.fitting.columns_fit import fitted_messages
 from windowfit.fitting.estimate import make_estimator
 from windowfit.fitting.fit import apply_plan, plan_fit
 
@@ -141,8 +143,8 @@ def test_every_sample_fits_the_same_streamed(tmp_path: Path, monkeypatch: pytest
 
 
 def test_the_fitted_messages_are_apply_plans() -> None:
-    """``fitted_messages`` over the skeleton and the messages gives ``apply_plan``'s messages, and refuses
-    messages that are not the ones the columns hold."""
+    """``fitted_messages`` over the skeleton, asking for each kept plain message by its ordinal in increasing
+    order, gives ``apply_plan``'s messages."""
     messages = [
         Message("user" if i % 2 == 0 else "assistant", (Text(f"{i} " * 30),), Source("f", i)) for i in range(60)
     ]
@@ -151,14 +153,74 @@ def test_the_fitted_messages_are_apply_plans() -> None:
         Message("user", (ToolResult("c", (Text("z " * 2_000),)),), Source("f", 101)),
         Message("assistant", (ToolCall("d", "ls", "{}"),), Source("f", 102)),
     ]
+    plain = [m for m in messages if is_plain(m)]
     transcript = Transcript((), (), tuple(messages))
     est = make_estimator()
     columns = columns_from_transcript(transcript, est)
+    outcomes = set()
     for budget in (100_000, 2_000, 900, 300):
         plan = plan_fit(transcript, budget=budget, estimator=est)
         assert plan_columns(columns, budget=budget, estimator=est) == plan
-        assert tuple(fitted_messages(columns.skeleton(), plan, messages)) == apply_plan(transcript, plan).messages
-    with pytest.raises(ChangedWhileRead):
-        tuple(fitted_messages(columns.skeleton(), plan, messages[:-1]))
-    with pytest.raises(ChangedWhileRead):
-        tuple(fitted_messages(columns.skeleton(), plan, [*messages, messages[0]]))
+        asked: list[int] = []
+
+        def ask(k: int, asked: list[int] = asked) -> Message:
+            asked.append(k)
+            return plain[k]
+
+        assert tuple(fitted_messages(columns.skeleton(), plan, ask)) == apply_plan(transcript, plan).messages
+        assert asked == sorted(set(asked))
+        outcomes.add(plan.outcome)
+    assert {"fits", "turns-dropped"} <= outcomes
+
+
+@pytest.mark.parametrize("output", ["file", "-"])
+@pytest.mark.parametrize("how", ["kept line", "same size and time", "appended", "first pass"])
+def test_a_file_changed_while_read_is_a_located_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, output: str
+) -> None:
+    """The file rewritten between the two passes (a kept line changed, one changed with its size and
+    modification time kept, a line appended) or during the first: exit 3 with one error line naming the
+    file (and the line, where one differs), no traceback, nothing written to ``-o FILE``."""
+    from windowfit.cli import fit_cmd
+
+    path = tmp_path / "t.jsonl"
+    lines = [orjson.dumps({"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} hello"}) for i in range(400)]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+    def rewrite() -> None:
+        text, stat = path.read_bytes(), path.stat()
+        if how == "appended":
+            path.write_bytes(text + b'{"role": "user", "content": "more"}\n')
+        else:
+            path.write_bytes(text.replace(b"399 hello", b"399 HELLO" if how == "same size and time" else b"399 hi!"))
+        if how == "same size and time":
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            assert fit_cmd._stamp(str(path)) == (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+    if how == "first pass":
+        real_columns = fit_cmd.columns_from_stream
+
+        def read_then_rewrite(*a: Any, **k: Any) -> Any:
+            found = real_columns(*a, **k)
+            rewrite()
+            return found
+
+        monkeypatch.setattr(fit_cmd, "columns_from_stream", read_then_rewrite)
+    else:
+        real_texts = fit_cmd.LineTexts
+
+        def rewrite_then_read(source: Any) -> Any:
+            rewrite()
+            return real_texts(source)
+
+        monkeypatch.setattr(fit_cmd, "LineTexts", rewrite_then_read)
+    out = tmp_path / "out.jsonl"
+    target = str(out) if output == "file" else "-"
+    result = CliRunner().invoke(app, ["fit", str(path), "--budget", "2000", "-o", target])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.stderr
+    where = f"{path}:400" if how in ("kept line", "same size and time") else str(path)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {where}: changed while windowfit read it: " + errors[0].rsplit(": ", 1)[-1]]
+    assert not out.exists()

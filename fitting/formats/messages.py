@@ -4,14 +4,15 @@ request body ``{"system"?, "tools"?, "messages": [...]}`` or a message array."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from .._json import encode, member_spans, str_field, with_input_texts
-from ..errors import EmptyTranscript, Location, UnknownShape
+from ..errors import EmptyTranscript, FileChanged, Location, UnknownShape
 from ..transcript import Block, Dialect, Message, Skipped, Source, ToolCall, ToolDef, Transcript, Verbatim
 from ..wire import anthropic, openai
 from ..wire.bodies import body_dialect, body_from_transcript, messages_keeping, transcript_from_body
@@ -451,10 +452,11 @@ def stream_messages(source: Input, fmt: str, *, skip_invalid: bool, keep_text: b
     return None
 
 
-def write_lines(header: Transcript, messages: Iterable[Message]) -> Iterator[bytes]:
+def write_lines(header: Transcript, messages: Iterable[Message | bytes]) -> Iterator[bytes]:
     """``write`` of ``header`` with ``messages`` as its messages, a line at a time, for messages JSON Lines
     without a system prompt read from the file (``header.system_verbatim`` is None; a notice may be there):
-    the same bytes, without holding the messages (``fitting.columns_fit``)."""
+    the same bytes, without holding the messages (``fitting.columns_fit``). A message given as bytes is the
+    JSON text of one the fit left alone, as the file spelled it: written as it is."""
     if header.format == REQUEST or header.messages or header.system_verbatim is not None:
         raise ValueError("write_lines writes messages JSON Lines from a header without messages")
     body = body_from_transcript(header)
@@ -467,13 +469,72 @@ def write_lines(header: Transcript, messages: Iterable[Message]) -> Iterator[byt
     build = anthropic.messages_to_json if header.dialect == "anthropic" else openai.messages_to_json
     run: list[Message] = []  # as ``messages_keeping``: the messages without their text, built together
     for message in messages:
-        exact = _exact(message)
+        exact = message if isinstance(message, bytes) else _exact(message)
         if exact is None:
+            assert isinstance(message, Message)
             run.append(message)
             continue
-        for built in build(tuple(run), same_dialect=True, exact=True):
-            yield encode(built) + b"\n"
-        run.clear()
-        yield encode(exact) + b"\n"
+        if run:
+            for built in build(tuple(run), same_dialect=True, exact=True):
+                yield encode(built) + b"\n"
+            run.clear()
+        yield (exact if isinstance(exact, bytes) else encode(exact)) + b"\n"
     for built in build(tuple(run), same_dialect=True, exact=True):
         yield encode(built) + b"\n"
+
+
+def line_text(number: int, raw: bytes) -> bytes:
+    """The JSON text of line ``number`` (1-based) as ``LineReader.entries`` gives it: without surrounding
+    whitespace and, on the first line, a byte order mark."""
+    line = raw.strip()
+    if number == 1 and line.startswith(BOM):
+        line = line[len(BOM) :].strip()
+    return line
+
+
+def text_check(text: bytes) -> int:
+    """What ``LineTexts`` checks a line's text against: its CRC-32."""
+    return zlib.crc32(text)
+
+
+class LineTexts:
+    """The JSON text of lines of a JSON Lines file read again, asked for in the order of their numbers, each
+    checked against the ``text_check`` its text had when it was first read; ``close`` when done. Raises
+    ``FileChanged`` (located at the line) where the file no longer holds that text: it changed in between."""
+
+    __slots__ = ("_at", "_file", "_source")
+
+    def __init__(self, source: Input) -> None:
+        self._source = source
+        self._file: BinaryIO | None = None
+        self._at = 0
+
+    def text(self, number: int, check: int) -> bytes:
+        """Line ``number``'s text (a later line than any asked for before)."""
+        if self._file is None:
+            self._file = self._source.open()  # the lines ``Input.lines`` gives
+        for raw in self._file:
+            self._at += 1
+            if self._at == number:
+                text = line_text(number, raw)
+                if text_check(text) != check:
+                    raise self.changed(number, "this line is not what it was")
+                return text
+        raise self.changed(number, "this line is gone")
+
+    def changed(self, number: int | None, what: str) -> FileChanged:
+        return file_changed(self._source.path, number, what)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def file_changed(path: str, line: int | None, what: str) -> FileChanged:
+    """The error for a file that changed since it was first read (``what`` says how it was found)."""
+    where = Location(path, line)
+    return FileChanged(where, f"changed while windowfit read it: {what}", hint=CHANGED_HINT)
+
+
+CHANGED_HINT = "run it again once nothing is writing to the file"
