@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
-from windowfit.fitting.columns import Columns, columns_from_stream, plan_columns
+from windowfit.fitting.columns import Columns, columns_from_stream, is_plain, plan_columns
 from windowfit.fitting.columns_fit import fitted_header, fitted_messages, fitted_skeleton, lined, plain_lines_of
 from windowfit.fitting.errors import FileChanged, InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
@@ -471,18 +471,17 @@ def fit_stream(
     file instead. Raises ``FileChanged`` when the file changed while it was read."""
     stamp = _stamp(item.path)
     try:
-        found = stream_messages(item, chosen.name, skip_invalid=skip_invalid, keep_text=True)
+        found = stream_messages(item, chosen.name, skip_invalid=skip_invalid, keep_text=True, plain=is_plain)
         if found is None:
             return None
-        lines: array[int] = array("q")
-        checks: array[int] = array("q")
-        columns = columns_from_stream(plain_lines_of(found.messages, lines, checks), found.header, estimator)
+        # 4 B a plain message each; a message without its line (-1) or text overflows: the file is loaded
+        lines: array[int] = array("I")
+        checks: array[int] = array("I")  # the text of a plain message is read again only where it is kept
+        columns = columns_from_stream(plain_lines_of(found, lines, checks), found.header, estimator)
         if columns.header.system or columns.header.format != FORMAT_NAME:
             return None  # a system prompt's lines are written as the file spells them: the loader keeps them
-        if (lines and min(lines) < 0) or (checks and min(checks) < 0):
-            return None  # a plain message without its line or text: only the loaded file can write it
         predicted = predict_size(columns.header, estimator, mode=size.value, preamble=preamble)
-    except (WindowfitError, ValueError, RecursionError, OSError):
+    except (WindowfitError, ValueError, RecursionError, OSError, OverflowError):
         return None
     if _stamp(item.path) != stamp:
         raise file_changed(item.path, None, "its size or modification time is not what it was")

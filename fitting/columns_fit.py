@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from .columns import PLAIN_SOURCE, is_plain
 from .fit import Dropped, Plan, _note_message, apply_plan, clear_results, repaired
-from .formats.messages import text_check
+from .formats.messages import MessageStream
 from .notice import with_notice
 from .transcript import Message, Source, Transcript
 
@@ -74,15 +74,15 @@ def lined(skeleton: Transcript, plan: Plan, plain_lines: Sequence[int]) -> Trans
     return replace(skeleton, messages=tuple(out))
 
 
-def plain_lines_of(messages: Iterable[Message], lines: array[int], checks: array[int]) -> Iterator[Message]:
-    """``messages``, appending the line of each plain one to ``lines`` (-1 for none) and the ``text_check``
-    of its JSON text to ``checks`` (-1 for none) as it passes."""
-    for m in messages:
+def plain_lines_of(found: MessageStream, lines: array[int], checks: array[int]) -> Iterator[Message]:
+    """``found``'s messages (streamed with ``plain=is_plain``), appending the line of each plain one to
+    ``lines`` (-1 for none) and the check of its JSON text (``MessageStream.check``) to ``checks`` as it
+    passes."""
+    for m in found.messages:
         if is_plain(m):
             line = m.source.line
             lines.append(-1 if line is None else line)
-            text = m.exact_json
-            checks.append(-1 if text is None else text_check(text))
+            checks.append(found.check)
         yield m
 
 

@@ -5,7 +5,7 @@ request body ``{"system"?, "tools"?, "messages": [...]}`` or a message array."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
@@ -334,22 +334,29 @@ class MessageStream:
     system: list[Block] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     dialect: Dialect = "anthropic"
+    plain: Callable[[Message], bool] | None = None
+    """With ``keep_text``: the messages that keep no text. Of each, ``check`` is the ``text_check`` of its
+    JSON text while it is the message the stream yielded last (a caller that writes it reads it again)."""
+    check: int = -1
 
     def header(self) -> Transcript:
         system, skipped = tuple(self.system), tuple(self.skipped)
         return Transcript(system, self.tools, (), Source(self.path), self.fmt, self.dialect, skipped, self.extra)
 
 
-def stream(source: Input, *, skip_invalid: bool, keep_text: bool = False) -> MessageStream | None:
+def stream(
+    source: Input, *, skip_invalid: bool, keep_text: bool = False, plain: Callable[[Message], bool] | None = None
+) -> MessageStream | None:
     """``source`` (in this format) as a stream of its messages; None where only ``load`` reads it (a document
     over several lines, a single message, a text the scan cannot vouch for). An error it raises is one
     ``load`` may word differently: a caller that wants ``load``'s words loads the file again. With
     ``keep_text`` (JSON Lines only: None for a document), each message holds its line's JSON text as ``load``
-    reads it (``Verbatim``, invariant 9), as bytes: the stream does not keep the message."""
+    reads it (``Verbatim``, invariant 9), as bytes: the stream does not keep the message. Except, with
+    ``plain``, the messages it holds true of: they keep only ``MessageStream.check``."""
     long_line = long_line_document(source)
     if not (long_line if long_line is not None else source.is_document()):
         reader = LineReader(source.path, skip_invalid)
-        found = MessageStream(source.path, NAME, iter(()), skipped=reader.skipped)
+        found = MessageStream(source.path, NAME, iter(()), skipped=reader.skipped, plain=plain)
         objects = ((line, obj, text if keep_text else None) for line, obj, text in reader.entries(source.lines()))
         found.messages = _objects(found, objects, skip_invalid=skip_invalid, openai_leading=True)
         return found
@@ -427,8 +434,11 @@ def _objects(
             found.skipped.append(Skipped(source, exc.message))
             continue
         if text is not None:
-            content = with_input_texts(message.content, text)
-            message = Message(message.role, content, source, message.extra, Verbatim(text, content))
+            if found.plain is not None and found.plain(message):
+                found.check = text_check(text)
+            else:
+                content = with_input_texts(message.content, text)
+                message = Message(message.role, content, source, message.extra, Verbatim(text, content))
         any_message = True
         if dialect:
             dialects.add(dialect)
@@ -442,13 +452,20 @@ def _objects(
         raise EmptyTranscript(Location(found.path), "no messages found", hint="is this the right file?")
 
 
-def stream_messages(source: Input, fmt: str, *, skip_invalid: bool, keep_text: bool = False) -> MessageStream | None:
+def stream_messages(
+    source: Input,
+    fmt: str,
+    *,
+    skip_invalid: bool,
+    keep_text: bool = False,
+    plain: Callable[[Message], bool] | None = None,
+) -> MessageStream | None:
     """``source``, detected as ``fmt``, as a stream of messages when ``load`` would read it as this format:
     a messages file, or the bare request body the request-log format hands over; else None."""
     from . import anthropic_log  # it imports this module
 
     if fmt == NAME or (fmt == anthropic_log.NAME and anthropic_log.hands_over(source)):
-        return stream(source, skip_invalid=skip_invalid, keep_text=keep_text)
+        return stream(source, skip_invalid=skip_invalid, keep_text=keep_text, plain=plain)
     return None
 
 
