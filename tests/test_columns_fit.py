@@ -63,7 +63,8 @@ def _fit(
 
 @st.composite
 def _fit_args(draw: st.DrawFn) -> list[str]:
-    """Options that reach every stage: small budgets, batches by count or tokens, cut steps, the notice."""
+    """Options that reach every stage: small budgets, batches by count or tokens, cut steps, the notice; every
+    output (``-o FILE``, ``-o -``, none) and mode (text, ``--json``, each ``--diff``)."""
     args = ["--budget", str(draw(st.integers(1, 30_000)))]
     batch_tokens = draw(st.none() | st.integers(1, 3_000))
     if batch_tokens is not None:
@@ -77,6 +78,8 @@ def _fit_args(draw: st.DrawFn) -> list[str]:
     args += ["--min-clear-ratio", draw(st.sampled_from(["0", "2"]))]
     args += ["--estimator", draw(st.sampled_from(["seed", "safe"]))]
     args += draw(st.sampled_from([["-o", "out.jsonl"], ["-o", "-"], []]))
+    # The modes that need the whole transcript (every message's line and fate) load it: the same output too.
+    args += draw(st.sampled_from([[], [], ["--diff", "summary"], ["--diff", "full"], ["--json"]]))
     return args
 
 
