@@ -484,7 +484,7 @@ def fit_stream(
     except (WindowfitError, ValueError, RecursionError, OSError, OverflowError):
         return None
     if _stamp(item.path) != stamp:
-        raise file_changed(item.path, None, "its size or modification time is not what it was")
+        raise file_changed(item.path, None, "its size, modification time or inode is not what it was")
     predicted = replace(predicted, tokens=predicted.tokens + columns.total, estimated_tokens=columns.total)
     return [Streamed(item, chosen.name, columns, lines, checks, predicted, stamp)]
 
@@ -546,7 +546,7 @@ def _fitted_lines(streamed: Streamed, skeleton: Transcript, plan: Plan) -> Itera
             fitted_header(skeleton, plan), fitted_messages(skeleton, plan, lambda k: texts.text(lines[k], checks[k]))
         )
         if _stamp(streamed.item.path) != streamed.stamp:
-            raise texts.changed(None, "its size or modification time is not what it was")
+            raise texts.changed(None, "its size, modification time or inode is not what it was")
     finally:
         texts.close()
 
