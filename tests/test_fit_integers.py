@@ -25,7 +25,7 @@ def _turns(messages: tuple[Message, ...]) -> list[tuple[int, int]]:
     return list(pairwise([*starts, len(messages)]))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(transcripts(max_turns=6), st.data())
 def test_turn_bounds_and_the_dropped_turns_are_the_turns(transcript: Transcript, data: st.DataObject) -> None:
     messages = transcript.messages
