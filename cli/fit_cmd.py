@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -16,8 +18,9 @@ from typing import Annotated, Any
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
-from windowfit.fitting.columns import columns_from_stream, plan_columns
-from windowfit.fitting.errors import InputError, Location, OptionError
+from windowfit.fitting.columns import Columns, columns_from_stream, is_plain, plan_columns
+from windowfit.fitting.columns_fit import fitted_header, fitted_messages, fitted_skeleton, lined, plain_lines_of
+from windowfit.fitting.errors import FileChanged, InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import (
     DEFAULTS,
@@ -32,7 +35,8 @@ from windowfit.fitting.fit import (
     too_long_message,
 )
 from windowfit.fitting.formats import Format, Input
-from windowfit.fitting.formats.messages import stream_messages
+from windowfit.fitting.formats.messages import NAME as FORMAT_NAME
+from windowfit.fitting.formats.messages import LineTexts, file_changed, stream_messages, write_lines
 from windowfit.fitting.request import (
     missing_parts,
     target_dialect,
@@ -45,7 +49,7 @@ from windowfit.fitting.serialize import check_document, plan_document
 from windowfit.fitting.size import Size, predict_size
 from windowfit.fitting.store import PAGE_TOKENS, Entry, ResultStore, open_store
 from windowfit.fitting.transcript import Dialect
-from windowfit.fitting.validate import check_request, new_violations
+from windowfit.fitting.validate import Violation, check_request, new_violations, unsendable
 
 from .exit_codes import ExitCode
 from .render_fit import OUTCOME_STYLE, render_plan
@@ -293,7 +297,23 @@ def fit(
     if store is not None:
         options = replace(options, page_tokens=PAGE_TOKENS)
     est = estimator_from(estimator, overhead)
-    transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
+    streams = (
+        not all_ and index is None and name is None and carried_cut is None and store is None
+        and system is None and tools is None and model is None and max_tokens is None
+        and to in (Target.auto, Target.same) and not json_ and diff is DiffMode.summary and from_ is None
+        and file != "-" and Path(file).is_file()
+    )  # fmt: skip
+    if streams:
+        work = partial(fit_stream, estimator=est, size=size, preamble=preamble)
+        found = scan_all([file], _loaded, fmt=None, skip_invalid=skip_invalid, keep_text=True, stream_work=work)
+        if len(found.values) == 1 and isinstance(found.values[0], Streamed):
+            if _fit_streamed(found.values[0], est, options, output=output, file=file, window=window, budget=budget):
+                return
+            transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
+        else:
+            transcripts = [t for t in found.values if isinstance(t, Transcript)]
+    else:
+        transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
     if all_:
         if index is not None or name is not None:
             fail(OptionError("--all fits every transcript: leave out --index and --name"))
@@ -335,21 +355,45 @@ def fit(
         if writes_body(fitted, to.value):
             _warn_missing(fitted, target_dialect(fitted, to.value))
     if output is not None and output != "-" and plan.fits:
-        try:
-            target = output_target(Path(output), inputs=[file])
-        except OutputRefused as exc:
-            err.print(f"[bold red]error:[/] {markup_safe(str(exc))}")
-            err.print("[dim]hint: pass another path to -o[/]")
-            raise typer.Exit(ExitCode.OUTPUT) from None
-        try:
-            assert data is not None
-            write_atomic(target, data)
-        except OSError as exc:
-            err.print(
-                f"[bold red]error:[/] cannot write {markup_safe(output)}: {markup_safe(exc.strerror or str(exc))}"
-            )
-            raise typer.Exit(ExitCode.OUTPUT) from None
+        assert data is not None
+        _write_output(output, file, data)
+    _show(plan, transcript, before, after, stored, data, output=output, json_=json_, diff=diff, window=window,
+          budget=budget, est=est, store=store)  # fmt: skip
 
+
+def _write_output(output: str, file: str, data: bytes | Iterable[bytes]) -> None:
+    """Write the fitted request to ``-o output`` (not stdout), all at once or not at all."""
+    try:
+        target = output_target(Path(output), inputs=[file])
+    except OutputRefused as exc:
+        err.print(f"[bold red]error:[/] {markup_safe(str(exc))}")
+        err.print("[dim]hint: pass another path to -o[/]")
+        raise typer.Exit(ExitCode.OUTPUT) from None
+    try:
+        write_atomic(target, data)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] cannot write {markup_safe(output)}: {markup_safe(exc.strerror or str(exc))}")
+        raise typer.Exit(ExitCode.OUTPUT) from None
+
+
+def _show(
+    plan: Plan,
+    transcript: Transcript,
+    before: tuple[Violation, ...],
+    after: tuple[Violation, ...],
+    stored: int,
+    data: bytes | Iterable[bytes] | None,
+    *,
+    output: str | None,
+    json_: bool,
+    diff: DiffMode,
+    window: int | None,
+    budget: int,
+    est: Estimator,
+    store: str | None,
+) -> None:
+    """What ``fit`` prints (the diff or ``--json``), then the request on stdout for ``-o -``; exit 1 if it
+    does not fit."""
     if json_:
         print_json(
             plan_document(
@@ -388,10 +432,138 @@ def fit(
         if output and output != "-" and plan.fits:
             console.print(f"wrote {markup_safe(output)}")
     if output == "-" and data is not None:
-        sys.stdout.buffer.write(data)
+        for chunk in [data] if isinstance(data, bytes) else data:
+            sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
     if not plan.fits:
         raise typer.Exit(ExitCode.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class Streamed:
+    """A messages file ``fit`` read one message at a time: its columns, the line of each plain message and
+    the check of its text (``text_check``), its planned size, and what the file was (``_stamp``) when read."""
+
+    item: Input
+    fmt: str
+    columns: Columns
+    plain_lines: array[int]
+    plain_checks: array[int]
+    size: Size
+    stamp: tuple[int, ...]
+
+
+def _loaded(transcripts: tuple[Transcript, ...]) -> list[Transcript | Streamed]:
+    return list(transcripts)
+
+
+def _stamp(path: str) -> tuple[int, ...]:
+    """What tells that a file changed: its device, inode, size and modification time."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def fit_stream(
+    item: Input, chosen: Format, skip_invalid: bool, *, estimator: Estimator, size: SizeChoice, preamble: int | None
+) -> list[Transcript | Streamed] | None:
+    """``fit``'s reading of a messages file of JSON Lines without a system prompt into columns (as
+    ``check_stream``), with each plain message's line and the check of its text; None where it loads the
+    file instead. Raises ``FileChanged`` when the file changed while it was read."""
+    stamp = _stamp(item.path)
+    try:
+        found = stream_messages(item, chosen.name, skip_invalid=skip_invalid, keep_text=True, plain=is_plain)
+        if found is None:
+            return None
+        # 4 B a plain message each; a message without its line (-1) or text overflows: the file is loaded
+        lines: array[int] = array("I")
+        checks: array[int] = array("I")  # the text of a plain message is read again only where it is kept
+        columns = columns_from_stream(plain_lines_of(found, lines, checks), found.header, estimator)
+        if columns.header.system or columns.header.format != FORMAT_NAME:
+            return None  # a system prompt's lines are written as the file spells them: the loader keeps them
+        predicted = predict_size(columns.header, estimator, mode=size.value, preamble=preamble)
+    except (WindowfitError, ValueError, RecursionError, OSError, OverflowError):
+        return None
+    if _stamp(item.path) != stamp:
+        raise file_changed(item.path, None, "its size, modification time or inode is not what it was")
+    predicted = replace(predicted, tokens=predicted.tokens + columns.total, estimated_tokens=columns.total)
+    return [Streamed(item, chosen.name, columns, lines, checks, predicted, stamp)]
+
+
+def _fit_streamed(
+    streamed: Streamed,
+    est: Estimator,
+    o: FitOptions,
+    *,
+    output: str | None,
+    file: str,
+    window: int | None,
+    budget: int,
+) -> bool:
+    """``fit`` of a streamed file: planned on its columns, the request written a message at a time (the
+    untouched messages as their lines' text, read again and checked), the diff the loaded file gives. False
+    (nothing done) where only the loaded transcript words what to say: the file is then loaded."""
+    columns = streamed.columns
+    skeleton = columns.skeleton()
+    try:
+        plan = plan_columns(
+            columns, budget=o.budget, estimator=est, size=streamed.size, batch_size=o.batch_size,
+            protected_fraction=o.protected_fraction, min_clear_ratio=o.min_clear_ratio, add_notice=o.add_notice,
+            page_tokens=o.page_tokens, batch_tokens=o.batch_tokens, cut_step=o.cut_step, skeleton=skeleton,
+        )  # fmt: skip
+    except WindowfitError as exc:
+        fail(exc)
+    fitted = fitted_skeleton(skeleton, plan)
+    if output is not None and plan.fits and unsendable(fitted) is not None:
+        return False  # the loaded transcript words why (a stand-in has no blocks to name)
+    before = check_request(skeleton)
+    after = check_request(fitted, fitted.dialect)
+    del fitted
+    added = new_violations(before, after)
+    if added:  # a bug in windowfit, not bad input: crash loudly
+        raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))
+    data: Iterable[bytes] | None = None
+    if output is not None and plan.fits:
+        data = _chunks(_fitted_lines(streamed, skeleton, plan))
+    try:
+        if output is not None and output != "-" and data is not None:
+            _write_output(output, file, data)
+        shown = lined(skeleton, plan, streamed.plain_lines)
+        del skeleton
+        _show(plan, shown, before, after, 0, data, output=output, json_=False, diff=DiffMode.summary, window=window,
+              budget=budget, est=est, store=None)  # fmt: skip
+    except FileChanged as exc:
+        fail(exc)
+    return True
+
+
+def _fitted_lines(streamed: Streamed, skeleton: Transcript, plan: Plan) -> Iterator[bytes]:
+    """The fitted request's lines: the kept plain messages as their text, read again from the file and
+    checked against the first reading; raises ``FileChanged`` (before the last line) where the file changed."""
+    texts = LineTexts(streamed.item)
+    lines, checks = streamed.plain_lines, streamed.plain_checks
+    try:
+        yield from write_lines(
+            fitted_header(skeleton, plan), fitted_messages(skeleton, plan, lambda k: texts.text(lines[k], checks[k]))
+        )
+        if _stamp(streamed.item.path) != streamed.stamp:
+            raise texts.changed(None, "its size, modification time or inode is not what it was")
+    finally:
+        texts.close()
+
+
+def _chunks(lines: Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:
+    """``lines`` joined into pieces of about ``size`` bytes."""
+    piece: list[bytes] = []
+    n = 0
+    for line in lines:
+        piece.append(line)
+        n += len(line)
+        if n >= size:
+            yield b"".join(piece)
+            piece.clear()
+            n = 0
+    if piece:
+        yield b"".join(piece)
 
 
 def _fit_all(

@@ -8,7 +8,7 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -442,7 +442,7 @@ def _raise_interrupted(signum: int, frame: object) -> None:
     raise _Interrupted(signum)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write ``data`` to ``path`` all at once or not at all: a temporary file in the same directory, then a rename.
 
     On Linux the temporary file is anonymous (``O_TMPFILE``) until the moment it is renamed, so even ``kill -9``
@@ -464,7 +464,8 @@ def write_atomic(path: Path, data: bytes) -> None:
         else:
             named = False
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in [data] if isinstance(data, bytes) else data:  # a request written a piece at a time
+                f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
             if not named:

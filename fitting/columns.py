@@ -128,10 +128,12 @@ def plan_columns(
     page_tokens: int | None = DEFAULTS.page_tokens,
     batch_tokens: int | None = DEFAULTS.batch_tokens,
     cut_step: int | None = DEFAULTS.cut_step,
+    skeleton: Transcript | None = None,
 ) -> Plan:
     """``plan_fit`` of the transcript ``columns`` holds: the same ``Plan``. ``estimator`` must have the rule
     the columns were estimated with; ``size`` must not be anchored (the columns record no usage). No
-    carried cut: its refusal names the line of a message, which a plain message here does not keep."""
+    carried cut: its refusal names the line of a message, which a plain message here does not keep.
+    ``skeleton`` is ``columns.skeleton()`` where the caller holds it already (it is 8 B a message)."""
     if estimator.rule != columns.rule:
         raise ValueError("the columns were estimated with another rule")
     if size is not None and size.anchored:
@@ -140,4 +142,4 @@ def plan_columns(
         budget, batch_size, protected_fraction, min_clear_ratio, add_notice, page_tokens, batch_tokens, cut_step
     )
     tokens_of = _tokens_of(columns, estimator)
-    return _plan(columns.skeleton(), options, estimator, size, tokens_of)
+    return _plan(columns.skeleton() if skeleton is None else skeleton, options, estimator, size, tokens_of)

@@ -66,6 +66,11 @@ class UnsendableRequest(InputError):
     """The request made from the input is one no provider accepts (for example, no messages)."""
 
 
+class FileChanged(InputError):
+    """A file changed while windowfit read it in two passes (``fit`` on columns reads a messages file again to
+    write the messages it keeps): what the first pass planned on is no longer what the file holds."""
+
+
 class OptionError(WindowfitError):
     """An option value makes no sense (for example a negative budget)."""
 

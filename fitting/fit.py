@@ -34,9 +34,9 @@ from .transcript import (
     Usage,
     iter_units,
     observation_id,
-    split_turns,
     split_units,
     tool_names,
+    turn_bounds,
 )
 
 Outcome: TypeAlias = Literal["fits", "cleared", "turns-dropped", "rounds-dropped", "too-long"]
@@ -602,12 +602,12 @@ def _plan(
                 assert isinstance(result, ToolResult)
                 stub = stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
                 cut = floor_tokens(result.content, floor) - ceiling_tokens(stub)
-                sizer.saved[ref.message_index] += cut
+                sizer.save(ref.message_index, cut)
                 saved += cut
         for mi in sorted(clear_into(working, batch)):
             new = est.message(working[mi]).tokens
             if not anchored:
-                sizer.saved[mi] += tokens[mi] - new
+                sizer.save(mi, tokens[mi] - new)
                 saved += tokens[mi] - new
             tokens[mi] = new
         total -= saved
@@ -653,40 +653,40 @@ def _plan(
         else note_tokens
     )
     truncated = replace(base, batches=tuple(batches), head=head, note=TRUNCATION_NOTE)
-    all_turns = split_turns(working)
+    bounds = turn_bounds(working)  # the turns, as machine integers: a file of tiny lines has very many
     floor_at = 0 if carried_cut is None else carried_cut
     if carried_cut is not None:
         carried = _carried(truncated, working, tokens, sizer, total + note_add, carried_cut, stages)
         if carried.tokens_after <= budget:
             return carried
-    turns = [t for t in all_turns if t.start >= head[1]]
-    sizes = [total + note_add - sizer.removed(head[1], t.start) for t in turns]
-    fitting_turn = next((i for i, size in enumerate(sizes) if size <= budget and turns[i].start >= floor_at), None)
+    starts = bounds[bisect_left(bounds, head[1], 0, len(bounds) - 1) : len(bounds) - 1]  # turns after the head
+    sizes = array("q", (total + note_add - sizer.removed(head[1], start) for start in starts))
+    fitting_turn = next((i for i, size in enumerate(sizes) if size <= budget and starts[i] >= floor_at), None)
     kept_from = fitting_turn
     prefix = [0]
     if cut_step is not None:
         for t in tokens:
             prefix.append(prefix[-1] + t)
         if kept_from is not None:
-            kept_from = step_position([t.start for t in turns], prefix, 0, kept_from, cut_step)
+            kept_from = step_position(starts, prefix, 0, kept_from, cut_step)
 
     def keep_turns(k: int, cut_at: int | None) -> Plan:
-        start = turns[k].start
+        start = starts[k]
         return replace(
             truncated,
             outcome="turns-dropped",
             tokens_after=sizes[k],
             stages=(*stages, 2),
             kept=((start, len(working)),),
-            dropped=_dropped_turns(all_turns, tokens, head[1], start),
+            dropped=_dropped_turns(bounds, tokens, head[1], start),
             cut_at=cut_at,
         )
 
     if kept_from is not None:
-        return keep_turns(kept_from, turns[kept_from].start if cut_step is not None else None)
+        return keep_turns(kept_from, starts[kept_from] if cut_step is not None else None)
 
     # Stage 3: inside the last (long) turn, the newest whole tool rounds that fit.
-    last = all_turns[-1]
+    last = Turn(bounds[-2], bounds[-1])
     opener = (last.start, last.start + 1) if last.start >= head[1] else None
     units_from = opener[1] if opener else head[1]
     units = split_units(working, units_from, len(working))
@@ -717,7 +717,7 @@ def _plan(
     take = keep_units if fits else len(units) - newest if units else 0
     start = units[len(units) - take].start if take else len(working)
     kept = ((opener,) if opener else ()) + (((start, len(working)),) if take else ())
-    dropped = _dropped_turns(all_turns, tokens, head[1], last.start if opener else head[1]) + _dropped_units(
+    dropped = _dropped_turns(bounds, tokens, head[1], last.start if opener else head[1]) + _dropped_units(
         units[: len(units) - take], tokens
     )
     if fits:
@@ -795,18 +795,19 @@ def _carried(
     request with the note and stage 1's stubs (``tokens``), before anything is
     left out."""
     head = truncated.head
-    turns = split_turns(working)
-    turn = turns[bisect_right([t.start for t in turns], cut) - 1]
+    bounds = turn_bounds(working)
+    at = bisect_right(bounds, cut, 0, len(bounds) - 1) - 1
+    turn = Turn(bounds[at], bounds[at + 1])
     opener = (turn.start, turn.start + 1) if head[1] <= turn.start < cut else None
     if opener:
         size = whole - sizer.removed(head[1], opener[0]) - sizer.removed(opener[1], cut)
     else:
         size = whole - sizer.removed(head[1], cut)
     if turn.start == cut:
-        dropped = _dropped_turns(turns, tokens, head[1], cut)
+        dropped = _dropped_turns(bounds, tokens, head[1], cut)
     else:
         units_from = opener[1] if opener else head[1]
-        dropped = _dropped_turns(turns, tokens, head[1], max(turn.start, head[1])) + _dropped_units(
+        dropped = _dropped_turns(bounds, tokens, head[1], max(turn.start, head[1])) + _dropped_units(
             split_units(working, units_from, cut), tokens
         )
     return replace(
@@ -846,13 +847,17 @@ class _Sizer:
     held: array[int]
     """Prefix sums of each input message's estimate, or of its floor (machine integers: a list held an int
     object per message, 40 B of a tiny message's few hundred)."""
-    saved: list[int]
-    """Per message: what clearing its results took off the total."""
-    measured_upto: list[int | None]
-    """At ``i``: the largest measured request that held only messages before ``i``."""
-    measured_from: list[int | None]
+    saved: dict[int, int]
+    """By message index: what clearing its results took off the total (only the messages stage 1 changed)."""
+    measured_upto: list[int | None] | None
+    """At ``i``: the largest measured request that held only messages before ``i``; None (for every ``i``)
+    when the size is not anchored on measured usage."""
+    measured_from: list[int | None] | None
     """At ``i``: the smallest measured request that held every message before ``i``."""
-    saved_upto: array[int] = field(default_factory=lambda: array("q"))
+    saved_at: list[int] = field(default_factory=list)
+    """The indices in ``saved``, in order (``seal``)."""
+    saved_upto: array[int] = field(default_factory=lambda: array("q", [0]))
+    """Prefix sums of ``saved`` in that order."""
 
     @classmethod
     def of(
@@ -867,46 +872,60 @@ class _Sizer:
         held = array("q", [0])
         for tokens in each:
             held.append(held[-1] + tokens)
+        if floor is None:  # nothing measured is read: no list of None a message (16 B of a tiny one's few hundred)
+            return cls(held, {}, None, None)
         upto: list[int | None] = [None] * (n + 1)
         since: list[int | None] = [None] * (n + 1)
-        if floor is not None:
-            for u in usage:
-                if 0 <= u.before <= n:
-                    at = upto[u.before]
-                    upto[u.before] = u.total if at is None else max(at, u.total)
-                    at = since[u.before]
-                    since[u.before] = u.total if at is None else min(at, u.total)
-            for i in range(1, n + 1):
-                a, b = upto[i - 1], upto[i]
-                upto[i] = b if a is None else a if b is None else max(a, b)
-            for i in range(n - 1, -1, -1):
-                a, b = since[i + 1], since[i]
-                since[i] = b if a is None else a if b is None else min(a, b)
-        return cls(held, [0] * n, upto, since)
+        for u in usage:
+            if 0 <= u.before <= n:
+                at = upto[u.before]
+                upto[u.before] = u.total if at is None else max(at, u.total)
+                at = since[u.before]
+                since[u.before] = u.total if at is None else min(at, u.total)
+        for i in range(1, n + 1):
+            a, b = upto[i - 1], upto[i]
+            upto[i] = b if a is None else a if b is None else max(a, b)
+        for i in range(n - 1, -1, -1):
+            a, b = since[i + 1], since[i]
+            since[i] = b if a is None else a if b is None else min(a, b)
+        return cls(held, {}, upto, since)
 
     def removed(self, a: int, b: int) -> int:
         if a >= b:
             return 0
         held = self.held[b] - self.held[a]
-        upto, since = self.measured_upto[b], self.measured_from[a]
-        if upto is not None and since is not None:
-            held = max(held, upto - since)
-        return held - (self.saved_upto[b] - self.saved_upto[a])
+        if self.measured_upto is not None and self.measured_from is not None:
+            upto, since = self.measured_upto[b], self.measured_from[a]
+            if upto is not None and since is not None:
+                held = max(held, upto - since)
+        at = self.saved_at
+        return held - (self.saved_upto[bisect_left(at, b)] - self.saved_upto[bisect_left(at, a)])
+
+    def save(self, index: int, tokens: int) -> None:
+        """Stage 1 took ``tokens`` off message ``index``."""
+        self.saved[index] = self.saved.get(index, 0) + tokens
 
     def seal(self) -> None:
         """Stage 1 is done: sum what it saved, for ``removed``."""
+        self.saved_at = sorted(self.saved)
         self.saved_upto = array("q", [0])
-        for tokens in self.saved:
-            self.saved_upto.append(self.saved_upto[-1] + tokens)
+        for i in self.saved_at:
+            self.saved_upto.append(self.saved_upto[-1] + self.saved[i])
 
 
-def _dropped_turns(turns: Sequence[Turn], tokens: Sequence[int], start: int, stop: int) -> tuple[Dropped, ...]:
-    """The turns (or their tails) inside ``[start, stop)``."""
+def _dropped_turns(bounds: Sequence[int], tokens: Sequence[int], start: int, stop: int) -> tuple[Dropped, ...]:
+    """The turns (``turn_bounds``), or their tails, inside ``[start, stop)``."""
     out = []
-    for turn in turns:
-        a, b = max(turn.start, start), min(turn.stop, stop)
+    last: int | None = None
+    for k in range(max(bisect_right(bounds, start, 0, max(len(bounds) - 1, 0)) - 1, 0), len(bounds) - 1):
+        a, b = max(bounds[k], start), min(bounds[k + 1], stop)
+        if a >= stop:
+            break
         if a < b:
+            if last == a:
+                a = last  # one integer object where a turn ends and the next starts
             out.append(Dropped("turn", a, b, sum(tokens[a:b])))
+            last = b
     return tuple(out)
 
 

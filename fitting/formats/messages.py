@@ -4,14 +4,15 @@ request body ``{"system"?, "tools"?, "messages": [...]}`` or a message array."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from .._json import encode, member_spans, str_field, with_input_texts
-from ..errors import EmptyTranscript, Location, UnknownShape
+from ..errors import EmptyTranscript, FileChanged, Location, UnknownShape
 from ..transcript import Block, Dialect, Message, Skipped, Source, ToolCall, ToolDef, Transcript, Verbatim
 from ..wire import anthropic, openai
 from ..wire.bodies import body_dialect, body_from_transcript, messages_keeping, transcript_from_body
@@ -333,24 +334,33 @@ class MessageStream:
     system: list[Block] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     dialect: Dialect = "anthropic"
+    plain: Callable[[Message], bool] | None = None
+    """With ``keep_text``: the messages that keep no text. Of each, ``check`` is the ``text_check`` of its
+    JSON text while it is the message the stream yielded last (a caller that writes it reads it again)."""
+    check: int = -1
 
     def header(self) -> Transcript:
         system, skipped = tuple(self.system), tuple(self.skipped)
         return Transcript(system, self.tools, (), Source(self.path), self.fmt, self.dialect, skipped, self.extra)
 
 
-def stream(source: Input, *, skip_invalid: bool) -> MessageStream | None:
+def stream(
+    source: Input, *, skip_invalid: bool, keep_text: bool = False, plain: Callable[[Message], bool] | None = None
+) -> MessageStream | None:
     """``source`` (in this format) as a stream of its messages; None where only ``load`` reads it (a document
     over several lines, a single message, a text the scan cannot vouch for). An error it raises is one
-    ``load`` may word differently: a caller that wants ``load``'s words loads the file again."""
+    ``load`` may word differently: a caller that wants ``load``'s words loads the file again. With
+    ``keep_text`` (JSON Lines only: None for a document), each message holds its line's JSON text as ``load``
+    reads it (``Verbatim``, invariant 9), as bytes: the stream does not keep the message. Except, with
+    ``plain``, the messages it holds true of: they keep only ``MessageStream.check``."""
     long_line = long_line_document(source)
     if not (long_line if long_line is not None else source.is_document()):
         reader = LineReader(source.path, skip_invalid)
-        found = MessageStream(source.path, NAME, iter(()), skipped=reader.skipped)
-        objects = ((line, obj) for line, obj, _ in reader.entries(source.lines()))
+        found = MessageStream(source.path, NAME, iter(()), skipped=reader.skipped, plain=plain)
+        objects = ((line, obj, text if keep_text else None) for line, obj, text in reader.entries(source.lines()))
         found.messages = _objects(found, objects, skip_invalid=skip_invalid, openai_leading=True)
         return found
-    if not long_line:
+    if not long_line or keep_text:
         return None
     spans = spans_of(source)
     if spans is None or not spans.has_messages:
@@ -360,7 +370,9 @@ def stream(source: Input, *, skip_invalid: bool) -> MessageStream | None:
     found = MessageStream(source.path, NAME if head is None else REQUEST, iter(()))
     values = _elements(source, spans)
     if head is None:
-        found.messages = _objects(found, ((None, v) for v in values), skip_invalid=skip_invalid, openai_leading=True)
+        found.messages = _objects(
+            found, ((None, v, None) for v in values), skip_invalid=skip_invalid, openai_leading=True
+        )
         return found
     if "system" in head:
         dialect: Dialect = "anthropic"
@@ -402,12 +414,17 @@ def _body_messages(found: MessageStream, values: Iterator[Any], dialect: Dialect
 
 
 def _objects(
-    found: MessageStream, objects: Iterable[tuple[int | None, Any]], *, skip_invalid: bool, openai_leading: bool
+    found: MessageStream,
+    objects: Iterable[tuple[int | None, Any, bytes | None]],
+    *,
+    skip_invalid: bool,
+    openai_leading: bool,
 ) -> Iterator[Message]:
-    """``transcript_from_objects`` one message at a time: leading system messages go to the system prompt."""
+    """``transcript_from_objects`` one message at a time: leading system messages go to the system prompt.
+    A message given its JSON text keeps it, as ``transcript_from_objects`` keeps it."""
     dialects: set[Dialect] = set()
     leading, any_message = openai_leading, False
-    for line, obj in objects:
+    for line, obj, text in objects:
         source = Source(found.path, line)
         try:
             message, dialect = message_from_json(obj, source)
@@ -416,6 +433,12 @@ def _objects(
                 raise
             found.skipped.append(Skipped(source, exc.message))
             continue
+        if text is not None:
+            if found.plain is not None and found.plain(message):
+                found.check = text_check(text)
+            else:
+                content = with_input_texts(message.content, text)
+                message = Message(message.role, content, source, message.extra, Verbatim(text, content))
         any_message = True
         if dialect:
             dialects.add(dialect)
@@ -429,11 +452,106 @@ def _objects(
         raise EmptyTranscript(Location(found.path), "no messages found", hint="is this the right file?")
 
 
-def stream_messages(source: Input, fmt: str, *, skip_invalid: bool) -> MessageStream | None:
+def stream_messages(
+    source: Input,
+    fmt: str,
+    *,
+    skip_invalid: bool,
+    keep_text: bool = False,
+    plain: Callable[[Message], bool] | None = None,
+) -> MessageStream | None:
     """``source``, detected as ``fmt``, as a stream of messages when ``load`` would read it as this format:
     a messages file, or the bare request body the request-log format hands over; else None."""
     from . import anthropic_log  # it imports this module
 
     if fmt == NAME or (fmt == anthropic_log.NAME and anthropic_log.hands_over(source)):
-        return stream(source, skip_invalid=skip_invalid)
+        return stream(source, skip_invalid=skip_invalid, keep_text=keep_text, plain=plain)
     return None
+
+
+def write_lines(header: Transcript, messages: Iterable[Message | bytes]) -> Iterator[bytes]:
+    """``write`` of ``header`` with ``messages`` as its messages, a line at a time, for messages JSON Lines
+    without a system prompt read from the file (``header.system_verbatim`` is None; a notice may be there):
+    the same bytes, without holding the messages (``fitting.columns_fit``). A message given as bytes is the
+    JSON text of one the fit left alone, as the file spelled it: written as it is."""
+    if header.format == REQUEST or header.messages or header.system_verbatim is not None:
+        raise ValueError("write_lines writes messages JSON Lines from a header without messages")
+    body = body_from_transcript(header)
+    if header.dialect == "openai":
+        system: list[Any] = body["messages"][: 1 if header.system else 0]
+    else:
+        system = [{"role": "system", "content": body["system"]}] if "system" in body else []
+    for line in system:
+        yield encode(line) + b"\n"
+    build = anthropic.messages_to_json if header.dialect == "anthropic" else openai.messages_to_json
+    run: list[Message] = []  # as ``messages_keeping``: the messages without their text, built together
+    for message in messages:
+        exact = message if isinstance(message, bytes) else _exact(message)
+        if exact is None:
+            assert isinstance(message, Message)
+            run.append(message)
+            continue
+        if run:
+            for built in build(tuple(run), same_dialect=True, exact=True):
+                yield encode(built) + b"\n"
+            run.clear()
+        yield (exact if isinstance(exact, bytes) else encode(exact)) + b"\n"
+    for built in build(tuple(run), same_dialect=True, exact=True):
+        yield encode(built) + b"\n"
+
+
+def line_text(number: int, raw: bytes) -> bytes:
+    """The JSON text of line ``number`` (1-based) as ``LineReader.entries`` gives it: without surrounding
+    whitespace and, on the first line, a byte order mark."""
+    line = raw.strip()
+    if number == 1 and line.startswith(BOM):
+        line = line[len(BOM) :].strip()
+    return line
+
+
+def text_check(text: bytes) -> int:
+    """What ``LineTexts`` checks a line's text against: its CRC-32."""
+    return zlib.crc32(text)
+
+
+class LineTexts:
+    """The JSON text of lines of a JSON Lines file read again, asked for in the order of their numbers, each
+    checked against the ``text_check`` its text had when it was first read; ``close`` when done. Raises
+    ``FileChanged`` (located at the line) where the file no longer holds that text: it changed in between."""
+
+    __slots__ = ("_at", "_file", "_source")
+
+    def __init__(self, source: Input) -> None:
+        self._source = source
+        self._file: BinaryIO | None = None
+        self._at = 0
+
+    def text(self, number: int, check: int) -> bytes:
+        """Line ``number``'s text (a later line than any asked for before)."""
+        if self._file is None:
+            self._file = self._source.open()  # the lines ``Input.lines`` gives
+        for raw in self._file:
+            self._at += 1
+            if self._at == number:
+                text = line_text(number, raw)
+                if text_check(text) != check:
+                    raise self.changed(number, "this line is not what it was")
+                return text
+        raise self.changed(number, "this line is gone")
+
+    def changed(self, number: int | None, what: str) -> FileChanged:
+        return file_changed(self._source.path, number, what)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def file_changed(path: str, line: int | None, what: str) -> FileChanged:
+    """The error for a file that changed since it was first read (``what`` says how it was found)."""
+    where = Location(path, line)
+    return FileChanged(where, f"changed while windowfit read it: {what}", hint=CHANGED_HINT)
+
+
+CHANGED_HINT = "run it again once nothing is writing to the file"
