@@ -15,17 +15,19 @@ message, an unknown block, a tool call without its result, a subagent folder, an
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import replace
 
 import orjson
 
-from ._json import MAX_DEPTH, bracket_count, dumps
+from ._json import MAX_DEPTH, bracket_count, depth_error, dumps
+from .errors import Location
 from .estimate import CharCounts, Estimator, ScriptRule, _groups
 from .formats.base import Input
 from .formats.claude_code import NAME, NO_PREAMBLE_NOTE, subagent_files
-from .report import TOP_RESULTS, Report, ReportFold, usage_rows
+from .report import TOP_RESULTS, Report, ReportFold, UsageRow
 from .size import SIZE_MODES, PreambleSource, Size, SizeMode
-from .transcript import Source, Transcript, Usage
+from .transcript import Source, Transcript
+
+_NOWHERE = Location("<ccfold>")
 
 # A block's record: (kind, ascii, cjk, other, fixed tokens, id, name). Kinds as ``block_kind`` names them.
 _Block = tuple[str, int, int, int, int, str, str]
@@ -57,50 +59,68 @@ def fold_claude_code(
 
 
 class _Folded:
-    """The merged messages of one file, as records."""
+    """What ``ReportFold`` sums over the messages, taken over one pass of the lines."""
 
-    __slots__ = ("kinds", "leaf_line", "messages", "unmeasured", "usage")
+    __slots__ = (
+        "by_kind",
+        "by_role",
+        "calls",
+        "counts",
+        "kinds",
+        "leaf_line",
+        "names",
+        "per_tool",
+        "results",
+        "roles",
+        "rounds",
+        "tokens",
+        "turns",
+        "unmeasured",
+        "usage",
+    )
 
     def __init__(self) -> None:
-        self.messages: list[tuple[str, int, list[_Block], list[_Block]]] = []
-        """Per message: role, first line, its results, its other blocks (``_Draft``'s fields)."""
-        self.usage: list[Usage] = []
+        self.tokens: list[int] = []
+        """Each message's estimate (``MessageEstimate.tokens``)."""
+        self.roles: list[str] = []
+        self.usage: list[list[int]] = []
+        """Per measured request: before, input, cache write, cache read, line, output (``Usage``'s fields)."""
         self.kinds: Counter[str] = Counter()
         self.unmeasured = 0
         self.leaf_line = 0
         """The last message line: where the chain ends."""
-
-
-def _text(rule: ScriptRule, kind: str, text: str) -> _Block:
-    if text.isascii():
-        return (kind, len(text), 0, 0, rule.block_overhead_tokens, "", "")
-    a, c, o = _groups(text)
-    return (kind, a, c, o, rule.block_overhead_tokens, "", "")
+        self.by_kind: defaultdict[str, int] = defaultdict(int)
+        self.by_role: defaultdict[str, int] = defaultdict(int)
+        self.names: dict[str, str] = {}
+        self.per_tool: defaultdict[str, int] = defaultdict(int)
+        self.results: list[tuple[str, str, int, int, int | None]] = []
+        self.counts = (0, 0, 0)
+        self.turns = self.rounds = self.calls = 0
 
 
 def _blocks(rule: ScriptRule, raw: object, assistant: bool) -> list[_Block] | None:
     """The records of one line's content (as ``claude_code._block`` reads it), or None for a shape this path
-    leaves to the loader: an empty message, a block of another kind or with a field of another type."""
+    leaves to the loader: an empty message, a block of another kind or with a field of another type. Counts
+    are ``estimate._groups``'s, as ``Estimator._script_parts`` takes them."""
+    bo = rule.block_overhead_tokens
     if type(raw) is str:
-        return [_text(rule, "text", raw)] if raw else None
+        if not raw:
+            return None
+        a, c, o = _groups(raw)
+        return [("text", a, c, o, bo, "", "")]
     if type(raw) is not list or not raw:
         return None
     out: list[_Block] = []
-    bo = rule.block_overhead_tokens
     for b in raw:
         if type(b) is not dict:
             return None
         kind = b.get("type")
-        if kind == "text":
-            text = b.get("text")
+        if kind == "text" or kind == "thinking":
+            text = b.get(kind)
             if type(text) is not str:
                 return None
-            out.append(_text(rule, "text", text))
-        elif kind == "thinking":
-            text = b.get("thinking")
-            if type(text) is not str:
-                return None
-            out.append(_text(rule, "thinking", text))
+            a, c, o = _groups(text)
+            out.append((kind, a, c, o, bo, "", ""))
         elif kind == "tool_use":
             call_id = b.get("id")
             name = b.get("name", "")
@@ -116,18 +136,21 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool) -> list[_Block] | No
                 return None
             if type(inner) is str:
                 if inner:
-                    _, a, c, o, f, _, _ = _text(rule, "text", inner)
-                    out.append(("tool_result", a, c, o, bo + f, call_id, ""))
+                    a, c, o = _groups(inner)
+                    out.append(("tool_result", a, c, o, bo + bo, call_id, ""))
                 else:
                     out.append(("tool_result", 0, 0, 0, bo, call_id, ""))
             elif type(inner) is list:
                 a = c = o = 0
                 fixed = bo
                 for part in inner:  # text blocks only (an image's tokens are the loader's to work out)
-                    if type(part) is not dict or part.get("type") != "text" or type(part.get("text")) is not str:
+                    if type(part) is not dict or part.get("type") != "text":
                         return None
-                    _, a2, c2, o2, f, _, _ = _text(rule, "text", part["text"])
-                    a, c, o, fixed = a + a2, c + c2, o + o2, fixed + f
+                    text = part.get("text")
+                    if type(text) is not str:
+                        return None
+                    a2, c2, o2 = _groups(text)
+                    a, c, o, fixed = a + a2, c + c2, o + o2, fixed + bo
                 out.append(("tool_result", a, c, o, fixed, call_id, ""))
             else:
                 return None
@@ -138,42 +161,45 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool) -> list[_Block] | No
 
 def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
     """One pass over the lines: each message line's blocks as records, merged as ``claude_code._build``
-    merges them (split replies by message id, result lines into one user message, results first)."""
+    merges them (split replies by message id, result lines into one user message, results first), each
+    message summed as ``Estimator._script_blocks`` and ``ReportFold.add`` sum it, and the rounds checked as
+    ``check_messages`` checks them (``_Draft.close``)."""
     out = _Folded()
-    messages = out.messages
-    usage = out.usage
-    kinds = out.kinds
+    tokens, usage, kinds = out.tokens, out.usage, out.kinds
+    by_kind, names, per_tool, results = out.by_kind, out.names, out.per_tool, out.results
+    wa, wc, wo, denominator = rule._weights
     loads = orjson.loads
     seen: set[str] = set()
     calls_seen: set[str] = set()
     answered: set[str] = set()
     previous: str | None = None
-    last_role = ""
-    last_id = ""
-    last: tuple[str, int, list[_Block], list[_Block]] | None = None
+    draft = _Draft(rule, out)
     with source.open() as f:
         for line, raw in enumerate(f, start=1):
             try:
                 value = loads(raw)
             except orjson.JSONDecodeError:
                 return None  # blank, comment, BOM or broken lines: the loader's words and recovery
-            if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH:
-                return None
+            if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH and depth_error(value, _NOWHERE) is not None:
+                return None  # nested deeper than the loader reads
             if type(value) is not dict:
                 return None
             kind = value.get("type")
             uuid = value.get("uuid")
-            parent = value.get("parentUuid")
             if kind != "user" and kind != "assistant":
                 kinds[kind if type(kind) is str and kind else "unknown"] += 1
                 if type(uuid) is not str:
                     continue  # only counted (summary, file-history-snapshot, ...)
                 if kind == "system" and value.get("subtype") == "compact_boundary":
                     return None  # a compaction: the loader starts the live context there
-            elif type(value.get("message")) is not dict or type(uuid) is not str:
-                return None
+                message = None
+            else:
+                message = value.get("message")
+                if type(message) is not dict or type(uuid) is not str:
+                    return None
             # A line of the tree (a message, or a bookkeeping line such as progress the chain passes through):
             # on the one chain, its parent the line before it.
+            parent = value.get("parentUuid")
             if uuid in seen or value.get("isSidechain") is True:
                 return None
             if previous is None:
@@ -183,9 +209,8 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                 return None  # a branch, or a line attached off the chain
             seen.add(uuid)
             previous = uuid
-            if kind != "user" and kind != "assistant":
+            if message is None:
                 continue
-            message = value["message"]
             out.leaf_line = line
             assistant = kind == "assistant"
             blocks = _blocks(rule, message.get("content"), assistant)
@@ -194,90 +219,128 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
             if assistant:
                 message_id = message.get("id")
                 node_id = message_id if type(message_id) is str else f"line {line}"
-                counts = None
                 recorded = message.get("usage")
-                if type(recorded) is dict:
-                    i, w, r, o = (
-                        recorded.get("input_tokens"),
-                        recorded.get("cache_creation_input_tokens"),
-                        recorded.get("cache_read_input_tokens"),
-                        recorded.get("output_tokens"),
-                    )
-                    counts = (
-                        i if type(i) is int else 0,
-                        w if type(w) is int else 0,
-                        r if type(r) is int else 0,
-                        o if type(o) is int else 0,
-                    )
-                for b in blocks:
-                    if b[0] == "tool_call":
-                        if b[5] in calls_seen:
-                            return None  # a call id used twice: the loader's duplicate defects
-                        calls_seen.add(b[5])
-                if last is None or last_role != "assistant" or last_id != node_id:
-                    if counts is not None and (counts[0] or counts[1] or counts[2]):
-                        usage.append(
-                            Usage(len(messages), counts[0], counts[1], counts[2], Source(source.path, line), counts[3])
-                        )
-                    elif counts is not None:
-                        out.unmeasured += 1
-                    last = ("assistant", line, [], [])
-                    messages.append(last)
-                    last_role, last_id = "assistant", node_id
-                elif (
-                    counts is not None
-                    and usage
-                    and usage[-1].before == len(messages) - 1
-                    and counts[3] > usage[-1].output_tokens
-                ):
-                    usage[-1] = replace(usage[-1], output_tokens=counts[3])
-                last[3].extend(blocks)
-                continue
-            results = [b for b in blocks if b[0] == "tool_result"]
-            for b in results:
-                if b[5] in answered:
-                    return None
-                answered.add(b[5])
-            if not results or last is None or last_role != "user" or not last[2]:
-                last = ("user", line, [], [])
-                messages.append(last)
-                last_role, last_id = "user", ""
-            if results:
-                last[2].extend(results)
-                last[3].extend(b for b in blocks if b[0] != "tool_result")
+                if draft.role != "assistant" or draft.message_id != node_id:
+                    if not draft.close():
+                        return None
+                    draft.open("assistant", line, node_id)
+                    if type(recorded) is dict:
+                        i, w, r, o = _usage(recorded)
+                        if i or w or r:
+                            usage.append([len(tokens), i, w, r, line, o])
+                        else:
+                            out.unmeasured += 1
+                elif type(recorded) is dict and usage and usage[-1][0] == len(tokens):
+                    streamed = recorded.get("output_tokens")
+                    output = streamed if type(streamed) is int else 0
+                    if output > usage[-1][5]:
+                        usage[-1][5] = output  # a split reply records its output as it streamed: the largest is its own
             else:
-                last[3].extend(blocks)
-    if not messages:
-        return None
-    if not _answered(messages):
-        return None
+                has_results = False
+                for b in blocks:
+                    if b[0] == "tool_result":
+                        has_results = True
+                        break
+                if not has_results or draft.role != "user" or not draft.results:
+                    if not draft.close():
+                        return None
+                    draft.open("user", line, "")
+            index = len(tokens)
+            at = draft.line
+            for kind, a, c, o, fixed, block_id, name in blocks:
+                draft.a += a
+                draft.c += c
+                draft.o += o
+                draft.fixed += fixed
+                block_tokens = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
+                by_kind[kind] += block_tokens
+                if kind == "tool_call":
+                    if block_id in calls_seen:
+                        return None  # a call id used twice: the loader's duplicate defects
+                    calls_seen.add(block_id)
+                    draft.calls.append(block_id)
+                    names[block_id] = name
+                    per_tool[name] += 1
+                elif kind == "tool_result":
+                    if block_id in answered:
+                        return None
+                    answered.add(block_id)
+                    draft.results.append(block_id)
+                    results.append((block_id, name, block_tokens, index, at))
+    if not draft.close() or draft.expect is not None or not tokens:
+        return None  # a reply's calls left without their results, or no message at all
+    out.calls = len(calls_seen)
     return out
 
 
-def _answered(messages: list[tuple[str, int, list[_Block], list[_Block]]]) -> bool:
-    """Whether ``check_messages`` and ``repair`` find nothing: every assistant message with calls is followed
-    by a user message whose results answer exactly those calls, and no other message holds results (results
-    come first by construction, and every call and result id is used once)."""
-    n = len(messages)
-    i = 0
-    while i < n:
-        role, _, results, blocks = messages[i]
-        if role == "user":
-            if results:
-                return False  # results after no calls
-            i += 1
-            continue
-        calls = {b[5] for b in blocks if b[0] == "tool_call"}
-        if not calls:
-            i += 1
-            continue
-        if i + 1 >= n:
+def _usage(recorded: dict[str, object]) -> tuple[int, int, int, int]:
+    """Input, cache write, cache read and output tokens, 0 where not an int (as the loader reads them)."""
+    i, w, r, o = (
+        recorded.get("input_tokens"),
+        recorded.get("cache_creation_input_tokens"),
+        recorded.get("cache_read_input_tokens"),
+        recorded.get("output_tokens"),
+    )
+    return (
+        i if type(i) is int else 0,
+        w if type(w) is int else 0,
+        r if type(r) is int else 0,
+        o if type(o) is int else 0,
+    )
+
+
+class _Draft:
+    """The message being read (``claude_code._Draft``): its sums, and its calls and results by id."""
+
+    __slots__ = ("a", "c", "calls", "expect", "fixed", "line", "message_id", "o", "out", "results", "role", "rule")
+
+    def __init__(self, rule: ScriptRule, out: _Folded) -> None:
+        self.rule, self.out = rule, out
+        self.role = ""
+        self.line = 0
+        self.message_id = ""
+        self.a = self.c = self.o = self.fixed = 0
+        self.calls: list[str] = []
+        self.results: list[str] = []
+        self.expect: set[str] | None = None
+        """The calls of the reply before this message, when it made any: its results must answer them."""
+
+    def open(self, role: str, line: int, message_id: str) -> None:
+        self.role, self.line, self.message_id = role, line, message_id
+        self.a = self.c = self.o = 0
+        self.fixed = self.rule.message_overhead_tokens
+        self.calls = []
+        self.results = []
+
+    def close(self) -> bool:
+        """Add the message to the sums; False if ``check_messages`` (or ``repair``) would find a defect in its
+        round: results that do not answer exactly the calls of the reply right before them, or a reply's
+        calls not answered by the message after it (results come first by construction, ids are unique)."""
+        if not self.role:
+            return True
+        out, rule = self.out, self.rule
+        wa, wc, wo, denominator = rule._weights
+        tokens = -(-(self.a * wa + self.c * wc + self.o * wo) // denominator) + self.fixed
+        role = self.role
+        index = len(out.tokens)
+        out.tokens.append(tokens)
+        out.roles.append(role)
+        out.by_role[role] += tokens
+        a, c, o = out.counts
+        out.counts = (a + self.a, c + self.c, o + self.o)
+        if self.results:
+            if self.expect is None or len(self.results) != len(self.expect) or set(self.results) != self.expect:
+                return False
+            self.expect = None
+        elif self.expect is not None:
             return False
-        role2, _, results2, _ = messages[i + 1]
-        if role2 != "user" or {b[5] for b in results2} != calls or len(results2) != len(calls):
-            return False
-        i += 2
-    return True
+        if index == 0 or (role == "user" and not self.results):
+            out.turns += 1
+        if role == "assistant" and self.calls:
+            out.rounds += 1
+            self.expect = set(self.calls)
+        self.role = ""
+        return True
 
 
 def _report(
@@ -290,56 +353,21 @@ def _report(
     size_mode: SizeMode,
     preamble: int | None,
 ) -> Report:
-    """``build_report``'s report from the records: the fold's sums, the predicted size and the usage rows."""
+    """``build_report``'s report from the sums: the fold's, the predicted size and the usage rows."""
     rule = estimator.rule
-    assert type(rule) is ScriptRule
-    wa, wc, wo, denominator = rule._weights
-    mo = rule.message_overhead_tokens
+    tokens = folded.tokens
     fold = ReportFold(estimator, keep_skeleton=False)
-    by_role: defaultdict[str, int] = defaultdict(int)
-    by_kind: defaultdict[str, int] = defaultdict(int)
-    names: dict[str, str] = {}
-    per_tool: defaultdict[str, int] = defaultdict(int)
-    results = fold.results
-    tokens: list[int] = []
-    roles: list[str] = []
-    ta = tc = to = 0
-    turns = rounds = calls = 0
-    for index, (role, line, message_results, others) in enumerate(folded.messages):
-        a = c = o = 0
-        fixed = mo
-        has_call = False
-        for block in (*message_results, *others):
-            kind, a2, c2, o2, f, block_id, name = block
-            a, c, o, fixed = a + a2, c + c2, o + o2, fixed + f
-            block_tokens = -(-(a2 * wa + c2 * wc + o2 * wo) // denominator) + f
-            by_kind[kind] += block_tokens
-            if kind == "tool_call":
-                has_call = True
-                names[block_id] = name
-                per_tool[name] += 1
-                calls += 1
-            elif kind == "tool_result":
-                results.append((block_id, name, block_tokens, index, line))
-        message_tokens = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
-        if mo:
-            by_kind["message overhead"] += mo
-        by_role[role] += message_tokens
-        ta, tc, to = ta + a, tc + c, to + o
-        if index == 0 or (role == "user" and not message_results):
-            turns += 1
-        if role == "assistant" and has_call:
-            rounds += 1
-        tokens.append(message_tokens)
-        roles.append(role)
     fold.messages = len(tokens)
     fold.total = sum(tokens)
-    fold.counts = CharCounts(ta, tc, to)
-    fold.by_role = by_role
-    fold.by_kind = by_kind
-    fold.turns, fold.rounds, fold.calls = turns, rounds, calls
-    fold.names = names
-    fold.calls_per_tool = per_tool
+    fold.counts = CharCounts(*folded.counts)
+    if rule.message_overhead_tokens:
+        folded.by_kind["message overhead"] += rule.message_overhead_tokens * len(tokens)
+    fold.by_role = folded.by_role
+    fold.by_kind = folded.by_kind
+    fold.turns, fold.rounds, fold.calls = folded.turns, folded.rounds, folded.calls
+    fold.names = folded.names
+    fold.calls_per_tool = folded.per_tool
+    fold.results = folded.results
     notes = [
         NO_PREAMBLE_NOTE,
         f"followed the parentUuid chain that ends at the last message (line {folded.leaf_line}); no other branches",
@@ -355,11 +383,10 @@ def _report(
         source=Source(path),
         format=NAME,
         dialect="anthropic",
-        usage=tuple(folded.usage),
         notes=tuple(notes),
         line_kinds=tuple(sorted(folded.kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
     )
-    size = _size(folded.usage, tokens, roles, size_mode, preamble)
+    size = _size(folded.usage, tokens, folded.roles, size_mode, preamble)
     return fold.assemble(
         header,
         header,
@@ -367,49 +394,64 @@ def _report(
         budget=budget,
         window=window,
         top=top,
-        usage=usage_rows(header, tokens, 0) if folded.usage else (),
+        usage=_usage_rows(folded.usage, tokens),
         session_tokens=None,
         defects=(),
     )
 
 
-def _size(usage: list[Usage], tokens: list[int], roles: list[str], mode: SizeMode, given: int | None) -> Size:
-    """``predict_size`` of a session without compaction, system prompt or tools, from its messages' tokens."""
+def _usage_rows(usage: list[list[int]], tokens: list[int]) -> tuple[UsageRow, ...]:
+    """``report.usage_rows`` of a session without compaction, system prompt or tools."""
+    cumulative = [0]
+    for estimate in tokens:
+        cumulative.append(cumulative[-1] + estimate)
+    rows = []
+    for before, i, w, r, line, _ in usage:
+        before = min(before, len(tokens))
+        if before == 0:
+            continue
+        rows.append(UsageRow(before, line, cumulative[before], i + w + r, r, w))
+    return tuple(rows)
+
+
+def _size(usage: list[list[int]], tokens: list[int], roles: list[str], mode: SizeMode, given: int | None) -> Size:
+    """``predict_size`` of a session without compaction, system prompt or tools, from its messages' tokens
+    and its measured requests (``_Folded.usage``)."""
     n = len(tokens)
     pre_source: PreambleSource
     pre_line: int | None
     if given is not None:
         pre_tokens, pre_source, pre_line = given, "given", None
     else:
-        first = next((u for u in usage if 0 < u.before <= n), None)
-        inferred = None if first is None else max(0, first.total - sum(tokens[: first.before]))
+        first = next((u for u in usage if 0 < u[0] <= n), None)
+        inferred = None if first is None else max(0, first[1] + first[2] + first[3] - sum(tokens[: first[0]]))
         if first is not None and inferred is not None and inferred > 0:
-            pre_tokens, pre_source, pre_line = inferred, "inferred", first.source.line
+            pre_tokens, pre_source, pre_line = inferred, "inferred", first[4]
         else:
             pre_tokens, pre_source, pre_line = 0, "none", None
     anchor = None
     if mode == "auto":
         for u in reversed(usage):
-            if u.before > n or u.before < 1:
+            if u[0] > n or u[0] < 1:
                 continue
-            if u.before == n or roles[u.before] == "assistant":
+            if u[0] == n or roles[u[0]] == "assistant":
                 anchor = u
                 break
     if anchor is None:
         estimated = sum(tokens)
         return Size(pre_tokens + estimated, "estimate", pre_tokens, pre_source, pre_line, 0, estimated_tokens=estimated)
-    b = anchor.before
-    reply = max(anchor.output_tokens, tokens[b]) if b < n else 0
+    b, measured = anchor[0], anchor[1] + anchor[2] + anchor[3]
+    reply = max(anchor[5], tokens[b]) if b < n else 0
     estimated = sum(tokens[b + 1 :])
     return Size(
-        anchor.total + reply + estimated,
+        measured + reply + estimated,
         "anchored",
         pre_tokens,
         pre_source,
         pre_line,
         0,
-        measured_tokens=anchor.total,
-        anchor_line=anchor.source.line,
+        measured_tokens=measured,
+        anchor_line=anchor[4],
         anchor_messages=b,
         reply_tokens=reply,
         estimated_tokens=estimated,
