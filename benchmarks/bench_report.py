@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
-from common import OUT, best_of, ensure_generated
+from common import OUT, best_of, cache_bytecode, ensure_generated
 from rich.console import Console
 from rich.table import Table
 
@@ -244,7 +244,7 @@ def ensure_claude_session(target_bytes: int, console: Console) -> Path:
 
 def claude_reports(path: Path, fast: bool, split: dict[str, float]) -> tuple[Any, list[fitting.Report]]:
     """``report --json``'s work on one Claude Code file in-process (collector off, as the command has it),
-    with the fold from the scan (``fast``) or without it (``WINDOWFIT_FASTFOLD=0``); each part's best
+    with the fold from the lines (``fast``) or without it (``WINDOWFIT_FASTFOLD=0``); each part's best
     seconds into ``split``."""
     from windowfit.cli.report_cmd import ReportOptions, report_file
     from windowfit.cli.shared import SizeChoice
@@ -277,16 +277,31 @@ def measure_claude(path: Path, repeat: int, console: Console) -> tuple[list[Step
         last[:] = reports[:1]
         return transcripts
 
+    cpu: dict[str, float] = {}
+
+    def cpu_of(name: str, work: Callable[[], object]) -> Callable[[], object]:
+        def timed() -> object:
+            start = time.process_time()
+            kept = work()
+            cpu[name] = min(cpu.get(name, float("inf")), time.process_time() - start)
+            return kept
+
+        return timed
+
     with console.status("baseline: orjson.loads per line"):
-        baseline = best_of(repeat, lambda: parse_lines(path))
-    full = best_of(repeat, lambda: run(False))
-    fast = best_of(repeat, lambda: run(True))
+        baseline = best_of(repeat, cpu_of("baseline", lambda: parse_lines(path)))
+    full = best_of(repeat, cpu_of("full", lambda: run(False)))
+    fast = best_of(repeat, cpu_of("fast", lambda: run(True)))
     steps = [Step("(a) baseline: read + orjson.loads per line", baseline)]
     for side, total in (("full", full), ("fast", fast)):
-        name = "loader + build_report" if side == "full" else "fold from the scan"
+        name = "loader + build_report" if side == "full" else "fold from the lines (fitting/ccfold.py)"
         steps.append(Step(f"    {side}: {name}", split[f"{side} load + report"]))
         steps.append(Step(f"    {side}: JSON", split[f"{side} json"]))
         steps.append(Step(f"(b) {side} path in-process", total))
+    console.print(
+        "CPU seconds (process_time, best of each), which a busy machine changes less than the wall time: "
+        + ", ".join(f"{k} {v:.2f} ({v / cpu['baseline']:.2f}x)" for k, v in cpu.items())
+    )
     cli_error = None
     with console.status("CLI: windowfit report --json"):
         try:
@@ -295,7 +310,7 @@ def measure_claude(path: Path, repeat: int, console: Console) -> tuple[list[Step
             cli = best_of(repeat, lambda: run_cli("report", str(path), "--json"))
             startup = best_of(repeat, lambda: run_cli("--help"))
             steps.append(Step("(c) windowfit report --json, WINDOWFIT_FASTFOLD=0", cli_full))
-            steps.append(Step("(c) windowfit report --json (fold from the scan)", cli))
+            steps.append(Step("(c) windowfit report --json (fold from the lines)", cli))
             steps.append(Step("    of which start-up (windowfit --help)", startup, reads_file=False))
         except RuntimeError as exc:
             cli_error = str(exc)
@@ -322,13 +337,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--claude-code",
         action="store_true",
-        help="a real-shaped Claude Code session: today's loader beside the fold from the scan",
+        help="a real-shaped Claude Code session: the loader beside the fold from the lines (fitting/ccfold.py)",
     )
     args = parser.parse_args(argv)
     console = Console(width=130)
     target = (args.megabytes or (20 if args.quick else 200)) * MB
     path = ensure_claude_session(target, console) if args.claude_code else ensure_transcript(target, console)
     size = path.stat().st_size
+    if args.claude_code:
+        console.print(cache_bytecode())
     steps, cli_error, report = (measure_claude if args.claude_code else measure)(path, args.repeat, console)
     console.print(f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min)")
     title = f"{path.name}: {size / MB:,.0f} MB, {report.messages:,} messages, {report.tokens:,} tokens"
