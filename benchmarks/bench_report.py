@@ -309,9 +309,14 @@ def measure_claude(path: Path, repeat: int, console: Console) -> tuple[list[Step
             cli_full = best_of(repeat, lambda: run_cli("report", str(path), "--json", env=general))
             cli = best_of(repeat, lambda: run_cli("report", str(path), "--json"))
             startup = best_of(repeat, lambda: run_cli("--help"))
+            tiny = OUT / "report_claude_3_lines.jsonl"  # what report costs beyond --help before any line is read
+            with open(path, "rb") as f:
+                tiny.write_bytes(b"".join(f.readline() for _ in range(3)))
+            report_startup = best_of(repeat, lambda: run_cli("report", str(tiny), "--json"))
             steps.append(Step("(c) windowfit report --json, WINDOWFIT_FASTFOLD=0", cli_full))
             steps.append(Step("(c) windowfit report --json (fold from the lines)", cli))
             steps.append(Step("    of which start-up (windowfit --help)", startup, reads_file=False))
+            steps.append(Step("    start-up of report (its first 3 lines)", report_startup, reads_file=False))
         except RuntimeError as exc:
             cli_error = str(exc)
     return steps, cli_error, last[0]
