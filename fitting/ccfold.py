@@ -15,6 +15,7 @@ message, an unknown block, a tool call without its result, a subagent folder, an
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import cast
 
 import orjson
 
@@ -29,8 +30,10 @@ from .transcript import Source, Transcript
 
 _NOWHERE = Location("<ccfold>")
 
-# A block's record: (kind, ascii, cjk, other, fixed tokens, id, name). Kinds as ``block_kind`` names them.
-_Block = tuple[str, int, int, int, int, str, str]
+_Block = tuple[str, int, str, str]
+"""A call's or a result's record: its kind (``tool_call`` or ``tool_result``), its tokens, its id and name."""
+_Line = tuple[int, int, int, int, "tuple[()] | list[_Block]"]
+"""One line's content: its ascii, CJK and other characters, fixed tokens, and its calls and results."""
 
 
 def fold_claude_code(
@@ -98,29 +101,33 @@ class _Folded:
         self.turns = self.rounds = self.calls = 0
 
 
-def _blocks(rule: ScriptRule, raw: object, assistant: bool) -> list[_Block] | None:
-    """The records of one line's content (as ``claude_code._block`` reads it), or None for a shape this path
-    leaves to the loader: an empty message, a block of another kind or with a field of another type. Counts
-    are ``estimate._groups``'s, as ``Estimator._script_parts`` takes them."""
+def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, int]) -> _Line | None:
+    """One line's content (as ``claude_code._block`` reads it) summed: its characters per class and fixed
+    tokens, each block's tokens added to ``by_kind``, and its calls and results as records; None for a shape
+    this path leaves to the loader (an empty message, a block of another kind or with a field of another
+    type). Counts are ``estimate._groups``'s, as ``Estimator._script_parts`` takes them."""
     bo = rule.block_overhead_tokens
+    wa, wc, wo, denominator = rule._weights
     if type(raw) is str:
         if not raw:
             return None
         a, c, o = _groups(raw)
-        return [("text", a, c, o, bo, "", "")]
+        by_kind["text"] += -(-(a * wa + c * wc + o * wo) // denominator) + bo
+        return a, c, o, bo, ()
     if type(raw) is not list or not raw:
         return None
-    out: list[_Block] = []
+    la = lc = lo = lf = 0
+    special: list[_Block] = []
     for b in raw:
         if type(b) is not dict:
             return None
         kind = b.get("type")
+        fixed = bo
         if kind == "text" or kind == "thinking":
             text = b.get(kind)
             if type(text) is not str:
                 return None
             a, c, o = _groups(text)
-            out.append((kind, a, c, o, bo, "", ""))
         elif kind == "tool_use":
             call_id = b.get("id")
             name = b.get("name", "")
@@ -128,21 +135,22 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool) -> list[_Block] | No
                 return None
             a, c, o = _groups(name)
             a2, c2, o2 = _groups(dumps(b.get("input", {})))
-            out.append(("tool_call", a + a2, c + c2, o + o2, bo, call_id, name))
+            a, c, o = a + a2, c + c2, o + o2
+            kind = "tool_call"
         elif kind == "tool_result" and not assistant:
             call_id = b.get("tool_use_id")
             inner = b.get("content", "")
             if type(call_id) is not str:
                 return None
+            name = ""
             if type(inner) is str:
                 if inner:
                     a, c, o = _groups(inner)
-                    out.append(("tool_result", a, c, o, bo + bo, call_id, ""))
+                    fixed = bo + bo
                 else:
-                    out.append(("tool_result", 0, 0, 0, bo, call_id, ""))
+                    a = c = o = 0
             elif type(inner) is list:
                 a = c = o = 0
-                fixed = bo
                 for part in inner:  # text blocks only (an image's tokens are the loader's to work out)
                     if type(part) is not dict or part.get("type") != "text":
                         return None
@@ -151,12 +159,16 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool) -> list[_Block] | No
                         return None
                     a2, c2, o2 = _groups(text)
                     a, c, o, fixed = a + a2, c + c2, o + o2, fixed + bo
-                out.append(("tool_result", a, c, o, fixed, call_id, ""))
             else:
                 return None
         else:
             return None
-    return out
+        tokens = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
+        by_kind[kind] += tokens
+        la, lc, lo, lf = la + a, lc + c, lo + o, lf + fixed
+        if kind == "tool_call" or kind == "tool_result":
+            special.append(cast(_Block, (kind, tokens, call_id, name)))
+    return la, lc, lo, lf, special
 
 
 def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
@@ -167,7 +179,6 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
     out = _Folded()
     tokens, usage, kinds = out.tokens, out.usage, out.kinds
     by_kind, names, per_tool, results = out.by_kind, out.names, out.per_tool, out.results
-    wa, wc, wo, denominator = rule._weights
     loads = orjson.loads
     seen: set[str] = set()
     calls_seen: set[str] = set()
@@ -213,9 +224,10 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                 continue
             out.leaf_line = line
             assistant = kind == "assistant"
-            blocks = _blocks(rule, message.get("content"), assistant)
-            if blocks is None:
+            summed = _blocks(rule, message.get("content"), assistant, by_kind)
+            if summed is None:
                 return None
+            la, lc, lo, lf, special = summed
             if assistant:
                 message_id = message.get("id")
                 node_id = message_id if type(message_id) is str else f"line {line}"
@@ -237,7 +249,7 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                         usage[-1][5] = output  # a split reply records its output as it streamed: the largest is its own
             else:
                 has_results = False
-                for b in blocks:
+                for b in special:
                     if b[0] == "tool_result":
                         has_results = True
                         break
@@ -245,15 +257,11 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                     if not draft.close():
                         return None
                     draft.open("user", line, "")
-            index = len(tokens)
-            at = draft.line
-            for kind, a, c, o, fixed, block_id, name in blocks:
-                draft.a += a
-                draft.c += c
-                draft.o += o
-                draft.fixed += fixed
-                block_tokens = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
-                by_kind[kind] += block_tokens
+            draft.a += la
+            draft.c += lc
+            draft.o += lo
+            draft.fixed += lf
+            for kind, block_tokens, block_id, name in special:
                 if kind == "tool_call":
                     if block_id in calls_seen:
                         return None  # a call id used twice: the loader's duplicate defects
@@ -261,12 +269,12 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                     draft.calls.append(block_id)
                     names[block_id] = name
                     per_tool[name] += 1
-                elif kind == "tool_result":
+                else:
                     if block_id in answered:
                         return None
                     answered.add(block_id)
                     draft.results.append(block_id)
-                    results.append((block_id, name, block_tokens, index, at))
+                    results.append((block_id, name, block_tokens, len(tokens), draft.line))
     if not draft.close() or draft.expect is not None or not tokens:
         return None  # a reply's calls left without their results, or no message at all
     out.calls = len(calls_seen)
