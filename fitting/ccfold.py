@@ -15,6 +15,7 @@ message, an unknown block, a tool call without its result, a subagent folder, an
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import cast
 
 import orjson
@@ -65,6 +66,7 @@ class _Folded:
     """What ``ReportFold`` sums over the messages, taken over one pass of the lines."""
 
     __slots__ = (
+        "agent",
         "by_kind",
         "by_role",
         "calls",
@@ -99,6 +101,9 @@ class _Folded:
         self.results: list[tuple[str, str, int, int, int | None]] = []
         self.counts = (0, 0, 0)
         self.turns = self.rounds = self.calls = 0
+        self.agent: str | None = None
+        """None for a main conversation; for a file that is one sidechain (a subagent's), the first agentId
+        of its message lines ("" if none)."""
 
 
 def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, int]) -> _Line | None:
@@ -183,7 +188,9 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
     seen: set[str] = set()
     calls_seen: set[str] = set()
     answered: set[str] = set()
-    previous: str | None = None
+    head: str | None = None
+    passing: set[str] = set()
+    side = False
     draft = _Draft(rule, out)
     with source.open() as f:
         for line, raw in enumerate(f, start=1):
@@ -208,20 +215,32 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                 message = value.get("message")
                 if type(message) is not dict or type(uuid) is not str:
                     return None
-            # A line of the tree (a message, or a bookkeeping line such as progress the chain passes through):
-            # on the one chain, its parent the line before it.
+            # A line of the tree. Each message's parent is the message before it (``head``; None for the
+            # first, a root), or a bookkeeping line (progress, system, ...) that hangs from it, directly or
+            # through others (``passing``): one chain, through the lines it passes. Bookkeeping lines that no
+            # message hangs from are leaves off the chain, which the loader leaves out without a word.
             parent = value.get("parentUuid")
-            if uuid in seen or value.get("isSidechain") is True:
-                return None
-            if previous is None:
-                if type(parent) is str:
-                    return None  # a parent not in the file: a broken link
-            elif parent != previous:
-                return None  # a branch, or a line attached off the chain
+            if type(parent) is not str:
+                parent = None
+            if uuid in seen or (value.get("isSidechain") is True) is not side:
+                if not seen:  # the first line: a subagent's own file, every line of it on its sidechain
+                    side = True
+                    out.agent = ""
+                else:
+                    return None  # a sidechain beside the main chain: the loader's subagent transcripts
+            if side and not out.agent and message is not None:
+                agent = value.get("agentId")
+                out.agent = agent if type(agent) is str else ""
             seen.add(uuid)
-            previous = uuid
             if message is None:
+                if parent == head or parent in passing:
+                    passing.add(uuid)
                 continue
+            if parent != head and parent not in passing:
+                return None  # a branch, a second root, or a parent not in the file (a broken link)
+            head = uuid
+            if passing:
+                passing = set()
             out.leaf_line = line
             assistant = kind == "assistant"
             summed = _blocks(rule, message.get("content"), assistant, by_kind)
@@ -384,6 +403,16 @@ def _report(
         notes.append(
             f"{folded.unmeasured} assistant message(s) record zero usage (e.g. model <synthetic>): not measured"
         )
+    name = ""
+    if folded.agent is not None:  # as claude_code._subagent_name names the one sidechain tree
+        stem = Path(path).stem
+        name = (
+            f"subagent agent-{folded.agent}"
+            if folded.agent
+            else f"subagent {stem}"
+            if stem.startswith("agent-")
+            else "subagent 1"
+        )
     header = Transcript(
         system=(),
         tools=(),
@@ -391,6 +420,7 @@ def _report(
         source=Source(path),
         format=NAME,
         dialect="anthropic",
+        name=name,
         notes=tuple(notes),
         line_kinds=tuple(sorted(folded.kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
     )
