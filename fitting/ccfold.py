@@ -1,16 +1,18 @@
 """``report`` of a Claude Code session folded straight from its lines, without ``Message`` objects.
 
-For the shape most sessions have, one pass gives what ``claude_code.load`` and ``build_report`` give: every
-line a user or assistant line on one parentUuid chain (each line's parent the line before it, no sidechain),
-blocks of the four kinds Claude Code writes, assistant replies split over lines that share a message id, and
-every round of tool calls answered by the results line right after it. Each line is parsed with orjson, each
-block is kept as its kind, its characters per script class and, for calls and results, its id; the split
-replies and result lines are merged over those records as ``claude_code._build`` merges the messages, and the
-sums of ``ReportFold`` and the predicted size are taken from them. Any line or shape this path cannot vouch
-for (an unreadable line, a branch, a sidechain, a compaction, a bookkeeping line with a uuid, an empty
-message, an unknown block, a tool call without its result, a subagent folder, an estimator that is not a
-``ScriptRule``) gives None, and the caller loads the file as before: the report is the same either way
-(tests/test_ccfold.py compares the two on the corpus, the samples and generated sessions)."""
+For the shape most sessions have, one pass gives what ``claude_code.load`` and ``build_report`` give: message
+lines on one parentUuid chain (each message's parent the message before it, or bookkeeping lines such as
+progress that hang from it), all off the sidechain or all on it (a subagent's own file), blocks of the four
+kinds Claude Code writes, assistant replies split over lines that share a message id, and every round of
+tool calls answered by the message right after it. Each line is parsed with orjson, each block is summed
+into its message (characters per script class, fixed tokens) and its tokens into its kind, calls and results
+are kept by id; the split replies and result lines are merged as ``claude_code._build`` merges the messages,
+and the sums of ``ReportFold`` and the predicted size are taken from them. Any line or shape this path cannot
+vouch for (an unreadable or too deep line, a branch, a sidechain beside the main chain, a compaction, an empty
+message, a block of another kind, a call id used twice, a call without its result, a subagent folder, an
+estimator that is not a ``ScriptRule``, kept JSON text) gives None, and the caller loads the file as before:
+the report is the same either way (tests/test_ccfold.py compares the two on the corpus, every prefix of its
+sessions and generated sessions)."""
 
 from __future__ import annotations
 
