@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
-from common import best_of, ensure_generated
+from common import OUT, best_of, cache_bytecode, ensure_generated
 from rich.console import Console
 from rich.table import Table
 
@@ -171,13 +172,14 @@ def windowfit_command() -> list[str]:
     return [found]
 
 
-def run_cli(*args: str) -> None:
+def run_cli(*args: str, env: dict[str, str] | None = None) -> None:
     """``windowfit ARGS > /dev/null``; raises if it fails."""
     done = subprocess.run(
         [*windowfit_command(), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         check=False,
+        env=env,
     )
     if done.returncode != 0:
         tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["(no stderr)"]
@@ -216,6 +218,121 @@ def measure(path: Path, repeat: int, console: Console) -> tuple[list[Step], str 
     return steps, cli_error, last[0]
 
 
+# --------------------------------------------------------------------------
+# A Claude Code session (benchmarks/sessions.py shapes)
+
+CLAUDE_VERSION = 2
+BYTES_PER_ROUND = 13_700
+"""About what one tool round of ``sessions.write_session`` writes: the rounds a session of N bytes needs."""
+
+
+def ensure_claude_session(target_bytes: int, console: Console) -> Path:
+    """One real-shaped Claude Code session (benchmarks/sessions.py) of about ``target_bytes``, written once."""
+    from sessions import write_session
+
+    name = f"report_claude_{target_bytes // MB}mb.jsonl"
+
+    def write(out: BinaryIO) -> None:
+        scratch = OUT / (name + ".scratch")
+        write_session(scratch, random.Random(15), max(1, target_bytes // BYTES_PER_ROUND))
+        out.write(scratch.read_bytes())
+        scratch.unlink()
+
+    with console.status(f"writing {name} ({target_bytes / MB:.0f} MB, once)"):
+        return ensure_generated(name, CLAUDE_VERSION, write)
+
+
+def claude_reports(path: Path, fast: bool, split: dict[str, float]) -> tuple[Any, list[fitting.Report]]:
+    """``report --json``'s work on one Claude Code file in-process (collector off, as the command has it),
+    with the fold from the lines (``fast``) or without it (``WINDOWFIT_FASTFOLD=0``); each part's best
+    seconds into ``split``."""
+    from windowfit.cli.report_cmd import ReportOptions, report_file
+    from windowfit.cli.shared import SizeChoice
+
+    options = ReportOptions("seed", 1.0, None, None, 10, SizeChoice.auto, None)
+    side = "fast" if fast else "full"
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        marks = [time.perf_counter()]
+        reports = report_file(Input(str(path), keep_text=False), options, fast=fast)
+        marks.append(time.perf_counter())
+        encode(report_document(reports, estimator="seed"), indent=True, sort_keys=True)
+        marks.append(time.perf_counter())
+    finally:
+        if collecting:
+            gc.enable()
+    for part, start, end in zip(("load + report", "json"), marks[:-1], marks[1:], strict=True):
+        key = f"{side} {part}"
+        split[key] = min(split.get(key, float("inf")), end - start)
+    return None, reports
+
+
+def measure_claude(path: Path, repeat: int, console: Console) -> tuple[list[Step], str | None, fitting.Report]:
+    split: dict[str, float] = {}
+    last: list[fitting.Report] = []
+
+    def run(fast: bool) -> Any:
+        transcripts, reports = claude_reports(path, fast, split)
+        last[:] = reports[:1]
+        return transcripts
+
+    cpu: dict[str, float] = {}
+
+    def cpu_of(name: str, work: Callable[[], object]) -> Callable[[], object]:
+        def timed() -> object:
+            start = time.process_time()
+            kept = work()
+            cpu[name] = min(cpu.get(name, float("inf")), time.process_time() - start)
+            return kept
+
+        return timed
+
+    # Taken in turns (baseline, full, fast, then again), so that a neighbour's burst on the shared machine
+    # does not fall on one of them only.
+    walls = {"baseline": float("inf"), "full": float("inf"), "fast": float("inf")}
+    works = {
+        "baseline": cpu_of("baseline", lambda: parse_lines(path)),
+        "full": cpu_of("full", lambda: run(False)),
+        "fast": cpu_of("fast", lambda: run(True)),
+    }
+    with console.status("baseline, full path, fast path, in turns"):
+        for _ in range(repeat):
+            for name, work in works.items():
+                walls[name] = min(walls[name], best_of(1, work))
+    baseline, full, fast = walls["baseline"], walls["full"], walls["fast"]
+    steps = [Step("(a) baseline: read + orjson.loads per line", baseline)]
+    for side, total in (("full", full), ("fast", fast)):
+        name = "loader + build_report" if side == "full" else "fold from the lines (fitting/ccfold.py)"
+        steps.append(Step(f"    {side}: {name}", split[f"{side} load + report"]))
+        steps.append(Step(f"    {side}: JSON", split[f"{side} json"]))
+        steps.append(Step(f"(b) {side} path in-process", total))
+    console.print(
+        "CPU seconds (process_time, best of each), which a busy machine changes less than the wall time: "
+        + ", ".join(f"{k} {v:.2f} ({v / cpu['baseline']:.2f}x)" for k, v in cpu.items())
+    )
+    cli_error = None
+    with console.status("CLI: windowfit report --json"):
+        try:
+            general = {**os.environ, "WINDOWFIT_FASTFOLD": "0"}
+            cli_full = cli = float("inf")
+            for _ in range(repeat):  # in turns, as above
+                cli_full = min(cli_full, best_of(1, lambda: run_cli("report", str(path), "--json", env=general)))
+                cli = min(cli, best_of(1, lambda: run_cli("report", str(path), "--json")))
+            startup = best_of(repeat, lambda: run_cli("--help"))
+            tiny = OUT / "report_claude_3_lines.jsonl"  # what report costs beyond --help before any line is read
+            with open(path, "rb") as f:
+                tiny.write_bytes(b"".join(f.readline() for _ in range(3)))
+            report_startup = best_of(repeat, lambda: run_cli("report", str(tiny), "--json"))
+            steps.append(Step("(c) windowfit report --json, WINDOWFIT_FASTFOLD=0", cli_full))
+            steps.append(Step("(c) windowfit report --json (fold from the lines)", cli))
+            steps.append(Step("    of which start-up (windowfit --help)", startup, reads_file=False))
+            steps.append(Step("    start-up of report (its first 3 lines)", report_startup, reads_file=False))
+        except RuntimeError as exc:
+            cli_error = str(exc)
+    return steps, cli_error, last[0]
+
+
 def render(steps: list[Step], size: int, repeat: int, title: str) -> Table:
     table = Table(title=title + f" (best of {repeat})")
     table.add_column("step")
@@ -233,11 +350,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a ~20 MB transcript instead of ~200 MB")
     parser.add_argument("--megabytes", type=int, help="transcript size (default 200, quick 20)")
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs of each step (default 3)")
+    parser.add_argument(
+        "--claude-code",
+        action="store_true",
+        help="a real-shaped Claude Code session: the loader beside the fold from the lines (fitting/ccfold.py)",
+    )
     args = parser.parse_args(argv)
     console = Console(width=130)
-    path = ensure_transcript((args.megabytes or (20 if args.quick else 200)) * MB, console)
+    target = (args.megabytes or (20 if args.quick else 200)) * MB
+    path = ensure_claude_session(target, console) if args.claude_code else ensure_transcript(target, console)
     size = path.stat().st_size
-    steps, cli_error, report = measure(path, args.repeat, console)
+    if args.claude_code:
+        console.print(cache_bytecode())
+    steps, cli_error, report = (measure_claude if args.claude_code else measure)(path, args.repeat, console)
+    console.print(f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min)")
     title = f"{path.name}: {size / MB:,.0f} MB, {report.messages:,} messages, {report.tokens:,} tokens"
     console.print(render(steps, size, args.repeat, title))
     if cli_error:

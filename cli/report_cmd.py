@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import Enum
 from functools import partial
@@ -10,7 +11,9 @@ from typing import Annotated
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError, build_report
-from windowfit.fitting.formats import Format, Input
+from windowfit.fitting.ccfold import fold_claude_code
+from windowfit.fitting.formats import Format, Input, load
+from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
 from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.report import Report, fold_report
 from windowfit.fitting.serialize import TranscriptReportJson, report_document_of, report_to_dict
@@ -156,8 +159,11 @@ def report_stream(
     options: ReportOptions,
 ) -> list[Report] | None:
     """``report_work``'s report of a messages file, folded over its messages as they are read (a file of a
-    million tiny lines is never held); None for another format, or when the stream stops on an error (the
-    file is then loaded, and the loader words the error)."""
+    million tiny lines is never held), or of a Claude Code session folded from its lines (``claude_code_fold``);
+    None for another format, or when the stream stops on an error (the file is then loaded, and the loader
+    words the error)."""
+    if chosen.name == CLAUDE_CODE:
+        return claude_code_fold(item, options)
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
         if found is None:
@@ -178,3 +184,33 @@ def report_stream(
         ]
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
+
+
+FAST_FOLD_ENV = "WINDOWFIT_FASTFOLD"
+"""Set to 0 to read every Claude Code file with the loader (the benchmarks compare the two paths)."""
+
+
+def claude_code_fold(item: Input, options: ReportOptions) -> list[Report] | None:
+    """``report_work``'s report of a Claude Code session, folded from its lines without building its messages
+    (``fitting.ccfold``); None for a file of a shape the fold leaves to the loader, or when it is turned off."""
+    if os.environ.get(FAST_FOLD_ENV) == "0":
+        return None
+    o = options
+    est = estimator_from(o.estimator, o.overhead)
+    try:
+        found = fold_claude_code(
+            item, est, budget=o.budget, window=o.window, top=o.top, size_mode=o.size.value, preamble=o.preamble
+        )
+    except (WindowfitError, ValueError, RecursionError, OSError):
+        return None
+    return None if found is None else [found]
+
+
+def report_file(item: Input, options: ReportOptions, *, fast: bool = True) -> list[Report]:
+    """One file's reports as ``report`` makes them in one process: from the fold where it vouches for the
+    file (``fast``), else loaded (what ``bench_report.py --claude-code`` times both ways)."""
+    if fast:
+        folded = claude_code_fold(item, options)
+        if folded is not None:
+            return folded
+    return report_work(load(item), options=options)

@@ -1,0 +1,498 @@
+"""``report`` of a Claude Code session folded straight from its lines, without ``Message`` objects.
+
+For the shape most sessions have, one pass gives what ``claude_code.load`` and ``build_report`` give: message
+lines on one parentUuid chain (each message's parent the message before it, or bookkeeping lines such as
+progress that hang from it), all off the sidechain or all on it (a subagent's own file), blocks of the four
+kinds Claude Code writes, assistant replies split over lines that share a message id, and every round of
+tool calls answered by the message right after it. Each line is parsed with orjson, each block is summed
+into its message (characters per script class, fixed tokens) and its tokens into its kind, calls and results
+are kept by id; the split replies and result lines are merged as ``claude_code._build`` merges the messages,
+and the sums of ``ReportFold`` and the predicted size are taken from them. Any line or shape this path cannot
+vouch for (an unreadable or too deep line, a branch, a sidechain beside the main chain, a compaction, an empty
+message, a block of another kind, a call id used twice, a call without its result, a subagent folder, an
+estimator that is not a ``ScriptRule``, kept JSON text) gives None, and the caller loads the file as before:
+the report is the same either way (tests/test_ccfold.py compares the two on the corpus, every prefix of its
+sessions and generated sessions)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import cast
+
+import orjson
+
+from ._json import MAX_DEPTH, bracket_count, depth_error, dumps
+from .errors import Location
+from .estimate import CharCounts, Estimator, ScriptRule, _groups
+from .formats.base import Input
+from .formats.claude_code import NAME, NO_PREAMBLE_NOTE, subagent_files
+from .report import TOP_RESULTS, Report, ReportFold, UsageRow
+from .size import SIZE_MODES, PreambleSource, Size, SizeMode
+from .transcript import Source, Transcript
+
+_NOWHERE = Location("<ccfold>")
+
+_Block = tuple[str, int, str, str]
+"""A call's or a result's record: its kind (``tool_call`` or ``tool_result``), its tokens, its id and name."""
+_Line = tuple[int, int, int, int, "tuple[()] | list[_Block]"]
+"""One line's content: its ascii, CJK and other characters, fixed tokens, and its calls and results."""
+
+
+def fold_claude_code(
+    source: Input,
+    estimator: Estimator,
+    *,
+    budget: int | None = None,
+    window: int | None = None,
+    top: int = TOP_RESULTS,
+    size_mode: SizeMode = "auto",
+    preamble: int | None = None,
+) -> Report | None:
+    """The report ``build_report`` gives on the one transcript ``claude_code.load`` reads from ``source``,
+    or None when the file is not of the shape this path vouches for (see the module docstring)."""
+    rule = estimator.rule
+    if type(rule) is not ScriptRule or source.keep_text or size_mode not in SIZE_MODES:
+        return None
+    if preamble is not None and preamble < 0:
+        return None  # predict_size words the error
+    if source.data is None and subagent_files(source.path):
+        return None
+    folded = _fold_lines(source, rule)
+    if folded is None:
+        return None
+    return _report(source.path, folded, estimator, budget, window, top, size_mode, preamble)
+
+
+class _Folded:
+    """What ``ReportFold`` sums over the messages, taken over one pass of the lines."""
+
+    __slots__ = (
+        "agent",
+        "by_kind",
+        "by_role",
+        "calls",
+        "counts",
+        "kinds",
+        "leaf_line",
+        "names",
+        "per_tool",
+        "results",
+        "roles",
+        "rounds",
+        "tokens",
+        "turns",
+        "unmeasured",
+        "usage",
+    )
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        """Each message's estimate (``MessageEstimate.tokens``)."""
+        self.roles: list[str] = []
+        self.usage: list[list[int]] = []
+        """Per measured request: before, input, cache write, cache read, line, output (``Usage``'s fields)."""
+        self.kinds: Counter[str] = Counter()
+        self.unmeasured = 0
+        self.leaf_line = 0
+        """The last message line: where the chain ends."""
+        self.by_kind: defaultdict[str, int] = defaultdict(int)
+        self.by_role: defaultdict[str, int] = defaultdict(int)
+        self.names: dict[str, str] = {}
+        self.per_tool: defaultdict[str, int] = defaultdict(int)
+        self.results: list[tuple[str, str, int, int, int | None]] = []
+        self.counts = (0, 0, 0)
+        self.turns = self.rounds = self.calls = 0
+        self.agent: str | None = None
+        """None for a main conversation; for a file that is one sidechain (a subagent's), the first agentId
+        of its message lines ("" if none)."""
+
+
+def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, int]) -> _Line | None:
+    """One line's content (as ``claude_code._block`` reads it) summed: its characters per class and fixed
+    tokens, each block's tokens added to ``by_kind``, and its calls and results as records; None for a shape
+    this path leaves to the loader (an empty message, a block of another kind or with a field of another
+    type). Counts are ``estimate._groups``'s, as ``Estimator._script_parts`` takes them."""
+    bo = rule.block_overhead_tokens
+    wa, wc, wo, denominator = rule._weights
+    if type(raw) is str:
+        if not raw:
+            return None
+        a, c, o = _groups(raw)
+        by_kind["text"] += -(-(a * wa + c * wc + o * wo) // denominator) + bo
+        return a, c, o, bo, ()
+    if type(raw) is not list or not raw:
+        return None
+    la = lc = lo = lf = 0
+    special: list[_Block] = []
+    for b in raw:
+        if type(b) is not dict:
+            return None
+        kind = b.get("type")
+        fixed = bo
+        if kind == "text" or kind == "thinking":
+            text = b.get(kind)
+            if type(text) is not str:
+                return None
+            a, c, o = _groups(text)
+        elif kind == "tool_use":
+            call_id = b.get("id")
+            name = b.get("name", "")
+            if type(call_id) is not str or type(name) is not str:
+                return None
+            a, c, o = _groups(name)
+            a2, c2, o2 = _groups(dumps(b.get("input", {})))
+            a, c, o = a + a2, c + c2, o + o2
+            kind = "tool_call"
+        elif kind == "tool_result" and not assistant:
+            call_id = b.get("tool_use_id")
+            inner = b.get("content", "")
+            if type(call_id) is not str:
+                return None
+            name = ""
+            if type(inner) is str:
+                if inner:
+                    a, c, o = _groups(inner)
+                    fixed = bo + bo
+                else:
+                    a = c = o = 0
+            elif type(inner) is list:
+                a = c = o = 0
+                for part in inner:  # text blocks only (an image's tokens are the loader's to work out)
+                    if type(part) is not dict or part.get("type") != "text":
+                        return None
+                    text = part.get("text")
+                    if type(text) is not str:
+                        return None
+                    a2, c2, o2 = _groups(text)
+                    a, c, o, fixed = a + a2, c + c2, o + o2, fixed + bo
+            else:
+                return None
+        else:
+            return None
+        tokens = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
+        by_kind[kind] += tokens
+        la, lc, lo, lf = la + a, lc + c, lo + o, lf + fixed
+        if kind == "tool_call" or kind == "tool_result":
+            special.append(cast(_Block, (kind, tokens, call_id, name)))
+    return la, lc, lo, lf, special
+
+
+def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
+    """One pass over the lines: each message line's blocks as records, merged as ``claude_code._build``
+    merges them (split replies by message id, result lines into one user message, results first), each
+    message summed as ``Estimator._script_blocks`` and ``ReportFold.add`` sum it, and the rounds checked as
+    ``check_messages`` checks them (``_Draft.close``)."""
+    out = _Folded()
+    tokens, usage, kinds = out.tokens, out.usage, out.kinds
+    by_kind, names, per_tool, results = out.by_kind, out.names, out.per_tool, out.results
+    loads = orjson.loads
+    seen: set[str] = set()
+    calls_seen: set[str] = set()
+    answered: set[str] = set()
+    head: str | None = None
+    passing: set[str] = set()
+    side = False
+    draft = _Draft(rule, out)
+    with source.open() as f:
+        for line, raw in enumerate(f, start=1):
+            try:
+                value = loads(raw)
+            except orjson.JSONDecodeError:
+                return None  # blank, comment, BOM or broken lines: the loader's words and recovery
+            if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH and depth_error(value, _NOWHERE) is not None:
+                return None  # nested deeper than the loader reads
+            if type(value) is not dict:
+                return None
+            kind = value.get("type")
+            uuid = value.get("uuid")
+            if kind != "user" and kind != "assistant":
+                kinds[kind if type(kind) is str and kind else "unknown"] += 1
+                if type(uuid) is not str:
+                    continue  # only counted (summary, file-history-snapshot, ...)
+                if kind == "system" and value.get("subtype") == "compact_boundary":
+                    return None  # a compaction: the loader starts the live context there
+                message = None
+            else:
+                message = value.get("message")
+                if type(message) is not dict or type(uuid) is not str:
+                    return None
+            # A line of the tree. Each message's parent is the message before it (``head``; None for the
+            # first, a root), or a bookkeeping line (progress, system, ...) that hangs from it, directly or
+            # through others (``passing``): one chain, through the lines it passes. Bookkeeping lines that no
+            # message hangs from are leaves off the chain, which the loader leaves out without a word.
+            parent = value.get("parentUuid")
+            if type(parent) is not str:
+                parent = None
+            if uuid in seen or (value.get("isSidechain") is True) is not side:
+                if not seen:  # the first line: a subagent's own file, every line of it on its sidechain
+                    side = True
+                    out.agent = ""
+                else:
+                    return None  # a sidechain beside the main chain: the loader's subagent transcripts
+            if side and not out.agent and message is not None:
+                agent = value.get("agentId")
+                out.agent = agent if type(agent) is str else ""
+            seen.add(uuid)
+            if message is None:
+                if parent == head or parent in passing:
+                    passing.add(uuid)
+                continue
+            if parent != head and parent not in passing:
+                return None  # a branch, a second root, or a parent not in the file (a broken link)
+            head = uuid
+            if passing:
+                passing = set()
+            out.leaf_line = line
+            assistant = kind == "assistant"
+            summed = _blocks(rule, message.get("content"), assistant, by_kind)
+            if summed is None:
+                return None
+            la, lc, lo, lf, special = summed
+            if assistant:
+                message_id = message.get("id")
+                node_id = message_id if type(message_id) is str else f"line {line}"
+                recorded = message.get("usage")
+                if draft.role != "assistant" or draft.message_id != node_id:
+                    if not draft.close():
+                        return None
+                    draft.open("assistant", line, node_id)
+                    if type(recorded) is dict:
+                        i, w, r, o = _usage(recorded)
+                        if i or w or r:
+                            usage.append([len(tokens), i, w, r, line, o])
+                        else:
+                            out.unmeasured += 1
+                elif type(recorded) is dict and usage and usage[-1][0] == len(tokens):
+                    streamed = recorded.get("output_tokens")
+                    output = streamed if type(streamed) is int else 0
+                    if output > usage[-1][5]:
+                        usage[-1][5] = output  # a split reply records its output as it streamed: the largest is its own
+            else:
+                has_results = False
+                for b in special:
+                    if b[0] == "tool_result":
+                        has_results = True
+                        break
+                if not has_results or draft.role != "user" or not draft.results:
+                    if not draft.close():
+                        return None
+                    draft.open("user", line, "")
+            draft.a += la
+            draft.c += lc
+            draft.o += lo
+            draft.fixed += lf
+            for kind, block_tokens, block_id, name in special:
+                if kind == "tool_call":
+                    if block_id in calls_seen:
+                        return None  # a call id used twice: the loader's duplicate defects
+                    calls_seen.add(block_id)
+                    draft.calls.append(block_id)
+                    names[block_id] = name
+                    per_tool[name] += 1
+                else:
+                    if block_id in answered:
+                        return None
+                    answered.add(block_id)
+                    draft.results.append(block_id)
+                    results.append((block_id, name, block_tokens, len(tokens), draft.line))
+    if not draft.close() or draft.expect is not None or not tokens:
+        return None  # a reply's calls left without their results, or no message at all
+    out.calls = len(calls_seen)
+    return out
+
+
+def _usage(recorded: dict[str, object]) -> tuple[int, int, int, int]:
+    """Input, cache write, cache read and output tokens, 0 where not an int (as the loader reads them)."""
+    i, w, r, o = (
+        recorded.get("input_tokens"),
+        recorded.get("cache_creation_input_tokens"),
+        recorded.get("cache_read_input_tokens"),
+        recorded.get("output_tokens"),
+    )
+    return (
+        i if type(i) is int else 0,
+        w if type(w) is int else 0,
+        r if type(r) is int else 0,
+        o if type(o) is int else 0,
+    )
+
+
+class _Draft:
+    """The message being read (``claude_code._Draft``): its sums, and its calls and results by id."""
+
+    __slots__ = ("a", "c", "calls", "expect", "fixed", "line", "message_id", "o", "out", "results", "role", "rule")
+
+    def __init__(self, rule: ScriptRule, out: _Folded) -> None:
+        self.rule, self.out = rule, out
+        self.role = ""
+        self.line = 0
+        self.message_id = ""
+        self.a = self.c = self.o = self.fixed = 0
+        self.calls: list[str] = []
+        self.results: list[str] = []
+        self.expect: set[str] | None = None
+        """The calls of the reply before this message, when it made any: its results must answer them."""
+
+    def open(self, role: str, line: int, message_id: str) -> None:
+        self.role, self.line, self.message_id = role, line, message_id
+        self.a = self.c = self.o = 0
+        self.fixed = self.rule.message_overhead_tokens
+        self.calls = []
+        self.results = []
+
+    def close(self) -> bool:
+        """Add the message to the sums; False if ``check_messages`` (or ``repair``) would find a defect in its
+        round: results that do not answer exactly the calls of the reply right before them, or a reply's
+        calls not answered by the message after it (results come first by construction, ids are unique)."""
+        if not self.role:
+            return True
+        out, rule = self.out, self.rule
+        wa, wc, wo, denominator = rule._weights
+        tokens = -(-(self.a * wa + self.c * wc + self.o * wo) // denominator) + self.fixed
+        role = self.role
+        index = len(out.tokens)
+        out.tokens.append(tokens)
+        out.roles.append(role)
+        out.by_role[role] += tokens
+        a, c, o = out.counts
+        out.counts = (a + self.a, c + self.c, o + self.o)
+        if self.results:
+            if self.expect is None or len(self.results) != len(self.expect) or set(self.results) != self.expect:
+                return False
+            self.expect = None
+        elif self.expect is not None:
+            return False
+        if index == 0 or (role == "user" and not self.results):
+            out.turns += 1
+        if role == "assistant" and self.calls:
+            out.rounds += 1
+            self.expect = set(self.calls)
+        self.role = ""
+        return True
+
+
+def _report(
+    path: str,
+    folded: _Folded,
+    estimator: Estimator,
+    budget: int | None,
+    window: int | None,
+    top: int,
+    size_mode: SizeMode,
+    preamble: int | None,
+) -> Report:
+    """``build_report``'s report from the sums: the fold's, the predicted size and the usage rows."""
+    rule = estimator.rule
+    tokens = folded.tokens
+    fold = ReportFold(estimator, keep_skeleton=False)
+    fold.messages = len(tokens)
+    fold.total = sum(tokens)
+    fold.counts = CharCounts(*folded.counts)
+    if rule.message_overhead_tokens:
+        folded.by_kind["message overhead"] += rule.message_overhead_tokens * len(tokens)
+    fold.by_role = folded.by_role
+    fold.by_kind = folded.by_kind
+    fold.turns, fold.rounds, fold.calls = folded.turns, folded.rounds, folded.calls
+    fold.names = folded.names
+    fold.calls_per_tool = folded.per_tool
+    fold.results = folded.results
+    notes = [
+        NO_PREAMBLE_NOTE,
+        f"followed the parentUuid chain that ends at the last message (line {folded.leaf_line}); no other branches",
+    ]
+    if folded.unmeasured:
+        notes.append(
+            f"{folded.unmeasured} assistant message(s) record zero usage (e.g. model <synthetic>): not measured"
+        )
+    name = ""
+    if folded.agent is not None:  # as claude_code._subagent_name names the one sidechain tree
+        stem = Path(path).stem
+        name = (
+            f"subagent agent-{folded.agent}"
+            if folded.agent
+            else f"subagent {stem}"
+            if stem.startswith("agent-")
+            else "subagent 1"
+        )
+    header = Transcript(
+        system=(),
+        tools=(),
+        messages=(),
+        source=Source(path),
+        format=NAME,
+        dialect="anthropic",
+        name=name,
+        notes=tuple(notes),
+        line_kinds=tuple(sorted(folded.kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
+    )
+    size = _size(folded.usage, tokens, folded.roles, size_mode, preamble)
+    return fold.assemble(
+        header,
+        header,
+        size,
+        budget=budget,
+        window=window,
+        top=top,
+        usage=_usage_rows(folded.usage, tokens),
+        session_tokens=None,
+        defects=(),
+    )
+
+
+def _usage_rows(usage: list[list[int]], tokens: list[int]) -> tuple[UsageRow, ...]:
+    """``report.usage_rows`` of a session without compaction, system prompt or tools."""
+    cumulative = [0]
+    for estimate in tokens:
+        cumulative.append(cumulative[-1] + estimate)
+    rows = []
+    for before, i, w, r, line, _ in usage:
+        before = min(before, len(tokens))
+        if before == 0:
+            continue
+        rows.append(UsageRow(before, line, cumulative[before], i + w + r, r, w))
+    return tuple(rows)
+
+
+def _size(usage: list[list[int]], tokens: list[int], roles: list[str], mode: SizeMode, given: int | None) -> Size:
+    """``predict_size`` of a session without compaction, system prompt or tools, from its messages' tokens
+    and its measured requests (``_Folded.usage``)."""
+    n = len(tokens)
+    pre_source: PreambleSource
+    pre_line: int | None
+    if given is not None:
+        pre_tokens, pre_source, pre_line = given, "given", None
+    else:
+        first = next((u for u in usage if 0 < u[0] <= n), None)
+        inferred = None if first is None else max(0, first[1] + first[2] + first[3] - sum(tokens[: first[0]]))
+        if first is not None and inferred is not None and inferred > 0:
+            pre_tokens, pre_source, pre_line = inferred, "inferred", first[4]
+        else:
+            pre_tokens, pre_source, pre_line = 0, "none", None
+    anchor = None
+    if mode == "auto":
+        for u in reversed(usage):
+            if u[0] > n or u[0] < 1:
+                continue
+            if u[0] == n or roles[u[0]] == "assistant":
+                anchor = u
+                break
+    if anchor is None:
+        estimated = sum(tokens)
+        return Size(pre_tokens + estimated, "estimate", pre_tokens, pre_source, pre_line, 0, estimated_tokens=estimated)
+    b, measured = anchor[0], anchor[1] + anchor[2] + anchor[3]
+    reply = max(anchor[5], tokens[b]) if b < n else 0
+    estimated = sum(tokens[b + 1 :])
+    return Size(
+        measured + reply + estimated,
+        "anchored",
+        pre_tokens,
+        pre_source,
+        pre_line,
+        0,
+        measured_tokens=measured,
+        anchor_line=anchor[4],
+        anchor_messages=b,
+        reply_tokens=reply,
+        estimated_tokens=estimated,
+    )

@@ -1,0 +1,295 @@
+"""``report``'s fold of a Claude Code session from its lines (``fitting.ccfold``) against the loader and
+``build_report``: wherever the fold vouches for a file its report is equal to the loaded one (so are the text
+and ``--json`` output, which are made from the report), and wherever it does not, the command reads the file
+as before. On the corpus, every prefix of every session, and generated sessions of the shapes
+benchmarks/sessions.py writes, with the branches, sidechains, compactions and damaged lines it must refuse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import DATA, require_shared
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import texts
+from typer.testing import Result
+
+from windowfit.cli.report_cmd import FAST_FOLD_ENV, ReportOptions, report_file, report_work
+from windowfit.cli.shared import SizeChoice
+from windowfit.fitting import make_estimator
+from windowfit.fitting.ccfold import fold_claude_code
+from windowfit.fitting.errors import InputError
+from windowfit.fitting.formats import Input, load
+from windowfit.fitting.report import Report
+
+SEED = ReportOptions("seed", 1.0, None, None, 10, SizeChoice.auto, None)
+
+
+def loaded(item: Input, options: ReportOptions = SEED) -> list[Report] | str:
+    """Today's reports of ``item`` (loader and ``build_report``), or the error the loader raised."""
+    try:
+        return report_work(load(item), options=options)
+    except InputError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def reported(item: Input, options: ReportOptions = SEED) -> list[Report] | str:
+    """The reports ``report`` makes of ``item`` (folded where the fold vouches), or the loader's error."""
+    try:
+        return report_file(item, options)
+    except InputError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def folded(item: Input, options: ReportOptions = SEED) -> Report | None:
+    o = options
+    return fold_claude_code(
+        item,
+        make_estimator(o.estimator, overhead=o.overhead),
+        budget=o.budget,
+        window=o.window,
+        top=o.top,
+        size_mode=o.size.value,
+        preamble=o.preamble,
+    )
+
+
+def corpus_files() -> list[Path]:
+    return sorted(require_shared("corpus", "transcripts", "claude_code").rglob("*.jsonl"))
+
+
+def test_reports_are_the_loaded_ones_on_the_corpus() -> None:
+    files = corpus_files() + sorted(DATA.joinpath("claude_code").rglob("*.jsonl"))
+    assert files
+    taken = 0
+    for path in files:
+        item = Input(str(path), keep_text=False)
+        taken += folded(item) is not None
+        assert reported(item) == loaded(item), path
+    assert taken >= 3  # 7 of 23 on 2026-12-02 (the corpus's subagent files, one of the tests')
+
+
+def test_every_prefix_of_a_corpus_session_folds_to_its_report() -> None:
+    """The corpus's sessions are all of shapes the fold leaves to the loader (branches through progress lines,
+    parallel calls, sidechains, images, broken lines); their prefixes hold real lines it does take."""
+    vouched = 0
+    for path in corpus_files():
+        lines = path.read_bytes().splitlines(keepends=True)
+        cuts = {*range(1, min(len(lines), 80) + 1), *range(1, len(lines) + 1, max(1, len(lines) // 40))}
+        for n in sorted(cuts):  # the first 80 prefixes (the fold takes early ones), 40 more spread over the file
+            item = Input(str(path), b"".join(lines[:n]), keep_text=False)
+            report = folded(item)
+            if report is not None:
+                vouched += 1
+                assert [report] == loaded(item), (path, n)
+    assert vouched >= 50  # 139 on the corpus of 2026-12-02
+
+
+# --------------------------------------------------------------------------
+# Generated sessions
+
+
+_SCRIPTS = ("ascii", "cyrillic", "han", "hiragana", "emoji")
+
+
+class _Writer:
+    """Lines of one session, each on the chain unless a draw breaks it."""
+
+    def __init__(self, draw: st.DrawFn) -> None:
+        self.draw = draw
+        self.lines: list[bytes] = []
+        self.n = 0
+        self.parent: str | None = None
+        self.side = draw(st.integers(0, 5)) == 0
+        """A subagent's own file: every line on its sidechain, some with an agentId."""
+
+    def line(self, kind: str, *, leaf: bool = False, **rest: Any) -> None:
+        """One line; a ``leaf`` (a bookkeeping line no message hangs from) leaves the chain where it was."""
+        draw = self.draw
+        self.n += 1
+        me = f"u{self.n}"
+        parent = self.parent
+        odd = draw(st.integers(0, 400))
+        if odd == 0 or (leaf and draw(st.booleans())):
+            parent = draw(st.sampled_from([None, "gone", "u1"]))  # a root, a broken link or a branch
+        if self.side and draw(st.integers(0, 3)) == 0:
+            rest = {"agentId": draw(st.sampled_from(["a1", "a2", 7])), **rest}
+        record: dict[str, Any] = {
+            "parentUuid": parent,
+            "isSidechain": self.side != (odd == 1),
+            "userType": "external",
+            "sessionId": "s",
+            "type": kind,
+            "uuid": me if odd != 2 else "u1",
+            **rest,
+        }
+        raw = orjson.dumps(record)
+        if odd == 3:
+            raw = raw[: len(raw) // 2]  # a damaged line
+        self.lines.append(raw)
+        if not leaf:
+            self.parent = me
+
+
+def _text(draw: st.DrawFn) -> str:
+    return draw(texts(0, 30, scripts=_SCRIPTS))
+
+
+@st.composite
+def sessions(draw: st.DrawFn) -> bytes:
+    """A user prompt, then rounds of an assistant reply split into one line per block (thinking, text,
+    tool_use) sharing a message id and usage, and the user line(s) with the results; now and then a
+    progress line on the chain, a summary line, a compaction, a missing result, an image, an empty message."""
+    w = _Writer(draw)
+    if draw(st.integers(0, 4)):  # else an excerpt that starts with a reply
+        w.line("user", message={"role": "user", "content": _text(draw) or "hi"})
+    cached = draw(st.integers(0, 5000))
+    for r in range(draw(st.integers(0, 6))):
+        message_id = f"msg_{r}" if draw(st.integers(0, 20)) else f"msg_{r - 1}"
+        calls = [f"toolu_{r}_{k}" for k in range(draw(st.integers(0, 3)))]
+        if draw(st.integers(0, 30)) == 0 and calls:
+            calls.append(calls[0])  # a call id used twice
+        usage: Any = {
+            "input_tokens": draw(st.integers(0, 10)),
+            "cache_creation_input_tokens": draw(st.integers(0, 4000)),
+            "cache_read_input_tokens": cached,
+            "output_tokens": draw(st.integers(0, 900) | st.integers(0, 3)),  # a snapshot below the reply's own
+        }
+        if draw(st.integers(0, 10)) == 0:
+            usage = {k: 0 for k in usage}  # <synthetic>: not measured
+        cached += draw(st.integers(0, 3000))
+        blocks: list[dict[str, Any]] = []
+        if draw(st.booleans()):
+            blocks.append({"type": "thinking", "thinking": _text(draw), "signature": "c2ln"})
+        if draw(st.booleans()) or not calls:
+            blocks.append({"type": "text", "text": _text(draw)})
+        for c in calls:
+            inp = {"file_path": _text(draw)} if draw(st.integers(0, 4)) else {}
+            blocks.append(
+                {"type": "tool_use", "id": c, "name": draw(st.sampled_from(["Read", "Bash", "Жук"])), "input": inp}
+            )
+        if draw(st.integers(0, 40)) == 0:
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}})
+        for block in blocks:
+            step = (
+                {**usage, "output_tokens": draw(st.integers(0, 900) | st.integers(0, 3))}
+                if draw(st.integers(0, 3)) == 0
+                else usage
+            )
+            message = {"model": "claude-x", "id": message_id, "role": "assistant", "content": [block], "usage": step}
+            w.line("assistant", message=message, requestId=f"req_{r}")
+        if draw(st.integers(0, 8)) == 0:
+            w.line("progress", data={"step": r})
+        if draw(st.integers(0, 8)) == 0:
+            w.line(draw(st.sampled_from(["progress", "system"])), leaf=True, subtype="turn_duration")
+        if draw(st.integers(0, 10)) == 0:
+            w.lines.append(orjson.dumps({"type": "summary", "summary": "s", "leafUuid": "u1"}))
+        if draw(st.integers(0, 40)) == 0:
+            w.line("system", subtype="compact_boundary", content="Conversation compacted")
+        answered = calls[:-1] if calls and draw(st.integers(0, 15)) == 0 else calls
+        results: list[dict[str, Any]] = []
+        for c in answered:
+            shape = draw(st.integers(0, 5))
+            content: Any = [{"type": "text", "text": _text(draw)}] if shape == 0 else _text(draw)
+            if shape == 1:
+                content = []
+            result: dict[str, Any] = {"tool_use_id": c, "type": "tool_result", "content": content}
+            if draw(st.booleans()):
+                result["is_error"] = False
+            results.append(result)
+        if results:
+            if len(results) > 1 and draw(st.booleans()):  # the results split over two lines
+                w.line("user", message={"role": "user", "content": results[:1]}, toolUseResult={})
+                results = results[1:]
+            if draw(st.integers(0, 10)) == 0:
+                results.append({"type": "text", "text": _text(draw)})
+            w.line("user", message={"role": "user", "content": results}, toolUseResult={})
+        if draw(st.integers(0, 4)) == 0:
+            content = _text(draw) if draw(st.integers(0, 10)) else ""
+            w.line("user", message={"role": "user", "content": content})
+    return b"\n".join(w.lines) + (b"\n" if draw(st.booleans()) else b"")
+
+
+OPTIONS = st.builds(
+    ReportOptions,
+    st.just("seed"),
+    st.sampled_from([1.0, 0.0, 2.5]),
+    st.sampled_from([None, 1000]),
+    st.sampled_from([None, 50_000]),
+    st.sampled_from([10, 0, 2]),
+    st.sampled_from(list(SizeChoice)),
+    st.sampled_from([None, 0, 12_000]),
+)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=sessions(), options=OPTIONS)
+def test_generated_sessions_fold_to_the_loaded_report(data: bytes, options: ReportOptions) -> None:
+    item = Input("session.jsonl", data, keep_text=False)
+    report = folded(item, options)
+    if report is not None:
+        assert [report] == loaded(item, options)
+    assert reported(item, options) == loaded(item, options)
+
+
+def test_the_generated_shape_is_mostly_folded() -> None:
+    """The property above compares reports where the fold vouches: make sure it does on most sessions."""
+    vouched = []
+
+    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+    @given(data=sessions())
+    def count(data: bytes) -> None:
+        vouched.append(folded(Input("session.jsonl", data, keep_text=False)) is not None)
+
+    count()
+    assert sum(vouched) >= len(vouched) // 5  # 27 of 100 on 2026-12-02
+
+
+def test_it_leaves_other_estimators_and_kept_text_to_the_loader(tmp_path: Path) -> None:
+    lines = [
+        {"parentUuid": None, "type": "user", "uuid": "a", "message": {"role": "user", "content": "Привет"}},
+        {"parentUuid": "a", "type": "assistant", "uuid": "b", "message": {"role": "assistant", "content": "hi"}},
+    ]
+    data = b"\n".join(orjson.dumps(x) for x in lines)
+    assert folded(Input("s.jsonl", data, keep_text=False)) is not None
+    assert folded(Input("s.jsonl", data, keep_text=True)) is None
+    safe = ReportOptions("safe", 1.0, None, None, 10, SizeChoice.auto, None)
+    assert folded(Input("s.jsonl", data, keep_text=False), safe) is None
+    # A subagents folder beside the file: the loader reads it too.
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    assert folded(Input(str(path), keep_text=False)) is not None
+    (tmp_path / "s" / "subagents").mkdir(parents=True)
+    (tmp_path / "s" / "subagents" / "agent-x.jsonl").write_bytes(data)
+    assert folded(Input(str(path), keep_text=False)) is None
+    assert reported(Input(str(path), keep_text=False)) == loaded(Input(str(path), keep_text=False))
+
+
+@pytest.mark.parametrize("args", [(), ("--json",), ("--budget", "100", "--window", "300", "--size", "estimate")])
+def test_the_command_prints_the_same_with_the_fold_off(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(_example(tmp_path))
+    assert folded(Input(str(path), keep_text=False)) is not None
+    fast: Result = run_cli("report", str(path), *args)
+    monkeypatch.setenv(FAST_FOLD_ENV, "0")
+    general: Result = run_cli("report", str(path), *args)
+    assert fast.exit_code == general.exit_code == 0, fast.stderr
+    assert (fast.stdout, fast.stderr) == (general.stdout, general.stderr)
+
+
+def _example(folder: Path) -> bytes:
+    """A small session of the benchmark's shape (benchmarks/sessions.py, 3 rounds)."""
+    import random
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from sessions import write_session
+
+    out = folder / "example.scratch"
+    write_session(out, random.Random(3), 3)
+    return out.read_bytes()
