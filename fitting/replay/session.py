@@ -4,8 +4,9 @@ policy protocol, and the shared machinery (prefix sums, stubbed messages)."""
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Protocol, cast
@@ -88,26 +89,32 @@ class StaticSizes(Fenwick):
         return bisect_left(self.sums, target)
 
 
+def _ints() -> array[int]:
+    return array("q")
+
+
 @dataclass(slots=True)
 class Session:
     """What every policy reads: the transcript's messages, their estimates and
-    structure, computed once for the whole session."""
+    structure, computed once for the whole session. The per-message values are
+    columns of machine integers (``array("q")``, 8 B each), not lists of int objects
+    (36 B each above 256): a session of 380,000 tiny messages held 40 MB of them."""
 
     transcript: Transcript
     estimator: Estimator
-    tokens: list[int] = field(default_factory=list)
+    tokens: MutableSequence[int] = field(default_factory=_ints)
     preamble: int = 0
     results: tuple[ResultRef, ...] = ()
-    result_messages: list[int] = field(default_factory=list)
+    result_messages: MutableSequence[int] = field(default_factory=_ints)
     """Each result's message index, in order (for bisecting)."""
-    turn_starts: list[int] = field(default_factory=list)
-    unit_starts: list[int] = field(default_factory=list)
-    round_starts: list[int] = field(default_factory=list)
+    turn_starts: MutableSequence[int] = field(default_factory=_ints)
+    unit_starts: MutableSequence[int] = field(default_factory=_ints)
+    round_starts: MutableSequence[int] = field(default_factory=_ints)
     head_stop: int = 1
     note_tokens: int = 0
-    steps: list[int] = field(default_factory=list)
+    steps: MutableSequence[int] = field(default_factory=_ints)
     """The requests: each is ``messages[:n]`` for an assistant reply at index ``n``."""
-    before: list[int] = field(default_factory=list)
+    before: MutableSequence[int] = field(default_factory=_ints)
     """``before[n]``: the tokens of ``messages[:n]`` unfitted (prefix sums: they never change)."""
     step_times: dict[int, float] = field(default_factory=dict)
     stubs: dict[tuple[int, int], tuple[Message, int]] = field(default_factory=dict)
@@ -117,15 +124,23 @@ class Session:
     """When the request ``messages[:n]`` was sent (seconds since the epoch), where the log records it."""
 
     @classmethod
-    def of(cls, transcript: Transcript, estimator: Estimator) -> Session:
+    def of(cls, transcript: Transcript, estimator: Estimator, tokens: Sequence[int] | None = None) -> Session:
+        """The session of ``transcript``. ``tokens``: each message's estimate, where the caller has them
+        (``replay_columns``: a plain message's from its column, its stand-in having no content); every
+        other value is read from the messages' roles, calls and results alone, which a stand-in keeps."""
         s = cls(transcript, estimator)
         messages = transcript.messages
-        s.tokens = [estimator.message(m).tokens for m in messages]
-        s.before = [0, *accumulate(s.tokens)]
+        if tokens is None:
+            s.tokens = array("q", (estimator.message(m).tokens for m in messages))
+        elif len(tokens) != len(messages):
+            raise ValueError("one estimate a message")
+        else:
+            s.tokens = tokens if isinstance(tokens, array) else array("q", tokens)
+        s.before = array("q", accumulate(s.tokens, initial=0))
         s.preamble = estimator.preamble(transcript)
         s.results = result_refs(messages, estimator)
-        s.result_messages = [r.message_index for r in s.results]
-        s.turn_starts = [i for i, m in enumerate(messages) if m.starts_turn]
+        s.result_messages = array("q", (r.message_index for r in s.results))
+        s.turn_starts = array("q", (i for i, m in enumerate(messages) if m.starts_turn))
         if messages and (not s.turn_starts or s.turn_starts[0] != 0):
             s.turn_starts.insert(0, 0)
         for unit in iter_units(messages, 0, len(messages)):
@@ -133,9 +148,9 @@ class Session:
             if isinstance(unit, Round):
                 s.round_starts.append(unit.start)
         first_units = s.unit_starts[1] if len(s.unit_starts) > 1 else len(messages)
-        s.head_stop = first_units if s.round_starts[:1] == [0] else min(1, len(messages))
+        s.head_stop = first_units if s.round_starts and s.round_starts[0] == 0 else min(1, len(messages))
         s.note_tokens = estimator.message(Message("user", (Text(TRUNCATION_NOTE),))).tokens
-        s.steps = [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0]
+        s.steps = array("q", (i for i, m in enumerate(messages) if m.role == "assistant" and i > 0))
         return s
 
 
