@@ -209,13 +209,24 @@ class Untouched:
 
 
 class Stubbed:
-    """The messages as last sent (some results stubbed) and their sizes, as a Fenwick tree."""
+    """The messages as last sent (some results stubbed) and their sizes: the session's own prefix sums
+    (``StaticSizes``) until the first result is stubbed, a Fenwick tree from then on. A session whose results
+    are never cleared (a file of tiny lines) never builds the tree: a prefix is read, not summed up the tree
+    (most of a long replay's time), and the tree's list (36 B a message) is never held."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.messages = list(session.transcript.messages)
-        self.tree = Fenwick(session.tokens)
+        fresh = len(session.before) == len(session.tokens) + 1
+        self.tree: Fenwick = StaticSizes(session.tokens, session.before if fresh else None)
         self.current = list(session.tokens)
+
+    def resize(self, i: int, new: int) -> None:
+        """Message ``i`` is now ``new`` tokens."""
+        if type(self.tree) is StaticSizes:
+            self.tree = Fenwick(self.current)  # the first change: the sizes as they are (all the session's)
+        self.tree.add(i, new - self.current[i])
+        self.current[i] = new
 
     def clear(self, result_index: int) -> None:
         ref = self.session.results[result_index]
@@ -229,8 +240,7 @@ class Stubbed:
             known = (one[i], self.session.estimator.message(one[i]).tokens)
             self.session.stubs[key] = known
         self.messages[i], new = known
-        self.tree.add(i, new - self.current[i])
-        self.current[i] = new
+        self.resize(i, new)
 
     def block_prefix(self, message_index: int, block_index: int) -> int:
         """Tokens of the message's blocks before ``block_index`` in their current version."""
