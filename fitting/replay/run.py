@@ -435,7 +435,7 @@ def replay_columns(
         else:  # a kept message, or one the repair made: as ``Session.of`` estimates it
             tokens.append(estimator.message(m).tokens)
             at.append(MISSING if m.source.line is None else m.source.line)
-    session = Session.of(repaired, estimator, tokens)
+    session = Session.of(repaired, estimator, tokens, compact=True)
 
     def line_of(n: int) -> int | None:
         return _optional(at[n])

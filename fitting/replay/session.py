@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, MutableSequence, Sequence
+from collections.abc import Callable, Iterable, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Protocol, cast
@@ -93,12 +93,16 @@ def _ints() -> array[int]:
     return array("q")
 
 
+def _array(values: Iterable[int]) -> array[int]:
+    """``values`` as ``array("q")``: itself when it is one (no copy)."""
+    return values if isinstance(values, array) and values.typecode == "q" else array("q", values)
+
+
 @dataclass(slots=True)
 class Session:
     """What every policy reads: the transcript's messages, their estimates and
-    structure, computed once for the whole session. The per-message values are
-    columns of machine integers (``array("q")``, 8 B each), not lists of int objects
-    (36 B each above 256): a session of 380,000 tiny messages held 40 MB of them."""
+    structure, computed once for the whole session. The per-message values are lists,
+    or with ``of(..., compact=True)`` columns of machine integers (``array("q")``)."""
 
     transcript: Transcript
     estimator: Estimator
@@ -124,25 +128,38 @@ class Session:
     """When the request ``messages[:n]`` was sent (seconds since the epoch), where the log records it."""
 
     @classmethod
-    def of(cls, transcript: Transcript, estimator: Estimator, tokens: Sequence[int] | None = None) -> Session:
+    def of(
+        cls,
+        transcript: Transcript,
+        estimator: Estimator,
+        tokens: Sequence[int] | None = None,
+        *,
+        compact: bool = False,
+    ) -> Session:
         """The session of ``transcript``. ``tokens``: each message's estimate, where the caller has them
         (``replay_columns``: a plain message's from its column, its stand-in having no content); every
-        other value is read from the messages' roles, calls and results alone, which a stand-in keeps."""
+        other value is read from the messages' roles, calls and results alone, which a stand-in keeps.
+        ``compact``: the per-message values (estimates, prefix sums, turn, unit and round starts, steps) as
+        ``array("q")``, 8 B a value rather than a list's 36 B above 256 (40 MB over 380,000 tiny messages), at
+        the price of slower reads: an ``array`` read makes an int object, and the policies bisect the starts
+        on every request (the replay of tiny lines took 15% longer on arrays)."""
+        column: Callable[[Iterable[int]], MutableSequence[int]] = _array if compact else list
         s = cls(transcript, estimator)
         messages = transcript.messages
         if tokens is None:
-            s.tokens = array("q", (estimator.message(m).tokens for m in messages))
+            s.tokens = column(estimator.message(m).tokens for m in messages)
         elif len(tokens) != len(messages):
             raise ValueError("one estimate a message")
         else:
-            s.tokens = tokens if isinstance(tokens, array) else array("q", tokens)
-        s.before = array("q", accumulate(s.tokens, initial=0))
+            s.tokens = column(tokens)
+        s.before = column(accumulate(s.tokens, initial=0))
         s.preamble = estimator.preamble(transcript)
         s.results = result_refs(messages, estimator)
-        s.result_messages = array("q", (r.message_index for r in s.results))
-        s.turn_starts = array("q", (i for i, m in enumerate(messages) if m.starts_turn))
+        s.result_messages = column(r.message_index for r in s.results)
+        s.turn_starts = column(i for i, m in enumerate(messages) if m.starts_turn)
         if messages and (not s.turn_starts or s.turn_starts[0] != 0):
             s.turn_starts.insert(0, 0)
+        s.unit_starts, s.round_starts = column(()), column(())
         for unit in iter_units(messages, 0, len(messages)):
             s.unit_starts.append(unit.start)
             if isinstance(unit, Round):
@@ -150,7 +167,7 @@ class Session:
         first_units = s.unit_starts[1] if len(s.unit_starts) > 1 else len(messages)
         s.head_stop = first_units if s.round_starts and s.round_starts[0] == 0 else min(1, len(messages))
         s.note_tokens = estimator.message(Message("user", (Text(TRUNCATION_NOTE),))).tokens
-        s.steps = array("q", (i for i, m in enumerate(messages) if m.role == "assistant" and i > 0))
+        s.steps = column(i for i, m in enumerate(messages) if m.role == "assistant" and i > 0)
         return s
 
 
