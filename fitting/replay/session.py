@@ -140,9 +140,9 @@ class Session:
         (``replay_columns``: a plain message's from its column, its stand-in having no content); every
         other value is read from the messages' roles, calls and results alone, which a stand-in keeps.
         ``compact``: the per-message values (estimates, prefix sums, turn, unit and round starts, steps) as
-        ``array("q")``, 8 B a value rather than a list's 36 B above 256 (40 MB over 380,000 tiny messages), at
+        ``array("q")``, 8 B a value rather than a list's 36 B above 256, at
         the price of slower reads: an ``array`` read makes an int object, and the policies bisect the starts
-        on every request (the replay of tiny lines took 15% longer on arrays)."""
+        on every request (benchmarks/README.md, "Columns for ``replay``")."""
         column: Callable[[Iterable[int]], MutableSequence[int]] = _array if compact else list
         s = cls(transcript, estimator)
         messages = transcript.messages
