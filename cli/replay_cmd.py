@@ -5,15 +5,31 @@ from __future__ import annotations
 
 import io
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from windowfit.fitting.errors import OptionError, WindowfitError
+from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import DEFAULTS, FitOptions
+from windowfit.fitting.formats import Format, Input
+from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.pricing import TTLS, Price, PriceTable, Provider, Ttl, default_table, load_table, recorded_model
-from windowfit.fitting.replay import KEEP_LAST, POLICIES, POLICY_NAMES, PolicyFactory, Run, policy_named, replay
+from windowfit.fitting.replay import (
+    KEEP_LAST,
+    POLICIES,
+    POLICY_NAMES,
+    LinedColumns,
+    PolicyFactory,
+    Recorded,
+    Run,
+    lined_columns,
+    policy_named,
+    replay,
+    replay_columns,
+)
 from windowfit.fitting.replay.cache import CacheCheck, CacheModel, check
 from windowfit.fitting.replay.requests import ReplayTarget, is_recorded_request, replay_targets, target_of
 from windowfit.fitting.replay.times import line_times
@@ -40,11 +56,11 @@ from .shared import (
     err,
     estimator_from,
     fail,
-    load_all,
     out,
     output_target,
     pick,
     print_json,
+    scan_all,
     size_of,
     write_atomic,
 )
@@ -220,6 +236,32 @@ def provider_of(row: Price | None, transcript: Transcript) -> Provider:
     return "openai" if transcript.dialect == "openai" else "anthropic"
 
 
+def replay_stream(item: Input, chosen: Format, skip_invalid: bool, *, estimator: Estimator) -> list[Replayable] | None:
+    """A messages file (JSON Lines, or a request body or message array on one line: what ``check`` streams)
+    read one message at a time into columns with each message's line (``fitting.replay.lined_columns``): a
+    file of a million tiny lines is never held as messages. None for another format, a request a log
+    recorded (replayed as its conversation), or when the stream stops on an error (the file is then loaded,
+    and the loader words the error)."""
+    try:
+        found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
+        if found is None:
+            return None
+        lined = lined_columns(found.messages, found.header, estimator)
+    except (WindowfitError, ValueError, RecursionError, OSError):
+        return None
+    if is_recorded_request(lined.columns.header):
+        return None
+    return [lined]
+
+
+Replayable = Transcript | LinedColumns
+"""What the scan gives ``replay``: the loaded transcripts, or one messages file as columns."""
+
+
+def _loaded(transcripts: tuple[Transcript, ...]) -> list[Replayable]:
+    return list(transcripts)
+
+
 def replay_command(
     file: Annotated[str, typer.Argument(help="One transcript file, a folder, or - for stdin.", show_default=False)],
     budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")],
@@ -286,9 +328,19 @@ def replay_command(
     """
     check_limits(budget, window)
     est = estimator_from(estimator, overhead)
-    loaded = load_all([file], fmt=from_, skip_invalid=skip_invalid, strict=strict, keep_text=False)
-    target = choose(loaded.transcripts, source=file, index=index, name=name)
-    chosen = target.transcript
+    # One messages file, with nothing to pick in it, is streamed into columns; anything else is loaded.
+    streams = from_ is None and index is None and name is None and not Path(file).is_dir()
+    stream = partial(replay_stream, estimator=est) if streams else None
+    loaded = scan_all([file], _loaded, fmt=from_, skip_invalid=skip_invalid, strict=strict, stream_work=stream)
+    lined = loaded.values[0] if len(loaded.values) == 1 else None
+    requests: tuple[Recorded, ...] = ()
+    if isinstance(lined, LinedColumns):
+        chosen = lined.columns.header
+        recorded_requests = False
+    else:
+        transcripts = [t for t in loaded.values if isinstance(t, Transcript)]
+        target = choose(transcripts, source=file, index=index, name=name)
+        chosen, requests, recorded_requests = target.transcript, target.requests, target.recorded
     transcript = chosen.live()
     names = [p.value for p in policy] if policy else list(POLICY_NAMES)
     try:
@@ -312,16 +364,22 @@ def replay_command(
     recorded = any(u.cache_read_tokens or u.cache_creation_tokens for u in chosen.usage)
     # Replaying what the harness sent checks the cache model against the cache reads the log records.
     extra = [SEND_EVERYTHING] if recorded and SEND_EVERYTHING not in names else []
-    replayed = replay(
-        transcript,
-        factories(names + extra, options, keep=keep),
-        budget=budget,
-        estimator=est,
-        window=window,
-        preamble=hidden,
-        requests=target.requests,
-        times=times,
-    )
+    policies = factories(names + extra, options, keep=keep)
+    if isinstance(lined, LinedColumns):
+        replayed = replay_columns(
+            lined, policies, budget=budget, estimator=est, window=window, preamble=hidden, times=times
+        )
+    else:
+        replayed = replay(
+            transcript,
+            policies,
+            budget=budget,
+            estimator=est,
+            window=window,
+            preamble=hidden,
+            requests=requests,
+            times=times,
+        )
     priced = tuple(cache.priced(r, times) for r in replayed)
     runs = priced[: len(names)]
     checked = check(next(r for r in priced if r.policy == SEND_EVERYTHING)) if recorded else None
@@ -359,7 +417,7 @@ def replay_command(
         )
         return
     steps = runs[0].steps if runs else ()
-    if target.recorded:
+    if recorded_requests:
         what = f"{_requests(len(steps))} replayed, in the order sent"
     else:
         what = f"{len(steps):,} requests replayed"

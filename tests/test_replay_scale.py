@@ -79,7 +79,7 @@ def test_columnar_steps_read_as_the_step_objects_they_replace(t: Transcript, fra
         objects = replace(run, steps=tuple(run.steps))
         assert len(objects.steps) == len(run.steps) == len(session.steps)
         assert [s.index for s in objects.steps] == list(range(len(session.steps)))
-        assert [s.messages for s in objects.steps] == session.steps
+        assert [s.messages for s in objects.steps] == list(session.steps)
         for name in ("requests", "rejections", "sent_tokens", "cached_tokens", "prefix_breaks"):
             assert getattr(run, name) == getattr(objects, name), name
         assert run.outcome_shares() == objects.outcome_shares()

@@ -17,7 +17,7 @@ from .keep_last import KEEP_LAST, KeepLastPolicy
 from .legacy import LegacyPolicy
 from .policies import POLICIES, POLICY_NAMES, Builder, NamedPolicy, policy_named, standard_policies
 from .requests import Recorded, ReplayTarget, is_recorded_request, replay_targets, target_of
-from .run import Run, Step, replay
+from .run import LinedColumns, Run, Step, lined_columns, replay, replay_columns
 from .session import NOTE, Fenwick, Policy, PolicyFactory, Sent, Session
 from .windowfit import WindowfitPolicy
 
@@ -30,6 +30,7 @@ __all__ = [
     "Fenwick",
     "KeepLastPolicy",
     "LegacyPolicy",
+    "LinedColumns",
     "NamedPolicy",
     "Policy",
     "PolicyFactory",
@@ -41,8 +42,10 @@ __all__ = [
     "Step",
     "WindowfitPolicy",
     "is_recorded_request",
+    "lined_columns",
     "policy_named",
     "replay",
+    "replay_columns",
     "replay_targets",
     "standard_policies",
     "target_of",

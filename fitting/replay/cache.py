@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..pricing import Price, Provider, Ttl
-from .run import MISSING, Run, Step, Steps
+from .run import MISSING, Run, Step, Steps, narrowed
 
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 MINIMUM: dict[str, int] = {"anthropic": 0, "openai": 1024, "google": 2048}
@@ -114,7 +114,7 @@ class CacheModel:
             if at is not None:
                 previous_at = at
         if isinstance(steps, Steps):
-            return steps.priced(reads, writes, costs)
+            return steps.priced(narrowed(reads), narrowed(writes), costs)
         return tuple(
             replace(s, cache_read_tokens=reads[i], cache_write_tokens=writes[i], cost_usd=costs[i] if costs else None)
             for i, s in enumerate(steps)

@@ -192,8 +192,7 @@ class GeminiCliMasking(Clearing):
         if tokens >= stubbed.current[i]:
             return False  # Gemini CLI masks an output only when that saves tokens
         stubbed.messages[i] = message
-        stubbed.tree.add(i, tokens - stubbed.current[i])
-        stubbed.current[i] = tokens
+        stubbed.resize(i, tokens)
         self.masked.add(r)
         self.cleared = len(self.masked)
         return True

@@ -4,8 +4,9 @@ policy protocol, and the shared machinery (prefix sums, stubbed messages)."""
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Protocol, cast
@@ -88,26 +89,36 @@ class StaticSizes(Fenwick):
         return bisect_left(self.sums, target)
 
 
+def _ints() -> array[int]:
+    return array("q")
+
+
+def _array(values: Iterable[int]) -> array[int]:
+    """``values`` as ``array("q")``: itself when it is one (no copy)."""
+    return values if isinstance(values, array) and values.typecode == "q" else array("q", values)
+
+
 @dataclass(slots=True)
 class Session:
     """What every policy reads: the transcript's messages, their estimates and
-    structure, computed once for the whole session."""
+    structure, computed once for the whole session. The per-message values are lists,
+    or with ``of(..., compact=True)`` columns of machine integers (``array("q")``)."""
 
     transcript: Transcript
     estimator: Estimator
-    tokens: list[int] = field(default_factory=list)
+    tokens: MutableSequence[int] = field(default_factory=_ints)
     preamble: int = 0
     results: tuple[ResultRef, ...] = ()
-    result_messages: list[int] = field(default_factory=list)
+    result_messages: MutableSequence[int] = field(default_factory=_ints)
     """Each result's message index, in order (for bisecting)."""
-    turn_starts: list[int] = field(default_factory=list)
-    unit_starts: list[int] = field(default_factory=list)
-    round_starts: list[int] = field(default_factory=list)
+    turn_starts: MutableSequence[int] = field(default_factory=_ints)
+    unit_starts: MutableSequence[int] = field(default_factory=_ints)
+    round_starts: MutableSequence[int] = field(default_factory=_ints)
     head_stop: int = 1
     note_tokens: int = 0
-    steps: list[int] = field(default_factory=list)
+    steps: MutableSequence[int] = field(default_factory=_ints)
     """The requests: each is ``messages[:n]`` for an assistant reply at index ``n``."""
-    before: list[int] = field(default_factory=list)
+    before: MutableSequence[int] = field(default_factory=_ints)
     """``before[n]``: the tokens of ``messages[:n]`` unfitted (prefix sums: they never change)."""
     step_times: dict[int, float] = field(default_factory=dict)
     stubs: dict[tuple[int, int], tuple[Message, int]] = field(default_factory=dict)
@@ -117,25 +128,46 @@ class Session:
     """When the request ``messages[:n]`` was sent (seconds since the epoch), where the log records it."""
 
     @classmethod
-    def of(cls, transcript: Transcript, estimator: Estimator) -> Session:
+    def of(
+        cls,
+        transcript: Transcript,
+        estimator: Estimator,
+        tokens: Sequence[int] | None = None,
+        *,
+        compact: bool = False,
+    ) -> Session:
+        """The session of ``transcript``. ``tokens``: each message's estimate, where the caller has them
+        (``replay_columns``: a plain message's from its column, its stand-in having no content); every
+        other value is read from the messages' roles, calls and results alone, which a stand-in keeps.
+        ``compact``: the per-message values (estimates, prefix sums, turn, unit and round starts, steps) as
+        ``array("q")``, 8 B a value rather than a list's 36 B above 256, at
+        the price of slower reads: an ``array`` read makes an int object, and the policies bisect the starts
+        on every request (benchmarks/README.md, "Columns for ``replay``")."""
+        column: Callable[[Iterable[int]], MutableSequence[int]] = _array if compact else list
         s = cls(transcript, estimator)
         messages = transcript.messages
-        s.tokens = [estimator.message(m).tokens for m in messages]
-        s.before = [0, *accumulate(s.tokens)]
+        if tokens is None:
+            s.tokens = column(estimator.message(m).tokens for m in messages)
+        elif len(tokens) != len(messages):
+            raise ValueError("one estimate a message")
+        else:
+            s.tokens = column(tokens)
+        s.before = column(accumulate(s.tokens, initial=0))
         s.preamble = estimator.preamble(transcript)
         s.results = result_refs(messages, estimator)
-        s.result_messages = [r.message_index for r in s.results]
-        s.turn_starts = [i for i, m in enumerate(messages) if m.starts_turn]
+        s.result_messages = column(r.message_index for r in s.results)
+        s.turn_starts = column(i for i, m in enumerate(messages) if m.starts_turn)
         if messages and (not s.turn_starts or s.turn_starts[0] != 0):
             s.turn_starts.insert(0, 0)
+        s.unit_starts, s.round_starts = column(()), column(())
         for unit in iter_units(messages, 0, len(messages)):
             s.unit_starts.append(unit.start)
             if isinstance(unit, Round):
                 s.round_starts.append(unit.start)
         first_units = s.unit_starts[1] if len(s.unit_starts) > 1 else len(messages)
-        s.head_stop = first_units if s.round_starts[:1] == [0] else min(1, len(messages))
+        s.head_stop = first_units if s.round_starts and s.round_starts[0] == 0 else min(1, len(messages))
         s.note_tokens = estimator.message(Message("user", (Text(TRUNCATION_NOTE),))).tokens
-        s.steps = [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0]
+        s.steps = column(i for i, m in enumerate(messages) if m.role == "assistant" and i > 0)
         return s
 
 
@@ -194,13 +226,24 @@ class Untouched:
 
 
 class Stubbed:
-    """The messages as last sent (some results stubbed) and their sizes, as a Fenwick tree."""
+    """The messages as last sent (some results stubbed) and their sizes: the session's own prefix sums
+    (``StaticSizes``) until the first result is stubbed, a Fenwick tree from then on. A session whose results
+    are never cleared (a file of tiny lines) never builds the tree: a prefix is read, not summed up the tree
+    (most of a long replay's time), and the tree's list (36 B a message) is never held."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.messages = list(session.transcript.messages)
-        self.tree = Fenwick(session.tokens)
+        fresh = len(session.before) == len(session.tokens) + 1
+        self.tree: Fenwick = StaticSizes(session.tokens, session.before if fresh else None)
         self.current = list(session.tokens)
+
+    def resize(self, i: int, new: int) -> None:
+        """Message ``i`` is now ``new`` tokens."""
+        if type(self.tree) is StaticSizes:
+            self.tree = Fenwick(self.current)  # the first change: the sizes as they are (all the session's)
+        self.tree.add(i, new - self.current[i])
+        self.current[i] = new
 
     def clear(self, result_index: int) -> None:
         ref = self.session.results[result_index]
@@ -214,8 +257,7 @@ class Stubbed:
             known = (one[i], self.session.estimator.message(one[i]).tokens)
             self.session.stubs[key] = known
         self.messages[i], new = known
-        self.tree.add(i, new - self.current[i])
-        self.current[i] = new
+        self.resize(i, new)
 
     def block_prefix(self, message_index: int, block_index: int) -> int:
         """Tokens of the message's blocks before ``block_index`` in their current version."""
