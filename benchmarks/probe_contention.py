@@ -7,13 +7,18 @@ collector); and in two forked children running at once (what a worker of ``--job
 differ only by the fork; the last two only by running together. Alternated ``--rounds`` times, the least of
 each kept; the load average is printed, since other processes on the cores inflate the last figure too.
 
-Run ``python benchmarks/probe_contention.py check`` (or ``report``; ``--quick`` for the 40-session folder).
+Run ``python benchmarks/probe_contention.py check`` (or ``report``; ``--quick`` for the 40-session folder;
+``--profile 20`` then profiles the children both ways and shows the 20 dearest functions, each one's own CPU
+seconds alone, together, and the ratio).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
+import pstats
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -54,14 +59,21 @@ def cpu_of(tasks: Sequence[Task[Any]]) -> float:
     return time.process_time() - start
 
 
-def in_children(halves: Sequence[Sequence[Task[Any]]], *, together: bool) -> float:
-    """The CPU seconds of each half in a forked child, one child at a time or all at once, summed."""
+def in_children(halves: Sequence[Sequence[Task[Any]]], *, together: bool, profile: str = "") -> float:
+    """The CPU seconds of each half in a forked child, one child at a time or all at once, summed; with
+    ``profile``, each child runs under ``cProfile`` (CPU-time clock) and writes its stats to ``profile-<i>``."""
     read, write = os.pipe()
     pids = []
-    for half in halves:
+    for i, half in enumerate(halves):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child
-            os.write(write, f"{cpu_of(half)}\n".encode())
+            if profile:
+                profiler = cProfile.Profile(time.process_time)
+                spent = profiler.runcall(cpu_of, half)
+                profiler.dump_stats(f"{profile}-{i}")
+            else:
+                spent = cpu_of(half)
+            os.write(write, f"{spent}\n".encode())
             os._exit(0)
         pids.append(pid)
         if not together:
@@ -78,6 +90,7 @@ def main() -> None:
     parser.add_argument("kind", choices=["check", "report"])
     parser.add_argument("--quick", action="store_true", help="the 40-session folder")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", type=int, metavar="N", default=0, help="then profile both ways, show N functions")
     options = parser.parse_args()
     root = OUT / ("folder-40-200" if options.quick else "folder-200-200")
     files = sorted(root.rglob("*.jsonl"))
@@ -101,6 +114,27 @@ def main() -> None:
         f"({min(alone) / min(here):.2f}x); two at once {min(together):.2f} ({min(together) / min(alone):.2f}x one "
         f"at a time); load average after {', '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
+
+    if options.profile:
+        compare_profiles(halves, options.profile)
+
+
+def compare_profiles(halves: Sequence[Sequence[Task[Any]]], shown: int) -> None:
+    """Each function's own CPU seconds under ``cProfile``, one child at a time against two at once: a part of
+    the work that slows more than the rest when two run together (a cache or memory bound) stands out."""
+    own: list[dict[tuple[str, int, str], float]] = []
+    with tempfile.TemporaryDirectory() as folder:
+        for together in (False, True):
+            base = os.path.join(folder, "together" if together else "alone")
+            in_children(halves, together=together, profile=base)
+            stats = pstats.Stats(*[f"{base}-{i}" for i in range(len(halves))])
+            own.append({k: v[2] for k, v in stats.stats.items()})
+    alone, together = own
+    print(f"under cProfile: one child at a time {sum(alone.values()):.2f} CPU-s, two at once "
+          f"{sum(together.values()):.2f}; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    for key in sorted(alone, key=lambda k: -alone[k])[:shown]:
+        name = f"{os.path.basename(key[0])}:{key[1]}({key[2]})"
+        print(f"  {alone[key]:7.3f} {together.get(key, 0.0):7.3f} {together.get(key, 0.0) / alone[key]:5.2f}x  {name}")
 
 
 if __name__ == "__main__":
