@@ -208,7 +208,7 @@ def sessions(draw: st.DrawFn) -> bytes:
             if draw(st.booleans()):
                 result["is_error"] = False
             results.append(result)
-        if results and draw(st.integers(0, 2)) == 0:
+        if results and draw(st.booleans()):
             # Parallel calls as Claude Code writes them: a result per line, each hanging from its call's line
             # (now and then from the line before it, through a progress line, or with a text block), in any
             # order; the next line hangs from the last result line, or now and then from another.
@@ -267,7 +267,7 @@ def test_the_generated_shape_is_mostly_folded() -> None:
     parallel = []
     comments = []
 
-    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
     @given(data=sessions())
     def count(data: bytes) -> None:
         report = folded(Input("session.jsonl", data, keep_text=False))
@@ -276,9 +276,11 @@ def test_the_generated_shape_is_mostly_folded() -> None:
         comments.append(report is not None and report.skipped_lines > 0)
 
     count()
-    assert sum(vouched) >= len(vouched) // 5  # 44 of 100 on 2026-12-02
-    assert sum(parallel) >= 3  # results off the chain (parallel calls) folded: 12 of 100 on 2026-12-02
-    assert sum(comments) >= 3  # with comment lines: 8 of 100 on 2026-12-02
+    # On 2026-12-02: 114 of 300, 33 with results off the chain (parallel calls), 33 with comment lines (which
+    # of the generated shapes come up depends on hypothesis's seed, which depends on ``count``'s source).
+    assert sum(vouched) >= len(vouched) // 5
+    assert sum(parallel) >= 10
+    assert sum(comments) >= 10
 
 
 def test_it_leaves_other_estimators_and_kept_text_to_the_loader(tmp_path: Path) -> None:
