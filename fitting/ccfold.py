@@ -4,11 +4,14 @@ For the shape most sessions have, one pass gives what ``claude_code.load`` and `
 lines on one parentUuid chain (each message's parent the message before it, or bookkeeping lines such as
 progress that hang from it), all off the sidechain or all on it (a subagent's own file), blocks of the four
 kinds Claude Code writes, assistant replies split over lines that share a message id, and every round of
-tool calls answered by the message right after it. Each line is parsed with orjson, each block is summed
+tool calls answered by the message right after it. Parallel calls' result lines may hang from their call's
+line rather than the line before them, and the chain go on from one of them, as ``claude_code._select`` takes
+them in (each result line off its chain holds results only, hanging from a line it takes); blank and comment
+lines are passed over as ``LineReader`` passes them. Each line is parsed with orjson, each block is summed
 into its message (characters per script class, fixed tokens) and its tokens into its kind, calls and results
 are kept by id; the split replies and result lines are merged as ``claude_code._build`` merges the messages,
 and the sums of ``ReportFold`` and the predicted size are taken from them. Any line or shape this path cannot
-vouch for (an unreadable or too deep line, a branch, a sidechain beside the main chain, a compaction, an empty
+vouch for (an unreadable or too deep line, any other branch, a sidechain beside the main chain, a compaction, an empty
 message, a block of another kind, a call id used twice, a call without its result, a subagent folder, an
 estimator that is not a ``ScriptRule``, kept JSON text) gives None, and the caller loads the file as before:
 the report is the same either way (tests/test_ccfold.py compares the two on the corpus, every prefix of its
@@ -29,7 +32,7 @@ from .formats.base import Input
 from .formats.claude_code import NAME, NO_PREAMBLE_NOTE, subagent_files
 from .report import TOP_RESULTS, Report, ReportFold, UsageRow
 from .size import SIZE_MODES, PreambleSource, Size, SizeMode
-from .transcript import Source, Transcript
+from .transcript import Skipped, Source, Transcript
 
 _NOWHERE = Location("<ccfold>")
 
@@ -69,6 +72,7 @@ class _Folded:
 
     __slots__ = (
         "agent",
+        "attached",
         "by_kind",
         "by_role",
         "calls",
@@ -80,6 +84,7 @@ class _Folded:
         "results",
         "roles",
         "rounds",
+        "skipped",
         "tokens",
         "turns",
         "unmeasured",
@@ -94,6 +99,8 @@ class _Folded:
         """Per measured request: before, input, cache write, cache read, line, output (``Usage``'s fields)."""
         self.kinds: Counter[str] = Counter()
         self.unmeasured = 0
+        self.attached = 0
+        """Message lines off the chain that the loader takes in (parallel calls' results and reply lines)."""
         self.leaf_line = 0
         """The last message line: where the chain ends."""
         self.by_kind: defaultdict[str, int] = defaultdict(int)
@@ -103,6 +110,8 @@ class _Folded:
         self.results: list[tuple[str, str, int, int, int | None]] = []
         self.counts = (0, 0, 0)
         self.turns = self.rounds = self.calls = 0
+        self.skipped: list[Skipped] = []
+        """The comment lines, as ``LineReader`` records them."""
         self.agent: str | None = None
         """None for a main conversation; for a file that is one sidechain (a subagent's), the first agentId
         of its message lines ("" if none)."""
@@ -192,6 +201,14 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
     answered: set[str] = set()
     head: str | None = None
     passing: set[str] = set()
+    reply: dict[str, int] = {}
+    """The lines of the last reply (by uuid, their place in it from 1) while its results are read."""
+    phase: list[tuple[str, int, bool, bool]] = []
+    """The user lines with results after it: uuid, place of the reply line it hangs from (0 if from the chain's
+    head), whether the loader would take it in off its chain (results only, each answering a call, hanging from
+    a line it takes), whether it is off the chain here."""
+    last_off: tuple[str, int] | None = None
+    """The last message line, when it is off the chain: its uuid and line."""
     side = False
     draft = _Draft(rule, out)
     with source.open() as f:
@@ -199,7 +216,13 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
             try:
                 value = loads(raw)
             except orjson.JSONDecodeError:
-                return None  # blank, comment, BOM or broken lines: the loader's words and recovery
+                text = raw.strip()
+                if not text:
+                    continue  # a blank line, which the loader passes over without a word
+                if text.startswith(b"//"):
+                    out.skipped.append(Skipped(Source(source.path, line), "comment line"))
+                    continue  # a comment line (as ``LineReader`` skips it, a byte order mark before it aside)
+                return None  # a byte order mark, NaN or a broken line: the loader's words and recovery
             if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH and depth_error(value, _NOWHERE) is not None:
                 return None  # nested deeper than the loader reads
             if type(value) is not dict:
@@ -238,12 +261,42 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                 if parent == head or parent in passing:
                     passing.add(uuid)
                 continue
-            if parent != head and parent not in passing:
+            results_only = kind == "user" and _answers(message.get("content"), calls_seen)
+            place = 0
+            if parent == head or parent in passing:
+                pass
+            elif results_only and parent in reply:
+                # Results of parallel calls, each line hanging from its call's line (one of the split reply's
+                # lines): off the chain, but ``claude_code._select`` takes them with it (``_belongs``), and
+                # ``_build`` reads them in file order, as here.
+                place = reply[parent]
+            elif parent is not None and (parent_place := _off_place(phase, parent)) is not None:
+                # The next message hangs from such a line: the loader's chain goes through it and the reply
+                # line it hangs from; the reply's later lines (same message id) and the other result lines
+                # (results only) are off it, and taken in as well.
+                if not _reroot(phase, parent):
+                    return None
+                out.attached += len(reply) - parent_place + sum(1 for p in phase if not p[3]) - 1
+                reply, phase = {}, []
+            else:
                 return None  # a branch, a second root, or a parent not in the file (a broken link)
-            head = uuid
-            if passing:
-                passing = set()
-            out.leaf_line = line
+            if place:
+                out.attached += 1
+                phase.append((uuid, place, True, True))
+                last_off = (uuid, line)
+            else:
+                head = uuid
+                if passing:
+                    passing = set()
+                out.leaf_line = line
+                last_off = None
+                if kind == "user" and reply:
+                    if _has_results(message.get("content")):
+                        # taken in off the loader's chain only if it hangs from a line taken in (``_select``)
+                        taken = results_only and (parent in reply or _taken(phase, parent))
+                        phase.append((uuid, 0, taken, False))
+                    else:
+                        reply, phase = {}, []
             assistant = kind == "assistant"
             summed = _blocks(rule, message.get("content"), assistant, by_kind)
             if summed is None:
@@ -257,6 +310,7 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                     if not draft.close():
                         return None
                     draft.open("assistant", line, node_id)
+                    reply, phase = {}, []
                     if type(recorded) is dict:
                         i, w, r, o = _usage(recorded)
                         if i or w or r:
@@ -268,6 +322,7 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                     output = streamed if type(streamed) is int else 0
                     if output > usage[-1][5]:
                         usage[-1][5] = output  # a split reply records its output as it streamed: the largest is its own
+                reply[uuid] = len(reply) + 1
             else:
                 has_results = False
                 for b in special:
@@ -296,10 +351,54 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                     answered.add(block_id)
                     draft.results.append(block_id)
                     results.append((block_id, name, block_tokens, len(tokens), draft.line))
+    if last_off is not None:  # the loader's chain ends at the last message, off the chain here
+        leaf, out.leaf_line = last_off
+        if not _reroot(phase, leaf):
+            return None
+        place = next(p[1] for p in phase if p[0] == leaf)
+        out.attached += len(reply) - place + sum(1 for p in phase if not p[3]) - 1
     if not draft.close() or draft.expect is not None or not tokens:
         return None  # a reply's calls left without their results, or no message at all
     out.calls = len(calls_seen)
     return out
+
+
+def _answers(raw: object, calls: set[str]) -> bool:
+    """Whether a user line's content is tool results only (``_blocks`` checks the rest of their shape), each
+    answering one of ``calls`` (the calls on the chain so far), as ``claude_code._belongs`` asks."""
+    if type(raw) is not list or not raw:
+        return False
+    for b in raw:
+        if type(b) is not dict or b.get("type") != "tool_result":
+            return False
+        call_id = b.get("tool_use_id")
+        if type(call_id) is not str or call_id not in calls:
+            return False
+    return True
+
+
+def _has_results(raw: object) -> bool:
+    """Whether a user line's content holds a tool result (``_build``'s ``has_results``)."""
+    return type(raw) is list and any(type(b) is dict and b.get("type") == "tool_result" for b in raw)
+
+
+def _off_place(phase: list[tuple[str, int, bool, bool]], uuid: str) -> int | None:
+    """The place of the reply line an off-chain result line ``uuid`` hangs from, or None if it is not one."""
+    for p in phase:
+        if p[0] == uuid and p[3]:
+            return p[1]
+    return None
+
+
+def _taken(phase: list[tuple[str, int, bool, bool]], uuid: str | None) -> bool:
+    """Whether ``uuid`` is a result line after the reply that the loader would take in off its chain."""
+    return any(p[0] == uuid and p[2] for p in phase)
+
+
+def _reroot(phase: list[tuple[str, int, bool, bool]], uuid: str) -> bool:
+    """Whether the loader, following the chain through the off-chain result line ``uuid``, takes in every
+    other result line after the reply (each holds results only, answering calls: ``_belongs``)."""
+    return all(p[2] for p in phase if p[0] != uuid)
 
 
 def _usage(recorded: dict[str, object]) -> tuple[int, int, int, int]:
@@ -401,6 +500,11 @@ def _report(
         NO_PREAMBLE_NOTE,
         f"followed the parentUuid chain that ends at the last message (line {folded.leaf_line}); no other branches",
     ]
+    if folded.attached:
+        notes.append(
+            f"took in {folded.attached} line(s) off the chain: parallel tool calls and their results, which point "
+            "at the call they follow or answer rather than at the line before them"
+        )
     if folded.unmeasured:
         notes.append(
             f"{folded.unmeasured} assistant message(s) record zero usage (e.g. model <synthetic>): not measured"
@@ -425,6 +529,7 @@ def _report(
         name=name,
         notes=tuple(notes),
         line_kinds=tuple(sorted(folded.kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
+        skipped=tuple(folded.skipped),
     )
     size = _size(folded.usage, tokens, folded.roles, size_mode, preamble)
     return fold.assemble(

@@ -73,8 +73,9 @@ def test_reports_are_the_loaded_ones_on_the_corpus() -> None:
 
 
 def test_every_prefix_of_a_corpus_session_folds_to_its_report() -> None:
-    """The corpus's sessions are all of shapes the fold leaves to the loader (branches through progress lines,
-    parallel calls, sidechains, images, broken lines); their prefixes hold real lines it does take."""
+    """The corpus's main sessions are all of shapes the fold leaves to the loader (a second root, sidechains,
+    images, broken lines, a subagents folder); their prefixes hold real lines it does take (parallel calls'
+    results hanging from their calls, comment lines)."""
     vouched = 0
     for path in corpus_files():
         lines = path.read_bytes().splitlines(keepends=True)
@@ -85,7 +86,7 @@ def test_every_prefix_of_a_corpus_session_folds_to_its_report() -> None:
             if report is not None:
                 vouched += 1
                 assert [report] == loaded(item), (path, n)
-    assert vouched >= 50  # 139 on the corpus of 2026-12-02
+    assert vouched >= 200  # 282 on the corpus of 2026-12-02 (139 before parallel calls and comments were folded)
 
 
 # --------------------------------------------------------------------------
@@ -105,14 +106,17 @@ class _Writer:
         self.parent: str | None = None
         self.side = draw(st.integers(0, 5)) == 0
         """A subagent's own file: every line on its sidechain, some with an agentId."""
+        self.clean = draw(st.integers(0, 2)) == 0
+        """No line of it breaks the chain (so that more of the other shapes are folded and compared)."""
 
-    def line(self, kind: str, *, leaf: bool = False, **rest: Any) -> None:
-        """One line; a ``leaf`` (a bookkeeping line no message hangs from) leaves the chain where it was."""
+    def line(self, kind: str, *, leaf: bool = False, hang: str | None = None, **rest: Any) -> str:
+        """One line (its uuid); a ``leaf`` (a bookkeeping line no message hangs from) leaves the chain where it
+        was; ``hang`` names its parent instead of the line before it (a parallel call's result, its call)."""
         draw = self.draw
         self.n += 1
         me = f"u{self.n}"
-        parent = self.parent
-        odd = draw(st.integers(0, 400))
+        parent = self.parent if hang is None else hang
+        odd = 400 if self.clean else draw(st.integers(0, 400))
         if odd == 0 or (leaf and draw(st.booleans())):
             parent = draw(st.sampled_from([None, "gone", "u1"]))  # a root, a broken link or a branch
         if self.side and draw(st.integers(0, 3)) == 0:
@@ -132,6 +136,7 @@ class _Writer:
         self.lines.append(raw)
         if not leaf:
             self.parent = me
+        return me
 
 
 def _text(draw: st.DrawFn) -> str:
@@ -173,6 +178,7 @@ def sessions(draw: st.DrawFn) -> bytes:
             )
         if draw(st.integers(0, 40)) == 0:
             blocks.append({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}})
+        call_lines: dict[str, str] = {}
         for block in blocks:
             step = (
                 {**usage, "output_tokens": draw(st.integers(0, 900) | st.integers(0, 3))}
@@ -180,7 +186,9 @@ def sessions(draw: st.DrawFn) -> bytes:
                 else usage
             )
             message = {"model": "claude-x", "id": message_id, "role": "assistant", "content": [block], "usage": step}
-            w.line("assistant", message=message, requestId=f"req_{r}")
+            me = w.line("assistant", message=message, requestId=f"req_{r}")
+            if block["type"] == "tool_use":
+                call_lines.setdefault(block["id"], me)
         if draw(st.integers(0, 8)) == 0:
             w.line("progress", data={"step": r})
         if draw(st.integers(0, 8)) == 0:
@@ -200,7 +208,22 @@ def sessions(draw: st.DrawFn) -> bytes:
             if draw(st.booleans()):
                 result["is_error"] = False
             results.append(result)
-        if results:
+        if results and draw(st.booleans()):
+            # Parallel calls as Claude Code writes them: a result per line, each hanging from its call's line
+            # (now and then from the line before it, through a progress line, or with a text block), in any
+            # order; the next line hangs from the last result line, or now and then from another.
+            written = []
+            for result in draw(st.permutations(results)):
+                if draw(st.integers(0, 4)) == 0:
+                    w.line("progress", data={"step": r})
+                hang = call_lines.get(result["tool_use_id"]) if draw(st.integers(0, 2)) else None
+                content = [result, {"type": "text", "text": _text(draw)}] if draw(st.integers(0, 5)) == 0 else [result]
+                written.append(
+                    w.line("user", hang=hang, message={"role": "user", "content": content}, toolUseResult={})
+                )
+            if draw(st.integers(0, 5)) == 0:
+                w.parent = draw(st.sampled_from(written))
+        elif results:
             if len(results) > 1 and draw(st.booleans()):  # the results split over two lines
                 w.line("user", message={"role": "user", "content": results[:1]}, toolUseResult={})
                 results = results[1:]
@@ -210,6 +233,9 @@ def sessions(draw: st.DrawFn) -> bytes:
         if draw(st.integers(0, 4)) == 0:
             content = _text(draw) if draw(st.integers(0, 10)) else ""
             w.line("user", message={"role": "user", "content": content})
+    if draw(st.integers(0, 4)) == 0:  # comment and blank lines, which the loader passes over
+        for _ in range(draw(st.integers(1, 3))):
+            w.lines.insert(draw(st.integers(0, len(w.lines))), draw(st.sampled_from([b"// a note", b"", b"  "])))
     return b"\n".join(w.lines) + (b"\n" if draw(st.booleans()) else b"")
 
 
@@ -238,14 +264,23 @@ def test_generated_sessions_fold_to_the_loaded_report(data: bytes, options: Repo
 def test_the_generated_shape_is_mostly_folded() -> None:
     """The property above compares reports where the fold vouches: make sure it does on most sessions."""
     vouched = []
+    parallel = []
+    comments = []
 
-    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
     @given(data=sessions())
     def count(data: bytes) -> None:
-        vouched.append(folded(Input("session.jsonl", data, keep_text=False)) is not None)
+        report = folded(Input("session.jsonl", data, keep_text=False))
+        vouched.append(report is not None)
+        parallel.append(report is not None and any(n.startswith("took in") for n in report.notes))
+        comments.append(report is not None and report.skipped_lines > 0)
 
     count()
-    assert sum(vouched) >= len(vouched) // 5  # 27 of 100 on 2026-12-02
+    # On 2026-12-02: 105 of 300, 29 with results off the chain (parallel calls), 19 with comment lines (which
+    # of the generated shapes come up depends on hypothesis's seed, which depends on ``count``'s source).
+    assert sum(vouched) >= len(vouched) // 5
+    assert sum(parallel) >= 10
+    assert sum(comments) >= 10
 
 
 def test_it_leaves_other_estimators_and_kept_text_to_the_loader(tmp_path: Path) -> None:
@@ -293,3 +328,45 @@ def _example(folder: Path) -> bytes:
     out = folder / "example.scratch"
     write_session(out, random.Random(3), 3)
     return out.read_bytes()
+
+
+def _parallel(through_progress: bool) -> bytes:
+    """A reply of two parallel calls whose results hang from their calls' lines, the second result first, and
+    the next reply hanging from the first result: Claude Code's shape (as in the corpus's moredip sessions)."""
+
+    def line(uuid: str, parent: str | None, kind: str, **rest: Any) -> bytes:
+        envelope = {"parentUuid": parent, "isSidechain": False, "userType": "external", "sessionId": "s"}
+        return orjson.dumps({**envelope, "type": kind, "uuid": uuid, **rest})
+
+    usage = {"input_tokens": 5, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 0, "output_tokens": 9}
+
+    def reply(message_id: str, block: dict[str, Any]) -> dict[str, Any]:
+        return {"message": {"id": message_id, "role": "assistant", "content": [block], "usage": usage}}
+
+    def result(call_id: str) -> dict[str, Any]:
+        content = [{"type": "tool_result", "tool_use_id": call_id, "content": "ok"}]
+        return {"message": {"role": "user", "content": content}}
+
+    lines = [
+        line("u1", None, "user", message={"role": "user", "content": "hi"}),
+        line("u2", "u1", "assistant", **reply("m1", {"type": "tool_use", "id": "c1", "name": "Read", "input": {}})),
+        line("u3", "u2", "assistant", **reply("m1", {"type": "tool_use", "id": "c2", "name": "Read", "input": {}})),
+        line("u4", "u3", "progress", data={}),
+        line("u5", "u4" if through_progress else "u3", "user", **result("c2")),
+        line("u6", "u2", "user", **result("c1")),
+        line("u7", "u6", "assistant", **reply("m2", {"type": "text", "text": "done"})),
+    ]
+    return b"\n".join(lines) + b"\n"
+
+
+def test_parallel_results_off_the_chain_fold_as_the_loader_takes_them_in() -> None:
+    item = Input("s.jsonl", _parallel(through_progress=False), keep_text=False)
+    report = folded(item)
+    assert report is not None
+    assert [report] == loaded(item)
+    assert any(n.startswith("took in 2 line(s) off the chain") for n in report.notes)  # u3 and u5
+    # The second result hangs from a progress line off the loader's chain (through u6): it leaves the result
+    # out, as a branch; the fold leaves the file to it.
+    item = Input("s.jsonl", _parallel(through_progress=True), keep_text=False)
+    assert folded(item) is None
+    assert reported(item) == loaded(item)
