@@ -322,7 +322,10 @@ def _example(folder: Path) -> bytes:
     import random
     import sys
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    root = Path(__file__).resolve().parents[1]  # sessions.py imports sample_transcripts, from the repo's root
+    for folder_on_path in (str(root), str(root / "benchmarks")):
+        if folder_on_path not in sys.path:
+            sys.path.insert(0, folder_on_path)
     from sessions import write_session
 
     out = folder / "example.scratch"
