@@ -188,6 +188,21 @@ def _plan(transcript: Transcript, est: Estimator, options: FitOptions, size: Siz
         fail(exc)
 
 
+def _plan_columns(
+    columns: Columns, est: Estimator, options: FitOptions, size: Size, skeleton: Transcript | None = None
+) -> Plan:
+    """``_plan`` of the transcript ``columns`` holds (``fitting.columns.plan_columns``): the same plan."""
+    try:
+        return plan_columns(
+            columns, budget=options.budget, estimator=est, size=size, batch_size=options.batch_size,
+            protected_fraction=options.protected_fraction, min_clear_ratio=options.min_clear_ratio,
+            add_notice=options.add_notice, page_tokens=options.page_tokens, batch_tokens=options.batch_tokens,
+            cut_step=options.cut_step, skeleton=skeleton,
+        )  # fmt: skip
+    except WindowfitError as exc:
+        fail(exc)
+
+
 def fit(
     file: Annotated[str, typer.Argument(help="One transcript file, a folder, or - for stdin.", show_default=False)],
     budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")],
@@ -502,16 +517,8 @@ def _fit_streamed(
     """``fit`` of a streamed file: planned on its columns, the request written a message at a time (the
     untouched messages as their lines' text, read again and checked), the diff the loaded file gives. False
     (nothing done) where only the loaded transcript words what to say: the file is then loaded."""
-    columns = streamed.columns
-    skeleton = columns.skeleton()
-    try:
-        plan = plan_columns(
-            columns, budget=o.budget, estimator=est, size=streamed.size, batch_size=o.batch_size,
-            protected_fraction=o.protected_fraction, min_clear_ratio=o.min_clear_ratio, add_notice=o.add_notice,
-            page_tokens=o.page_tokens, batch_tokens=o.batch_tokens, cut_step=o.cut_step, skeleton=skeleton,
-        )  # fmt: skip
-    except WindowfitError as exc:
-        fail(exc)
+    skeleton = streamed.columns.skeleton()
+    plan = _plan_columns(streamed.columns, est, o, streamed.size, skeleton)
     fitted = fitted_skeleton(skeleton, plan)
     if output is not None and plan.fits and unsendable(fitted) is not None:
         return False  # the loaded transcript words why (a stand-in has no blocks to name)
@@ -926,23 +933,7 @@ def check_stream(
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
     predicted = replace(predicted, tokens=predicted.tokens + columns.total, estimated_tokens=columns.total)
-    o = fit_options
-    try:
-        plan = plan_columns(
-            columns,
-            budget=o.budget,
-            estimator=est,
-            size=predicted,
-            batch_size=o.batch_size,
-            protected_fraction=o.protected_fraction,
-            min_clear_ratio=o.min_clear_ratio,
-            add_notice=o.add_notice,
-            page_tokens=o.page_tokens,
-            batch_tokens=o.batch_tokens,
-            cut_step=o.cut_step,
-        )
-    except WindowfitError as exc:
-        fail(exc)
+    plan = _plan_columns(columns, est, fit_options, predicted)
     header = columns.header
     del columns
     return [_checked(header, plan, window, threshold)]
