@@ -41,6 +41,15 @@ def loads_document(data: bytes, path: str) -> Any:
         raise InvalidJson(Location(path, exc.lineno, exc.colno), f"invalid JSON: {exc.msg}") from None
 
 
+def line_text(number: int, raw: bytes) -> bytes:
+    """The JSON text of line ``number`` (1-based) as ``LineReader.entries`` reads it: without surrounding
+    whitespace and, on the first line, a byte order mark."""
+    line = raw.strip()
+    if number == 1 and line.startswith(BOM):
+        line = line[len(BOM) :].strip()
+    return line
+
+
 @dataclass(slots=True)
 class LineReader:
     """Iterates the JSON values of a JSON Lines input, remembering skipped lines.
@@ -62,9 +71,7 @@ class LineReader:
         """Each value with its line number and its JSON text exactly as the line holds it
         (without surrounding whitespace)."""
         for lineno, raw in enumerate(lines, start=1):
-            line = raw.strip()
-            if lineno == 1 and line.startswith(BOM):
-                line = line[len(BOM) :].strip()
+            line = line_text(lineno, raw)
             if not line:
                 continue
             if line.startswith(b"//"):

@@ -30,7 +30,7 @@ from ._document import (
     release,
     spans_of,
 )
-from ._jsonl import BOM, LineReader, loads_document
+from ._jsonl import BOM, LineReader, line_text, loads_document
 from .base import Format, Input
 
 NAME = "messages"
@@ -498,15 +498,6 @@ def write_lines(header: Transcript, messages: Iterable[Message | bytes]) -> Iter
         yield (exact if isinstance(exact, bytes) else encode(exact)) + b"\n"
     for built in build(tuple(run), same_dialect=True, exact=True):
         yield encode(built) + b"\n"
-
-
-def line_text(number: int, raw: bytes) -> bytes:
-    """The JSON text of line ``number`` (1-based) as ``LineReader.entries`` gives it: without surrounding
-    whitespace and, on the first line, a byte order mark."""
-    line = raw.strip()
-    if number == 1 and line.startswith(BOM):
-        line = line[len(BOM) :].strip()
-    return line
 
 
 def text_check(text: bytes) -> int:
