@@ -134,9 +134,8 @@ def check_line(c: CacheCheck) -> str:
     if c.misses and c.recorded_write:  # misses rewrite only where writes are recorded (Anthropic)
         tail = f" ({c.tail_write_error:+.1%})" if c.tail_write_error is not None else ""
         which = "all" if c.turn_misses == c.misses else f"{c.turn_misses:,} of them"
-        turns = (
-            f"{which} at the first request of a user turn after tool calls ({c.turn_starts:,} such turn starts)"
-            + (f", writing {c.turn_miss_recorded_write:,}" if c.turn_misses != c.misses else "")
+        turns = f"{which} at the first request of a user turn after tool calls ({c.turn_starts:,} such turn starts)" + (
+            f", writing {c.turn_miss_recorded_write:,}" if c.turn_misses != c.misses else ""
         )
         line += (
             f"; {c.misses:,} recorded misses (a request read less than the one before had cached) wrote "

@@ -37,7 +37,7 @@ def test_times_by_line_and_a_long_line_without_the_key(tmp_path: Path) -> None:
         b'{"model": "m", "messages": [' + b'"' + b"y" * 50_000 + b'"]}',
         orjson.dumps({"timestamp": 1_796_119_200_000}),  # milliseconds
         orjson.dumps({"timestamp": 1_796_119_260}),
-        b"not json but has \"timestamp\"",
+        b'not json but has "timestamp"',
         orjson.dumps({"nested": {"timestamp": 5}}),  # not top level
     ]
     path = tmp_path / "log.jsonl"
