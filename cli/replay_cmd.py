@@ -53,6 +53,7 @@ from .shared import (
     Strict,
     Window,
     check_limits,
+    counted_progress,
     err,
     estimator_from,
     fail,
@@ -364,21 +365,17 @@ def replay_command(
     # Replaying what the harness sent checks the cache model against the cache reads the log records.
     extra = [SEND_EVERYTHING] if recorded and SEND_EVERYTHING not in names else []
     policies = factories(names + extra, options, keep=keep)
-    if isinstance(lined, LinedColumns):
-        replayed = replay_columns(
-            lined, policies, budget=budget, estimator=est, window=window, preamble=hidden, times=times
-        )
-    else:
-        replayed = replay(
-            transcript,
-            policies,
-            budget=budget,
-            estimator=est,
-            window=window,
-            preamble=hidden,
-            requests=requests,
-            times=times,
-        )
+    with counted_progress("replaying", enabled=not json_) as tick:
+        if isinstance(lined, LinedColumns):
+            replayed = replay_columns(
+                lined, policies, budget=budget, estimator=est, window=window, preamble=hidden, times=times,
+                progress=tick,
+            )  # fmt: skip
+        else:
+            replayed = replay(
+                transcript, policies, budget=budget, estimator=est, window=window, preamble=hidden,
+                requests=requests, times=times, progress=tick,
+            )  # fmt: skip
     priced = tuple(cache.priced(r, times) for r in replayed)
     runs = priced[: len(names)]
     checked = check(next(r for r in priced if r.policy == SEND_EVERYTHING)) if recorded else None

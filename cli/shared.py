@@ -8,7 +8,8 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -176,6 +177,39 @@ PROGRESS_AFTER_SECONDS = 1.0
 """A scan still running after this long shows a progress bar (on a terminal; never in a pipe or with JSON)."""
 PROGRESS_BYTES = 50_000_000
 """Inputs larger than this show the bar from the start (one big file is one step)."""
+
+
+@contextmanager
+def counted_progress(description: str, *, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
+    """A callback ``tick(done, total)`` for long work after the loading (``replay``'s requests): a bar on
+    stderr once the work runs longer than ``PROGRESS_AFTER_SECONDS``, on a terminal only (never in a pipe),
+    and never unless ``enabled`` (JSON output); gone when the work ends."""
+    show = enabled and err.is_terminal
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not show,
+    )
+    counter = bar.add_task(description, total=None)
+    begin = time.monotonic()
+    started = False
+
+    def tick(done: int, total: int) -> None:
+        nonlocal started
+        bar.update(counter, completed=done, total=total)
+        if show and not started and time.monotonic() - begin > PROGRESS_AFTER_SECONDS:
+            bar.start()
+            started = True
+
+    try:
+        yield tick
+    finally:
+        if started:
+            bar.stop()
 
 
 def load_all(

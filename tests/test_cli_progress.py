@@ -109,3 +109,44 @@ def test_json_never_shows_the_bar_with_a_pool(
     assert result.exit_code in (0, 1)
     assert "loading" not in tty.getvalue()
     assert "\x1b[" not in result.stderr
+
+
+REPLAY = ("replay", str(ROOT / "sample_transcripts" / "ru_subagent_chapters.jsonl"), "--budget", "30000")
+
+
+def test_replay_shows_a_bar_over_its_requests_on_a_terminal(run_cli: Run, tty: io.StringIO) -> None:
+    """Replaying is the long part of ``replay`` (every policy over every request), after the loading."""
+    result = run_cli(*REPLAY)
+    assert result.exit_code == 0
+    assert "replaying" in tty.getvalue()
+
+
+def test_replay_shows_no_bar_in_a_pipe_or_with_json(run_cli: Run, tty: io.StringIO) -> None:
+    result = run_cli(*REPLAY, "--json")
+    assert result.exit_code == 0
+    assert "replaying" not in tty.getvalue()
+    piped = run_cli(*REPLAY)  # CliRunner's stderr is no terminal
+    assert "replaying" not in piped.stderr
+    assert "\x1b[" not in piped.stderr
+
+
+def test_replay_tells_its_progress_up_to_every_request_of_every_policy() -> None:
+    from windowfit.fitting import formats, make_estimator
+    from windowfit.fitting.fit import FitOptions
+    from windowfit.fitting.formats import Input
+    from windowfit.fitting.replay import replay, standard_policies
+    from windowfit.fitting.replay.run import PROGRESS_STEPS
+
+    transcript = formats.load(Input(str(ROOT / "sample_transcripts" / "ru_subagent_chapters.jsonl")))[0]
+    policies = standard_policies(options=FitOptions(30_000))
+    told: list[tuple[int, int]] = []
+    runs = replay(
+        transcript, policies, budget=30_000, estimator=make_estimator("seed"), progress=lambda d, t: told.append((d, t))
+    )
+    total = sum(len(r.steps) for r in runs)
+    assert told, "no progress told"
+    assert all(t == total for _, t in told)
+    assert [d for d, _ in told] == sorted(d for d, _ in told)
+    assert told[-1] == (total, total)
+    assert len(told) >= len(policies)
+    assert all(b - a <= PROGRESS_STEPS for (a, _), (b, _) in zip([(0, 0), *told[:-1]], told, strict=True))

@@ -362,6 +362,12 @@ def _shared_prefix_of_segments(session: Session, policy: Policy, previous: Sent,
     return shared, common < _positions(previous.segments)
 
 
+Progress = Callable[[int, int], None]
+"""Told the requests replayed so far, over every policy, and how many there are in all."""
+PROGRESS_STEPS = 256
+"""How often, in requests, ``replay`` tells its ``progress``."""
+
+
 def replay(
     transcript: Transcript,
     policies: Sequence[PolicyFactory],
@@ -372,6 +378,7 @@ def replay(
     preamble: int | None = None,
     requests: Sequence[Recorded] = (),
     times: Mapping[int, float] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Run, ...]:
     """Every request of ``transcript`` fitted by each policy, in order. Orphans
     are repaired first, as ``fit`` does, so each request is one a harness could send.
@@ -380,7 +387,8 @@ def replay(
     ``requests`` are the requests a log recorded (``requests.replay_targets``): then
     each of them is a step, in order, rather than one per assistant reply. ``times`` are when
     each line of the file was written (``times.line_times``): policies that react to idle gaps
-    read a step's time from its line."""
+    read a step's time from its line. ``progress(done, total)`` is told how many of the requests of every
+    policy are replayed, now and then (``PROGRESS_STEPS``) and at the end of each policy's run."""
     original = transcript
     transcript, _ = repair(transcript)
     session = Session.of(transcript, estimator)
@@ -399,7 +407,10 @@ def replay(
                 measured[held] = by_size[r.held]
     messages = transcript.messages
     line_of: Callable[[int], int | None] = lines.__getitem__ if requests else lambda n: messages[n].source.line
-    return _replay(session, policies, line_of, measured, budget=budget, window=window, preamble=preamble, times=times)
+    return _replay(
+        session, policies, line_of, measured, budget=budget, window=window, preamble=preamble, times=times,
+        progress=progress,
+    )  # fmt: skip
 
 
 def replay_columns(
@@ -411,6 +422,7 @@ def replay_columns(
     window: int | None = None,
     preamble: int | None = None,
     times: Mapping[int, float] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Run, ...]:
     """``replay`` of the transcript ``lined.columns`` holds (``fitting.columns``: a plain message is its role
     and its estimate; ``lined.lines`` each message's line): the same runs, without
@@ -440,7 +452,10 @@ def replay_columns(
     def line_of(n: int) -> int | None:
         return _optional(at[n])
 
-    return _replay(session, policies, line_of, {}, budget=budget, window=window, preamble=preamble, times=times)
+    return _replay(
+        session, policies, line_of, {}, budget=budget, window=window, preamble=preamble, times=times,
+        progress=progress,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,6 +493,7 @@ def _replay(
     window: int | None,
     preamble: int | None,
     times: Mapping[int, float] | None,
+    progress: Progress | None = None,
 ) -> tuple[Run, ...]:
     """Each policy's run over ``session``'s steps; ``line_of(n)`` is where the request of ``messages[:n]``
     is in the file (its reply's line, or the recorded request's)."""
@@ -491,6 +507,8 @@ def _replay(
     shared_columns = _requests(session, line_of, measured, turn_starts)
     del turn_starts
     runs = []
+    total = len(policies) * len(session.steps)
+    done = 0
     for factory in policies:
         policy = factory(session, budget)
         steps = Steps(shared_columns, OUTCOMES)
@@ -513,6 +531,11 @@ def _replay(
             shared_col.append(shared)
             flags_col.append((BREAK if broke else 0) | (REJECTED if window is not None and sent.tokens > window else 0))
             previous = sent
+            done += 1
+            if progress is not None and not done % PROGRESS_STEPS:
+                progress(done, total)
+        if progress is not None:
+            progress(done, total)
         name = policy.name
         del policy, previous  # the next policy is built without this one's trees and stubs alive
         steps.narrow()
