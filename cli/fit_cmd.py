@@ -312,6 +312,9 @@ def fit(
     if store is not None:
         options = replace(options, page_tokens=PAGE_TOKENS)
     est = estimator_from(estimator, overhead)
+    # The file's JSON text is kept only for what is written out: the request (-o), and the cleared results a
+    # store keeps as the file spelled them. The plan and the diff are the same without it (tests/test_fit_keep_text.py).
+    keep_text = output is not None or store is not None
     streams = (
         not all_ and index is None and name is None and carried_cut is None and store is None
         and system is None and tools is None and model is None and max_tokens is None
@@ -320,15 +323,15 @@ def fit(
     )  # fmt: skip
     if streams:
         work = partial(fit_stream, estimator=est, size=size, preamble=preamble)
-        found = scan_all([file], _loaded, fmt=None, skip_invalid=skip_invalid, keep_text=True, stream_work=work)
+        found = scan_all([file], _loaded, fmt=None, skip_invalid=skip_invalid, keep_text=keep_text, stream_work=work)
         if len(found.values) == 1 and isinstance(found.values[0], Streamed):
             if _fit_streamed(found.values[0], est, options, output=output, file=file, window=window, budget=budget):
                 return
-            transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
+            transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid, keep_text=keep_text).transcripts
         else:
             transcripts = [t for t in found.values if isinstance(t, Transcript)]
     else:
-        transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid).transcripts
+        transcripts = load_all([file], fmt=from_, skip_invalid=skip_invalid, keep_text=keep_text).transcripts
     if all_:
         if index is not None or name is not None:
             fail(OptionError("--all fits every transcript: leave out --index and --name"))
