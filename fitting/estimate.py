@@ -872,14 +872,20 @@ class Estimator:
         last = self._last
         if last is not None and last[0] is messages:
             return last[1]
-        memo = self._memo
+        memo, shared = self._memo, self._shared
         tokens: list[int] = []
-        for m in messages:
-            hit = memo.get(m)
-            if hit is None:  # as ``message`` does
+        if not memo:  # a fresh memo holds none of them: each is estimated (a message met twice, twice) and kept
+            for m in messages:
                 made = self.blocks(m.content)
-                hit = memo[m] = self._shared.setdefault(made, made)
-            tokens.append(hit.tokens)
+                kept = memo[m] = shared.setdefault(made, made)
+                tokens.append(kept.tokens)
+        else:
+            for m in messages:
+                hit = memo.get(m)
+                if hit is None:  # as ``message`` does
+                    made = self.blocks(m.content)
+                    hit = memo[m] = shared.setdefault(made, made)
+                tokens.append(hit.tokens)
         found = tuple(tokens)
         self._last = (messages, found)
         return found
