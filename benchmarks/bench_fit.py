@@ -127,11 +127,12 @@ def claude_code(args: argparse.Namespace, console: Console) -> None:
 
     works: dict[str, Callable[[], object]] = {
         "baseline": lambda: parse_lines(path),
-        "loader": lambda: collector_off(lambda: load(Input(str(path), keep_text=True))),
+        "loader": lambda: collector_off(lambda: load(Input(str(path), keep_text=False))),
+        "loader_text": lambda: collector_off(lambda: load(Input(str(path), keep_text=True))),
         "report": lambda: collector_off(lambda: report_file(Input(str(path), keep_text=False), options)),
         "fit": fit_in_process,
     }
-    with console.status("in-process: baseline, loader, report, fit, in turns"):
+    with console.status("in-process: baseline, loaders, report, fit, in turns"):
         cpu = cpu_best(args.repeat, works)
     table = Table(title=f"{path.name}: {path.stat().st_size / MB:,.0f} MB, budget {args.budget:,} "
                   f"(CPU seconds, best of {args.repeat}, in turns)")  # fmt: skip
@@ -139,7 +140,8 @@ def claude_code(args: argparse.Namespace, console: Console) -> None:
         table.add_column(col, justify="left" if col == "step" else "right")
     names = {
         "baseline": "baseline: read + orjson.loads per line",
-        "loader": "loader: claude_code.load (keep_text, collector off)",
+        "loader": "loader: claude_code.load (collector off), as fit without -o",
+        "loader_text": "loader with the file's text (keep_text), as fit -o",
         "report": "report in-process: report_file (the fold)",
         "fit": "fit in-process: the fit command's function",
     }

@@ -381,12 +381,19 @@ class Plan:
 
 
 def _stub(result: ToolResult | Text, ref: ResultRef) -> ToolResult | Text:
+    return _stub_of(result, ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
+
+
+def _stub_of(
+    result: ToolResult | Text, tool: str, call_id: str, tokens: int, handle: str, pages: int
+) -> ToolResult | Text:
+    """``_stub`` from the parts of its ``ResultRef`` (``result_refs`` estimates a stub before it has the ref)."""
     # Constructors, not dataclasses.replace: this runs once per cleared result.
     if isinstance(result, Text):
         # A text observation: the stub takes the text's place in the same message.
-        text = observation_stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
+        text = observation_stub_text(tool, call_id, tokens, handle, pages)
         return Text(text, result.extra, result.observation_of)
-    stub = Text(stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages))
+    stub = Text(stub_text(tool, call_id, tokens, handle, pages))
     return ToolResult(result.call_id, (stub,), result.is_error, result.name, result.extra)
 
 
@@ -455,7 +462,7 @@ def result_refs(
                         block_pages(block, page_tokens),
                     )
                 handle, pages = found
-            stub = estimator.block(_stub(block, ResultRef(mi, bi, call_id, tool, tokens, 0, handle, pages)))
+            stub = estimator.block(_stub_of(block, tool, call_id, tokens, handle, pages))
             refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub, handle, pages))
     return tuple(refs)
 

@@ -826,7 +826,9 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
     if built.empty_lines:
         notes.append(f"{built.empty_lines} message line(s) with no content left out")
     # The session records the model on each reply (not max_tokens, system or tools): a request body gets it.
-    models = [nodes[i].model for i in sorted(selected) if nodes[i].model and not nodes[i].model.startswith("<")]
+    model = next(
+        (m for m in (nodes[i].model for i in sorted(selected, reverse=True)) if m and not m.startswith("<")), ""
+    )  # the last reply's
     return Transcript(
         system=(),
         tools=(),
@@ -834,7 +836,7 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
         source=Source(path),
         format=NAME,
         dialect="anthropic",
-        extra=dumps({"model": models[-1]}) if models else "",
+        extra=dumps({"model": model}) if model else "",
         defects=tuple(defects),
         usage=built.usage,
         notes=tuple(notes),
