@@ -757,6 +757,9 @@ class Estimator:
     handles: dict[tuple[Block, str, str, int], tuple[str, int]] = field(default_factory=dict, repr=False)
     """Fitting with a store: each result's handle and page count (``fit.result_refs``),
     remembered like the estimates, so refitting a growing conversation hashes each result once."""
+    _last: tuple[tuple[Message, ...], tuple[int, ...]] | None = field(default=None, repr=False, compare=False)
+    """The messages ``message_tokens`` was last asked about (held, so that no other tuple takes their id) and
+    their tokens: ``predict_size`` and ``plan_fit`` ask about the same messages, one after the other."""
 
     def block_parts(self, block: Block) -> tuple[CharCounts, int]:
         """Characters and fixed tokens of one block, overheads included."""
@@ -862,6 +865,31 @@ class Estimator:
             hit = self._memo[message] = self._shared.setdefault(made, made)
         return hit
 
+    def message_tokens(self, messages: tuple[Message, ...]) -> tuple[int, ...]:
+        """Each message's tokens (``message``'s), the last tuple of messages asked about remembered by identity:
+        a long session's messages are looked up in the memo once, not once per step that sums them (each
+        lookup hashes every block of the message)."""
+        last = self._last
+        if last is not None and last[0] is messages:
+            return last[1]
+        memo, shared = self._memo, self._shared
+        tokens: list[int] = []
+        if not memo:  # a fresh memo holds none of them: each is estimated (a message met twice, twice) and kept
+            for m in messages:
+                made = self.blocks(m.content)
+                kept = memo[m] = shared.setdefault(made, made)
+                tokens.append(kept.tokens)
+        else:
+            for m in messages:
+                hit = memo.get(m)
+                if hit is None:  # as ``message`` does
+                    made = self.blocks(m.content)
+                    hit = memo[m] = shared.setdefault(made, made)
+                tokens.append(hit.tokens)
+        found = tuple(tokens)
+        self._last = (messages, found)
+        return found
+
     def tool_def(self, tool: ToolDef) -> MessageEstimate:
         count = self.rule.count
         counts = count(tool.name) + count(tool.description) + count(tool.schema_json)
@@ -876,7 +904,7 @@ class Estimator:
 
     def request(self, transcript: Transcript) -> int:
         """The whole request: preamble plus every message."""
-        return self.preamble(transcript) + sum(self.message(m).tokens for m in transcript.messages)
+        return self.preamble(transcript) + sum(self.message_tokens(transcript.messages))
 
 
 RULES_FILE = "rules.json"

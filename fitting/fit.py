@@ -27,6 +27,8 @@ from .transcript import (
     Round,
     Source,
     Text,
+    Thinking,
+    ToolCall,
     ToolResult,
     Transcript,
     Turn,
@@ -379,12 +381,19 @@ class Plan:
 
 
 def _stub(result: ToolResult | Text, ref: ResultRef) -> ToolResult | Text:
+    return _stub_of(result, ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
+
+
+def _stub_of(
+    result: ToolResult | Text, tool: str, call_id: str, tokens: int, handle: str, pages: int
+) -> ToolResult | Text:
+    """``_stub`` from the parts of its ``ResultRef`` (``result_refs`` estimates a stub before it has the ref)."""
     # Constructors, not dataclasses.replace: this runs once per cleared result.
     if isinstance(result, Text):
         # A text observation: the stub takes the text's place in the same message.
-        text = observation_stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
+        text = observation_stub_text(tool, call_id, tokens, handle, pages)
         return Text(text, result.extra, result.observation_of)
-    stub = Text(stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages))
+    stub = Text(stub_text(tool, call_id, tokens, handle, pages))
     return ToolResult(result.call_id, (stub,), result.is_error, result.name, result.extra)
 
 
@@ -432,6 +441,7 @@ def result_refs(
     names = tool_names(messages)
     refs = []
     for mi, message in enumerate(messages):
+        estimate: tuple[int, ...] | None = None  # looked up once a message (a lookup hashes all its blocks)
         for bi, block in enumerate(message.content):
             if isinstance(block, ToolResult):
                 call_id, tool = block.call_id, names.get(block.call_id) or block.name
@@ -439,7 +449,9 @@ def result_refs(
                 call_id, tool = observation_id(mi, bi), block.observation_of
             else:
                 continue
-            tokens = estimator.message(message).block_tokens[bi]
+            if estimate is None:
+                estimate = estimator.message(message).block_tokens
+            tokens = estimate[bi]
             handle, pages = "", 0
             if page_tokens is not None:
                 key = (block, tool, call_id, page_tokens)
@@ -450,7 +462,7 @@ def result_refs(
                         block_pages(block, page_tokens),
                     )
                 handle, pages = found
-            stub = estimator.block(_stub(block, ResultRef(mi, bi, call_id, tool, tokens, 0, handle, pages)))
+            stub = estimator.block(_stub_of(block, tool, call_id, tokens, handle, pages))
             refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub, handle, pages))
     return tuple(refs)
 
@@ -527,7 +539,7 @@ def plan_fit(
         carried_cut,
     )
     est = estimator or make_estimator()
-    return _plan(transcript, options, est, size, lambda messages: tuple(est.message(m).tokens for m in messages))
+    return _plan(transcript, options, est, size, lambda messages: est.message_tokens(tuple(messages)))
 
 
 def _plan(
@@ -589,7 +601,10 @@ def _plan(
     # the prefix that request sent and shrink the cleared set (SPEC invariant 8).
     working = list(messages)
     tokens = list(message_tokens)
-    sizer = _Sizer.of(messages, message_tokens, floor if anchored else None, _usage_in(transcript, messages))
+    result_floors: dict[tuple[int, int], int] = {}
+    sizer = _Sizer.of(
+        messages, message_tokens, floor if anchored else None, _usage_in(transcript, messages), result_floors
+    )
     total = before
     batches: list[ClearBatch] = []
     candidates = base.candidates
@@ -601,7 +616,7 @@ def _plan(
                 result = working[ref.message_index].content[ref.block_index]
                 assert isinstance(result, ToolResult)
                 stub = stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
-                cut = floor_tokens(result.content, floor) - ceiling_tokens(stub)
+                cut = result_floors[(ref.message_index, ref.block_index)] - ceiling_tokens(stub)
                 sizer.save(ref.message_index, cut)
                 saved += cut
         for mi in sorted(clear_into(working, batch)):
@@ -866,9 +881,12 @@ class _Sizer:
         estimates: Sequence[int],
         floor: Estimator | None,
         usage: Sequence[Usage],
+        result_floors: dict[tuple[int, int], int] | None = None,
     ) -> _Sizer:
+        """With a ``floor``, ``result_floors`` (if given) gets the floor of each tool result's content, by
+        message and block index (what clearing it takes off the floor), counted once with its message's."""
         n = len(messages)
-        each = estimates if floor is None else [floor_tokens(m.content, floor) for m in messages]
+        each = estimates if floor is None else _floors(messages, floor, result_floors)
         held = array("q", [0])
         for tokens in each:
             held.append(held[-1] + tokens)
@@ -911,6 +929,26 @@ class _Sizer:
         self.saved_upto = array("q", [0])
         for i in self.saved_at:
             self.saved_upto.append(self.saved_upto[-1] + self.saved[i])
+
+
+def _floors(
+    messages: Sequence[Message], floor: Estimator, result_floors: dict[tuple[int, int], int] | None
+) -> list[int]:
+    """``floor_tokens`` of each message's content, and of each tool result's in ``result_floors``."""
+    if result_floors is None:
+        return [floor_tokens(m.content, floor) for m in messages]
+    each = []
+    for mi, message in enumerate(messages):
+        total = 0
+        for bi, block in enumerate(message.content):
+            if isinstance(block, ToolResult):
+                inner = floor_tokens(block.content, floor)
+                result_floors[(mi, bi)] = inner
+                total += inner
+            elif isinstance(block, (Text, Thinking, ToolCall)):
+                total += floor.block(block)
+        each.append(total)
+    return each
 
 
 def _dropped_turns(bounds: Sequence[int], tokens: Sequence[int], start: int, stop: int) -> tuple[Dropped, ...]:

@@ -147,7 +147,7 @@ def predict_size(
     live = session.live()
     pre_tokens, pre_source, pre_line = _preamble(session, live, estimator, preamble)
     recorded = estimator.preamble(live) if live.system or live.tools else 0
-    message_tokens = [estimator.message(m).tokens for m in live.messages]
+    message_tokens = estimator.message_tokens(live.messages)
     anchor = _anchor(live) if mode == "auto" else None
     if anchor is None:
         estimated = sum(message_tokens)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from .transcript import Dialect, Message, Source, Thinking, ToolResult, Transcript
+from .transcript import Dialect, Message, Source, Thinking, ToolCall, ToolResult, Transcript
 
 ViolationKind: TypeAlias = Literal[
     "unanswered-call",
@@ -59,7 +59,68 @@ def _results_first(index: int, message: Message) -> list[Violation]:
 
 
 def check_messages(messages: Sequence[Message], dialect: Dialect = "anthropic") -> tuple[Violation, ...]:
-    """Every violation in ``messages``, in order."""
+    """Every violation in ``messages``, in order: ``check_messages_general``'s, found faster where there is
+    none (a fit checks a long session up to four times: as it loads, as it is repaired, before and after the
+    fit): one look at each block proves the messages valid, and anything else goes the general way.
+    tests/test_validate.py compares the two."""
+    if _valid(messages, dialect == "anthropic"):
+        return ()
+    return check_messages_general(messages, dialect)
+
+
+def _valid(messages: Sequence[Message], anthropic: bool) -> bool:
+    """True only where ``check_messages_general`` finds nothing wrong (False may still be valid)."""
+    n = len(messages)
+    i = 0
+    call_ids: set[str] = set()
+    while i < n:
+        message = messages[i]
+        role = message.role
+        results = 0
+        calls: list[str] = []
+        for b in message.content:
+            if isinstance(b, ToolResult):
+                results += 1
+            elif isinstance(b, ToolCall):
+                calls.append(b.id)
+        if role != "assistant" or not calls:
+            if results:
+                return False  # a result in a message that answers no call, or in the wrong role
+            i += 1
+            continue
+        if results:
+            return False  # a result in an assistant message
+        pending = set(calls)
+        if len(pending) != len(calls) or not call_ids.isdisjoint(pending):
+            return False  # a call id used twice
+        call_ids.update(pending)
+        # The messages right after it that carry results must answer its calls, each once, results first.
+        j = i + 1
+        while j < n:
+            follow = messages[j]
+            if follow.role != "user" and follow.role != "tool":
+                break
+            answers = 0
+            other = False
+            for b in follow.content:
+                if isinstance(b, ToolResult):
+                    if b.call_id not in pending or (other and anthropic and follow.role == "user"):
+                        return False  # an orphan or a second copy, or results after other content
+                    pending.discard(b.call_id)
+                    answers += 1
+                else:
+                    other = True
+            if not answers:
+                break
+            j += 1
+        if pending:
+            return False  # an unanswered call
+        i = j
+    return True
+
+
+def check_messages_general(messages: Sequence[Message], dialect: Dialect = "anthropic") -> tuple[Violation, ...]:
+    """Every violation in ``messages``, in order (the general path, which ``check_messages`` must match)."""
     found: list[Violation] = []
     seen_calls: set[str] = set()
     i = 0

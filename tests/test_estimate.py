@@ -10,7 +10,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import texts
+from strategies import texts, transcripts
 
 import windowfit.fitting.estimate
 from windowfit.fitting import SEED, CharCounts, Estimator, Message, ScriptRule, Source, count_chars, make_estimator
@@ -479,3 +479,19 @@ def test_base64_payload_in_an_unmodelled_block_is_not_counted_as_text() -> None:
     skeleton = '{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":""}}'
     assert block.counted == skeleton  # 87 ASCII chars -> 21.75 tokens
     assert make_estimator(overhead=0).message(t.messages[0]).tokens == 22 + 1600
+
+
+@given(transcripts(max_turns=3, max_rounds=4), st.booleans())
+def test_message_tokens_are_each_messages_estimate(transcript: Transcript, warm: bool) -> None:
+    """``message_tokens`` (fresh memo, warm memo, the same tuple asked again) gives ``message``'s tokens, and
+    leaves the memo as ``message`` would: a message repeated in the tuple included."""
+    messages = (*transcript.messages, *transcript.messages[:2])
+    est, reference = make_estimator(), make_estimator()
+    if warm:
+        est.message(messages[0])
+    expected = tuple(reference.message(m).tokens for m in messages)
+    assert est.message_tokens(messages) == expected
+    assert est.message_tokens(messages) == expected  # remembered by identity
+    assert est.message_tokens(tuple(list(messages))) == expected  # another tuple of the same messages
+    assert all(est.message(m) == reference.message(m) for m in messages)
+    assert len(est._memo) == len(reference._memo) and len(est._shared) == len(reference._shared)

@@ -3,8 +3,19 @@ lists whose violations (kind, message index, call id) are known by construction.
 
 from __future__ import annotations
 
-from windowfit.fitting.transcript import Message, Source, Text, ToolCall, ToolResult, Transcript
-from windowfit.fitting.validate import Violation, check_messages, check_request, new_violations
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import damaged_transcripts, transcripts
+
+from windowfit.fitting.transcript import Block, Message, Role, Source, Text, Thinking, ToolCall, ToolResult, Transcript
+from windowfit.fitting.validate import (
+    Violation,
+    _valid,
+    check_messages,
+    check_messages_general,
+    check_request,
+    new_violations,
+)
 
 
 def user(*blocks: Text | ToolResult | str) -> Message:
@@ -214,3 +225,44 @@ def test_new_violations_is_empty_when_nothing_changed() -> None:
     violations = check_messages([user(result("x"))])
     assert new_violations(violations, violations) == ()
     assert new_violations((), ()) == ()
+
+
+# --------------------------------------------------------------------------
+# The fast check against the general one (the ground truth)
+
+
+IDS = ("a", "b", "c")
+BLOCKS: st.SearchStrategy[Block] = st.one_of(
+    st.builds(Text, st.sampled_from(("x", "y"))),
+    st.builds(Thinking, st.just("t")),
+    st.builds(call, st.sampled_from(IDS)),
+    st.builds(result, st.sampled_from(IDS)),
+)
+ROLES: st.SearchStrategy[Role] = st.sampled_from(("user", "assistant", "tool", "system"))
+MESSAGES = st.lists(
+    st.builds(lambda role, blocks: Message(role, tuple(blocks)), ROLES, st.lists(BLOCKS, max_size=4)), max_size=8
+)
+
+
+@given(MESSAGES, st.sampled_from(("anthropic", "openai")))
+def test_check_messages_is_the_general_check_on_any_messages(messages: list[Message], dialect: str) -> None:
+    assert check_messages(messages, dialect) == check_messages_general(messages, dialect)  # type: ignore[arg-type]
+
+
+@given(st.one_of(transcripts(max_turns=3, max_rounds=4), damaged_transcripts(max_turns=3, max_rounds=4)))
+def test_check_messages_is_the_general_check_on_generated_sessions(transcript: Transcript) -> None:
+    for dialect in ("anthropic", "openai"):
+        assert check_messages(transcript.messages, dialect) == check_messages_general(transcript.messages, dialect)
+
+
+def test_the_fast_check_passes_valid_messages_without_the_general_one() -> None:
+    """Valid rounds (parallel calls, results first, OpenAI tool messages) are proved valid by the fast look."""
+    anthropic = [
+        user("go"),
+        assistant("t", call("a"), call("b")),
+        user(result("a"), result("b"), "more"),
+        assistant("ok"),
+    ]
+    openai = [user("go"), assistant(call("a"), call("b")), tool("a"), tool("b"), assistant("ok")]
+    assert _valid(anthropic, True) and _valid(openai, False)
+    assert not _valid([user("go"), assistant(call("a")), user("no result")], True)

@@ -553,8 +553,15 @@ def _select(tree: _Tree, leaf: int) -> tuple[list[int], set[int]]:
     chain = tree.chain(leaf)
     selected = set(chain)
     nodes = tree.nodes
-    message_ids = {nodes[i].message_id for i in chain if nodes[i].kind == "assistant"}
-    call_ids = {b.id for i in chain for b in nodes[i].blocks if isinstance(b, ToolCall)}
+    message_ids: set[str] = set()
+    call_ids: set[str] = set()
+    for i in chain:  # one pass for both
+        node = nodes[i]
+        if node.kind == "assistant":
+            message_ids.add(node.message_id)
+        for b in node.blocks:
+            if isinstance(b, ToolCall):
+                call_ids.add(b.id)
     added = True
     while added:  # a result may hang off a call line that is itself added in this round
         added = False
@@ -599,6 +606,24 @@ def _duplicate(path: str, line: int, what: str, call_id: str) -> Defect:
     return Defect(Source(path, line), "duplicate-history", f"{what} {call_id} appears twice; kept the first")
 
 
+def _first_copies(
+    path: str, node: _Node, call_lines: dict[str, int], answered: set[str], defects: list[Defect]
+) -> list[Block]:
+    """The blocks of ``node`` but the calls and results already seen, each recorded as a defect."""
+    blocks: list[Block] = []
+    for b in node.blocks:
+        t = type(b)
+        if t is ToolCall:
+            if cast(ToolCall, b).id in call_lines:
+                defects.append(_duplicate(path, node.line, "tool call", cast(ToolCall, b).id))
+                continue
+        elif t is ToolResult and cast(ToolResult, b).call_id in answered:
+            defects.append(_duplicate(path, node.line, "tool result for", cast(ToolResult, b).call_id))
+            continue
+        blocks.append(b)
+    return blocks
+
+
 def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
     """Messages from the selected lines in file order: split assistant lines merged by
     message id, consecutive result lines merged into one user message (results first)."""
@@ -619,17 +644,14 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
             continue
         # The reader builds the block types themselves (never a subclass), so ``type(b) is`` decides as
         # ``isinstance`` would, for less.
-        blocks: list[Block] = []
+        blocks: tuple[Block, ...] | list[Block] = node.blocks  # the line's own, unless one is a second copy
         for b in node.blocks:
             t = type(b)
-            if t is ToolCall:
-                if cast(ToolCall, b).id in call_lines:
-                    defects.append(_duplicate(path, node.line, "tool call", cast(ToolCall, b).id))
-                    continue
-            elif t is ToolResult and cast(ToolResult, b).call_id in answered:
-                defects.append(_duplicate(path, node.line, "tool result for", cast(ToolResult, b).call_id))
-                continue
-            blocks.append(b)
+            if (t is ToolCall and cast(ToolCall, b).id in call_lines) or (
+                t is ToolResult and cast(ToolResult, b).call_id in answered
+            ):
+                blocks = _first_copies(path, node, call_lines, answered, defects)
+                break
         if not blocks:
             empty += 0 if node.blocks else 1
             continue
@@ -767,7 +789,7 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
                 )
             )
     kept_ids = {nodes[i].message_id for i in selected if nodes[i].kind == "assistant"}
-    kept_ids |= {b.id for m in built.messages for b in m.tool_calls}
+    kept_ids |= {b.id for m in built.messages for b in m.content if isinstance(b, ToolCall)}
     left = _left_out(path, tree, members, selected, kept_ids)
     defects.extend(built.defects)
     defects.extend(left)
@@ -804,7 +826,9 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
     if built.empty_lines:
         notes.append(f"{built.empty_lines} message line(s) with no content left out")
     # The session records the model on each reply (not max_tokens, system or tools): a request body gets it.
-    models = [nodes[i].model for i in sorted(selected) if nodes[i].model and not nodes[i].model.startswith("<")]
+    model = next(
+        (m for m in (nodes[i].model for i in sorted(selected, reverse=True)) if m and not m.startswith("<")), ""
+    )  # the last reply's
     return Transcript(
         system=(),
         tools=(),
@@ -812,7 +836,7 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
         source=Source(path),
         format=NAME,
         dialect="anthropic",
-        extra=dumps({"model": models[-1]}) if models else "",
+        extra=dumps({"model": model}) if model else "",
         defects=tuple(defects),
         usage=built.usage,
         notes=tuple(notes),
@@ -833,12 +857,15 @@ def _subagent_name(tree: _Tree, members: list[int], number: int, stem: str) -> s
 def _transcripts(read: _File) -> list[Transcript]:
     """The main conversation (non-sidechain lines), then one transcript per sidechain tree."""
     tree = _Tree.build(read.nodes)
-    main = [i for i, n in enumerate(tree.nodes) if n.is_message and not n.sidechain]
+    main: list[int] = []
     side: dict[int, list[int]] = {}
     memo: dict[int, int] = {}
     for i, n in enumerate(tree.nodes):
-        if n.is_message and n.sidechain:
-            side.setdefault(tree.root(i, memo), []).append(i)
+        if n.kind == "user" or n.kind == "assistant":  # ``is_message``
+            if n.sidechain:
+                side.setdefault(tree.root(i, memo), []).append(i)
+            else:
+                main.append(i)
     found: list[Transcript | None] = [_transcript(read.path, tree, main, "")] if main else []
     stem = Path(read.path).stem
     names: Counter[str] = Counter()
