@@ -18,7 +18,6 @@ from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.report import Report, fold_report
 from windowfit.fitting.serialize import TranscriptReportJson, report_document_of, report_to_dict
 
-from .render import print_reports
 from .rows_out import RowsOutput, scan_rows
 from .scan import Jobs, Stream, Work
 from .shared import (
@@ -111,6 +110,8 @@ def report(
     scanned = scan_all(
         files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=True, stream_work=stream
     )
+    from .render import print_reports  # rich's tables: only for text
+
     print_reports(out, scanned.values, details=details)
 
 

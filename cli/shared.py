@@ -12,10 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, BinaryIO, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, BinaryIO, NoReturn, TypeVar, cast
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
 from windowfit.fitting._json import encode
@@ -36,6 +35,9 @@ from windowfit.fitting.size import Size, predict_size
 from .exit_codes import ExitCode
 from .scan import Scanned, Stream, Task, Work, start_scan, workers_for
 from .terminal import SafeConsole, markup_safe
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 T = TypeVar("T")
 
@@ -236,15 +238,7 @@ def scan_all(
         skipped: list[SkippedFile] = []
         show = progress and err.is_terminal
         tasks = [Task(item, fmt, skip_invalid, item.path in scanned, strict, work, stream_work) for item in inputs]
-        bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-            disable=not show,
-        )
+        bar = _progress_bar() if show else _NoBar()
         counter = bar.add_task("loading", total=len(inputs))
         begin = time.monotonic()
         started = show and sum(sizes) > PROGRESS_BYTES  # a big file: the bar from the start
@@ -296,6 +290,37 @@ Name = Annotated[
         help="Which transcript, by its name (as listed, e.g. 'subagent agent-a5bdbc1'), its file's path, or file name.",
     ),
 ]
+
+
+def _progress_bar() -> Progress:
+    """``scan_all``'s bar on a terminal (rich.progress is imported only then)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+class _NoBar:
+    """``scan_all``'s bar where none is shown (not a terminal, or not asked for): what a disabled ``Progress``
+    does, which is nothing."""
+
+    def add_task(self, description: str, total: float | None = None) -> TaskID:
+        return cast("TaskID", 0)
+
+    def update(self, task_id: TaskID, *, completed: float | None = None, description: str | None = None) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
 
 
 def pick(
