@@ -29,7 +29,8 @@ from windowfit.fitting.errors import (
     StoreUnavailable,
 )
 from windowfit.fitting.estimate import ESTIMATORS, Estimator
-from windowfit.fitting.formats import FALLBACK, FORMATS, Format, Input, SkippedFile, discover
+from windowfit.fitting.formats import NAMES, Format, Input, SkippedFile, discover
+from windowfit.fitting.formats.registry import FALLBACK_NAME
 from windowfit.fitting.size import Size, predict_size
 
 from .exit_codes import ExitCode
@@ -82,8 +83,8 @@ Strict = Annotated[
 
 
 def _known_format(name: str | None) -> str | None:
-    if name is not None and name not in FORMATS:
-        raise typer.BadParameter(f"unknown format {name!r}; known formats: {', '.join(FORMATS)}")
+    if name is not None and name not in NAMES:
+        raise typer.BadParameter(f"unknown format {name!r}; known formats: {', '.join(NAMES)}")
     return name
 
 
@@ -112,9 +113,7 @@ PreambleOption = Annotated[
 ]
 FromFormat = Annotated[
     str | None,
-    typer.Option(
-        "--from", callback=_known_format, help=f"Input format, instead of detecting it: {', '.join(FORMATS)}."
-    ),
+    typer.Option("--from", callback=_known_format, help=f"Input format, instead of detecting it: {', '.join(NAMES)}."),
 ]
 
 
@@ -372,7 +371,7 @@ def _list(transcripts: Sequence[Transcript]) -> None:
 
 def broken_lines(error: InputError, chosen: Format | None) -> bool:
     """A file in a specific format windowfit reads, with lines it cannot read (not a foreign file)."""
-    return isinstance(error, BROKEN_LINES) and chosen is not None and chosen is not FALLBACK
+    return isinstance(error, BROKEN_LINES) and chosen is not None and chosen.name != FALLBACK_NAME
 
 
 def skip_reason(error: InputError) -> str:

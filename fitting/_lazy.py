@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from importlib import import_module
 from types import ModuleType
 from typing import Any
 
@@ -22,7 +21,7 @@ class LazyPackage(ModuleType):
         module = self.__dict__["_LAZY"].get(name)
         if module is None:
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
-        value = getattr(import_module(f".{module}", self.__name__), name)
+        value = getattr(submodule(self.__name__, module), name)
         self.__dict__[name] = value
         return value
 
@@ -36,6 +35,14 @@ class LazyPackage(ModuleType):
 
     def __dir__(self) -> list[str]:
         return sorted({*self.__dict__, *self.__dict__["_LAZY"]})
+
+
+def submodule(package: str, name: str) -> ModuleType:
+    """``package.name``, imported by ``__import__`` (as an import statement does) rather than
+    ``importlib.import_module``, which ``python -X importtime`` does not see."""
+    full = f"{package}.{name}"
+    __import__(full)
+    return sys.modules[full]
 
 
 def lazy_package(name: str, names: Mapping[str, str]) -> None:
