@@ -479,3 +479,33 @@ def test_base64_payload_in_an_unmodelled_block_is_not_counted_as_text() -> None:
     skeleton = '{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":""}}'
     assert block.counted == skeleton  # 87 ASCII chars -> 21.75 tokens
     assert make_estimator(overhead=0).message(t.messages[0]).tokens == 22 + 1600
+
+
+def test_the_named_rules_are_rules_json_s_in_its_order_each_built_once() -> None:
+    """``ESTIMATORS`` builds a rule when it is first asked for (start-up builds none of the class rules): the
+    same names in the same order, and the same rules, as building every one from the file."""
+    from windowfit.fitting.estimate import ESTIMATORS, load_rules
+
+    eager = load_rules()
+    assert list(ESTIMATORS) == list(eager) and len(ESTIMATORS) == len(eager)
+    for name, rule in eager.items():
+        assert ESTIMATORS[name] == rule
+        assert ESTIMATORS[name] is ESTIMATORS[name]
+    assert windowfit.fitting.estimate.SAFE is ESTIMATORS["safe"]
+    with pytest.raises(KeyError):
+        ESTIMATORS["no-such-rule"]
+
+
+LAZY_RULES_PROBE = """
+from windowfit.fitting.estimate import ESTIMATORS, make_estimator
+make_estimator("seed")
+print(sorted(ESTIMATORS._built))  # the rules built so far
+"""
+
+
+def test_a_seed_estimate_builds_no_class_rule() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", LAZY_RULES_PROBE], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "['seed']"
