@@ -14,7 +14,6 @@ from windowfit.fitting import Transcript, WindowfitError, build_report
 from windowfit.fitting.ccfold import fold_claude_code
 from windowfit.fitting.formats import Format, Input, load
 from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
-from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.report import Report, fold_report
 from windowfit.fitting.serialize import TranscriptReportJson, report_document_of, report_to_dict
 
@@ -165,6 +164,8 @@ def report_stream(
     words the error)."""
     if chosen.name == CLAUDE_CODE:
         return claude_code_fold(item, options)
+    from windowfit.fitting.formats.messages import stream_messages  # not for a Claude Code session
+
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
         if found is None:
