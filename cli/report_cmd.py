@@ -34,7 +34,6 @@ from .shared import (
     Window,
     check_limits,
     estimator_from,
-    out,
     print_json,
     scan_all,
     size_of,
@@ -110,6 +109,7 @@ def report(
         files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=True, stream_work=stream
     )
     from .render import print_reports  # rich's tables: only for text
+    from .shared import out
 
     print_reports(out, scanned.values, details=details)
 

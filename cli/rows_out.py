@@ -16,8 +16,7 @@ from windowfit.fitting._json import encode
 from windowfit.fitting.errors import OptionError
 
 from .exit_codes import ExitCode
-from .shared import OutputRefused, SizeChoice, err, fail, output_target, scan_all, write_atomic
-from .terminal import markup_safe
+from .shared import OutputRefused, SizeChoice, fail, output_target, scan_all, write_atomic
 
 if TYPE_CHECKING:
     from windowfit.fitting.rows import Row
@@ -100,6 +99,9 @@ def write_rows(rows: list[Row], *, kind: str, output: str | None, inputs: list[s
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
             return
+    from .shared import err  # the console: made only when one is used
+    from .terminal import markup_safe
+
     try:
         write_atomic(output_target(Path(output), inputs=inputs), data)
     except OutputRefused as exc:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, BinaryIO, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, NoReturn, TypeVar, cast
 
 import typer
 
@@ -35,15 +35,46 @@ from windowfit.fitting.size import Size, predict_size
 
 from .exit_codes import ExitCode
 from .scan import Scanned, Stream, Task, Work, start_scan, workers_for
-from .terminal import SafeConsole, markup_safe
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
+    from .terminal import SafeConsole
+
 T = TypeVar("T")
 
-out = SafeConsole(highlight=False, soft_wrap=False)
-err = SafeConsole(stderr=True, highlight=False, soft_wrap=True)  # one error, one line, even in CI logs
+out: SafeConsole
+"""The console of results (stdout), made when first read."""
+err: SafeConsole
+"""The console of errors, warnings and the progress bar (stderr), made when first read."""
+
+
+def __getattr__(name: str) -> Any:
+    """``out`` and ``err``, made when first read: rich's console is a good part of every command's start-up,
+    and a command printing JSON (``report --json``) writes to neither unless it fails."""
+    if name not in ("out", "err"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .terminal import SafeConsole
+
+    if name == "out":
+        console = SafeConsole(highlight=False, soft_wrap=False)
+    else:
+        console = SafeConsole(stderr=True, highlight=False, soft_wrap=True)  # one error, one line, even in CI logs
+    globals()[name] = console
+    return console
+
+
+def _err() -> SafeConsole:
+    """``err`` for this module's own functions (a module's ``__getattr__`` answers only other modules)."""
+    console: SafeConsole | None = globals().get("err")
+    return __getattr__("err") if console is None else console
+
+
+def _safe(text: str) -> str:
+    """``terminal.markup_safe``, imported (with rich) only when there is something to print."""
+    from .terminal import markup_safe
+
+    return markup_safe(text)
 
 Files = Annotated[
     list[str],
@@ -119,9 +150,9 @@ FromFormat = Annotated[
 
 def fail(error: WindowfitError) -> NoReturn:
     """Print a domain error as one line (plus its hint) and exit."""
-    err.print(f"[bold red]error:[/] {markup_safe(str(error))}")
+    _err().print(f"[bold red]error:[/] {_safe(str(error))}")
     if error.hint:
-        err.print(f"[dim]hint: {markup_safe(error.hint)}[/]")
+        _err().print(f"[dim]hint: {_safe(error.hint)}[/]")
     raise typer.Exit(exit_code_of(error))
 
 
@@ -235,7 +266,7 @@ def scan_all(
         sizes = [len(i.data) if i.data is not None else Path(i.path).stat().st_size for i in inputs]
         values: list[T] = []
         skipped: list[SkippedFile] = []
-        show = progress and err.is_terminal
+        show = progress and _err().is_terminal
         tasks = [Task(item, fmt, skip_invalid, item.path in scanned, strict, work, stream_work) for item in inputs]
         bar = _progress_bar() if show else _NoBar()
         counter = bar.add_task("loading", total=len(inputs))
@@ -257,14 +288,15 @@ def scan_all(
             for task, done in results:
                 if done.skipped is not None:
                     skipped.append(done.skipped)
-                    err.print(f"[yellow]skipped:[/] {markup_safe(done.warning)}")
+                    _err().print(f"[yellow]skipped:[/] {_safe(done.warning)}")
                 values.extend(done.values)
-                bar.update(counter, description=f"loading {markup_safe(Path(task.item.path).name)}")
+                if show:  # the name made safe only for a bar that shows it
+                    bar.update(counter, description=f"loading {_safe(Path(task.item.path).name)}")
         finally:
             if started:
                 bar.stop()
         if skipped:
-            err.print(
+            _err().print(
                 f"[yellow]{len(skipped)} file(s) skipped[/]: not transcripts windowfit reads "
                 "(--strict makes that an error)"
             )
@@ -300,7 +332,7 @@ def _progress_bar() -> Progress:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=err,
+        console=_err(),
         transient=True,
     )
 
@@ -346,8 +378,8 @@ def pick(
     unnamed = [t for t in transcripts if not t.name]
     if not Path(source).is_dir() and len(unnamed) == 1 and unnamed[0].source.path == source:
         rest = len(transcripts) - 1
-        err.print(
-            f"[dim]note: {markup_safe(source)}: its own session; the {rest} other transcript(s) in it "
+        _err().print(
+            f"[dim]note: {_safe(source)}: its own session; the {rest} other transcript(s) in it "
             "(subagents) are picked with --index N or --name NAME[/]"
         )
         return unnamed[0]
@@ -364,9 +396,9 @@ LISTED = 20
 def _list(transcripts: Sequence[Transcript]) -> None:
     """The transcripts on stderr, by index: what ``--index`` and ``--name`` take."""
     for i, t in enumerate(transcripts[:LISTED]):
-        err.print(f"  {i:>3}  {markup_safe(t.label)}  ({len(t.messages):,} messages)")
+        _err().print(f"  {i:>3}  {_safe(t.label)}  ({len(t.messages):,} messages)")
     if len(transcripts) > LISTED:
-        err.print(f"  ... and {len(transcripts) - LISTED:,} more")
+        _err().print(f"  ... and {len(transcripts) - LISTED:,} more")
 
 
 def broken_lines(error: InputError, chosen: Format | None) -> bool:

@@ -159,7 +159,8 @@ def test_report_of_a_claude_code_session_imports_the_fold_and_nothing_it_does_no
     modules, stdout = loaded_by("report", str(CLAUDE_CODE), "--json")
     assert json.loads(stdout)["transcripts"]  # the command ran
     assert "windowfit.fitting.ccfold" in modules
-    assert not modules & {*NEVER_FOR_A_REPORT, "hashlib", "rich.table", "windowfit.cli.render"}
+    assert not modules & {*NEVER_FOR_A_REPORT, "hashlib", "windowfit.cli.render"}
+    assert not {m for m in modules if m.startswith("rich")}  # no console made: nothing printed but the JSON
     formats = sorted(m.rpartition(".")[2] for m in modules if m.startswith("windowfit.fitting.formats."))
     # detection's first three (codex, responses, claude_code), and the registry's plumbing: no other format,
     # not even messages (the fold reads the session's lines itself)
@@ -170,7 +171,19 @@ def test_report_json_of_a_messages_file_renders_no_table() -> None:
     modules, stdout = loaded_by("report", str(SMALL), "--json")
     assert json.loads(stdout)["transcripts"]
     assert "windowfit.fitting.formats.messages" in modules
-    assert not modules & {*NEVER_FOR_A_REPORT, "hashlib", "rich.table", "windowfit.cli.render"}
+    assert not modules & {*NEVER_FOR_A_REPORT, "hashlib", "windowfit.cli.render"}
+    assert not {m for m in modules if m.startswith("rich")}
+
+
+def test_a_failing_report_json_still_prints_its_error_through_the_console(tmp_path: Path) -> None:
+    """The consoles are made when first used: an error is still printed, one line, as before."""
+    missing = tmp_path / "missing.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "windowfit", "report", str(missing), "--json"], capture_output=True, text=True
+    )
+    assert result.returncode == 3
+    assert result.stdout == ""
+    assert result.stderr == f"error: {missing}: no such file\n"
 
 
 def test_a_text_report_renders_with_rich_but_starts_no_bar_in_a_pipe() -> None:
