@@ -4,7 +4,9 @@ each run as a fresh process, timed in the same run.
 Run ``python benchmarks/bench_startup.py`` (best of 15; ``--quick`` for best of 5). A ``report`` and a ``check``
 of one small bundled sample show what a command's own imports cost, the serial start of every folder run.
 ``--python A --python B`` times two installs (two venvs, a branch and its base) in turns in the same run, each
-run of a row alternating between them, and adds B's CPU time over A's.
+run of a row alternating between them, and adds B's CPU time over A's. ``--file FILE`` adds the whole
+command on a large file: ``report FILE --json`` beside the bare loop it is measured against (read the file and
+``orjson.loads`` each line, as a fresh process too), best of ``--file-repeat``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,16 @@ from pathlib import Path
 from common import cache_bytecode
 from rich.console import Console
 from rich.table import Table
+
+BARE_LOOP = """
+import sys
+import orjson
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        orjson.loads(line)
+"""
+"""The baseline of ``bench_report.py`` (``parse_lines``), as a process of its own: the command's start-up is in
+the command's row and Python's own in this one."""
 
 
 def best(repeat: int, command: list[str]) -> tuple[float, float]:
@@ -46,6 +58,8 @@ def main() -> None:
         action="append",
         help="run every row with this interpreter (`PYTHON -m windowfit`), e.g. another venv's; twice to compare",
     )
+    parser.add_argument("--file", type=Path, help="also time report FILE --json against the bare orjson loop")
+    parser.add_argument("--file-repeat", type=int, default=3, help="best of N for the --file rows (default 3)")
     options = parser.parse_args()
     repeat = 5 if options.quick else options.repeat
     pythons = options.python or [sys.executable]
@@ -62,6 +76,12 @@ def main() -> None:
         "windowfit report SMALL --json": ["report", sample, "--json"],
         "windowfit check SMALL --format json": ["check", sample, "--budget", "100000", "--format", "json"],
     }
+    large: dict[str, list[str]] = {}
+    if options.file:
+        large = {
+            "FILE: read + orjson.loads per line": ["-c", BARE_LOOP, str(options.file)],
+            "windowfit report FILE --json": ["report", str(options.file), "--json"],
+        }
 
     def command(python: str, args: list[str]) -> list[str]:
         if args[0] == "-c":
@@ -73,9 +93,9 @@ def main() -> None:
     # Each row's runs alternate between the interpreters, so that a neighbour's burst on the shared machine
     # falls on both rather than on one of them.
     seconds: dict[str, list[tuple[float, float]]] = {}
-    for name, args in rows.items():
+    for name, args in {**rows, **large}.items():
         found = [(float("inf"), float("inf"))] * len(pythons)
-        for _ in range(repeat):
+        for _ in range(options.file_repeat if name in large else repeat):
             for i, python in enumerate(pythons):
                 wall, cpu = best(1, command(python, args))
                 found[i] = (min(found[i][0], wall), min(found[i][1], cpu))
@@ -97,6 +117,15 @@ def main() -> None:
         table.add_row(*cells)
     console = Console()
     console.print(table)
+    if large:
+        bare, whole = seconds["FILE: read + orjson.loads per line"], seconds["windowfit report FILE --json"]
+        for i in range(len(pythons)):
+            label = f"{chr(65 + i)}: " if len(pythons) > 1 else ""
+            console.print(
+                f"{label}report FILE --json over the bare loop: {whole[i][1] / bare[i][1]:.2f}x CPU, "
+                f"{whole[i][0] / bare[i][0]:.2f}x wall ({options.file}: {options.file.stat().st_size / 1e6:,.1f} MB, "
+                f"best of {options.file_repeat})"
+            )
     console.print(f"SMALL: {sample} (a command's start plus one small file); {note}")
     for i, python in enumerate(pythons):
         typer = subprocess.run([python, "-c", "import typer; print(typer.__version__)"], capture_output=True, text=True)
