@@ -14,11 +14,9 @@ from windowfit.fitting import Transcript, WindowfitError, build_report
 from windowfit.fitting.ccfold import fold_claude_code
 from windowfit.fitting.formats import Format, Input, load
 from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
-from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.report import Report, fold_report
 from windowfit.fitting.serialize import TranscriptReportJson, report_document_of, report_to_dict
 
-from .render import print_reports
 from .rows_out import RowsOutput, scan_rows
 from .scan import Jobs, Stream, Work
 from .shared import (
@@ -36,7 +34,6 @@ from .shared import (
     Window,
     check_limits,
     estimator_from,
-    out,
     print_json,
     scan_all,
     size_of,
@@ -111,6 +108,9 @@ def report(
     scanned = scan_all(
         files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=True, stream_work=stream
     )
+    from .render import print_reports  # rich's tables: only for text
+    from .shared import out
+
     print_reports(out, scanned.values, details=details)
 
 
@@ -164,6 +164,8 @@ def report_stream(
     words the error)."""
     if chosen.name == CLAUDE_CODE:
         return claude_code_fold(item, options)
+    from windowfit.fitting.formats.messages import stream_messages  # not for a Claude Code session
+
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
         if found is None:

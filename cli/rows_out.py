@@ -7,18 +7,19 @@ import os
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
 from windowfit.fitting._json import encode
 from windowfit.fitting.errors import OptionError
-from windowfit.fitting.rows import ROW_FIELDS, Row, transcript_rows
 
 from .exit_codes import ExitCode
-from .shared import OutputRefused, SizeChoice, err, fail, output_target, scan_all, write_atomic
-from .terminal import markup_safe
+from .shared import OutputRefused, SizeChoice, fail, output_target, scan_all, write_atomic
+
+if TYPE_CHECKING:
+    from windowfit.fitting.rows import Row
 
 RowsOutput = Annotated[
     str | None,
@@ -37,6 +38,8 @@ def rows_work(
     preamble: int | None,
 ) -> list[Row]:
     """One file's rows (the pure ``fitting.rows.transcript_rows``), sized by the file they came from."""
+    from windowfit.fitting.rows import transcript_rows  # with fit.py: only where rows are asked for
+
     path = transcripts[0].source.path if transcripts else ""
     try:
         size_bytes = os.stat(path).st_size
@@ -96,6 +99,9 @@ def write_rows(rows: list[Row], *, kind: str, output: str | None, inputs: list[s
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
             return
+    from .shared import err  # the console: made only when one is used
+    from .terminal import markup_safe
+
     try:
         write_atomic(output_target(Path(output), inputs=inputs), data)
     except OutputRefused as exc:
@@ -121,6 +127,8 @@ def _parquet(rows: list[Row]) -> bytes:
 
 
 def _schema(pa: object) -> object:
+    from windowfit.fitting.rows import ROW_FIELDS
+
     types = {
         "index": "int64",
         "bytes": "int64",

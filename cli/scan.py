@@ -4,22 +4,23 @@ asks for one, with the results, warnings and errors in the order one process giv
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from multiprocessing.context import BaseContext
 from pathlib import Path
-from typing import Annotated, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Generic, TypeVar
 
 import typer
 
 from windowfit.fitting import Transcript
 from windowfit.fitting.errors import InputError
 from windowfit.fitting.formats import Format, Input, SkippedFile, detect, get_format, load
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from multiprocessing.context import BaseContext
 
 T = TypeVar("T")
 
@@ -200,6 +201,8 @@ def start_scan(
     progress bar's count: the files that come out next may have waited for a late run)."""
     if workers <= 1:
         return _in_process(tasks, finished)
+    from concurrent.futures import ProcessPoolExecutor  # a pool's only: one process never imports it
+
     chunks = chunk_plan([_size(t.item) for t in tasks], workers)
     context = _context()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
@@ -230,6 +233,8 @@ def _collect(
     futures: list[Future[list[Done[T]]]],
     finished: Callable[[int], None] | None,
 ) -> Iterator[tuple[Task[T], Done[T]]]:
+    from concurrent.futures import FIRST_COMPLETED, wait
+
     where = {i: (c, k) for c, chunk in enumerate(chunks) for k, i in enumerate(chunk)}
     left = [len(chunk) for chunk in chunks]
     results: dict[int, list[Done[T]]] = {}
@@ -262,6 +267,8 @@ def _collect(
 def _context() -> BaseContext:
     """Fork where it is safe (a POSIX process with one thread: the workers start at once, with everything
     imported), else spawn (each worker imports windowfit anew)."""
+    import multiprocessing
+
     if "fork" in multiprocessing.get_all_start_methods() and sys.platform == "linux" and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")

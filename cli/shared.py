@@ -13,10 +13,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, BinaryIO, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, NoReturn, TypeVar, cast
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
 from windowfit.fitting._json import encode
@@ -31,17 +30,52 @@ from windowfit.fitting.errors import (
     StoreUnavailable,
 )
 from windowfit.fitting.estimate import ESTIMATORS, Estimator
-from windowfit.fitting.formats import FALLBACK, FORMATS, Format, Input, SkippedFile, discover
+from windowfit.fitting.formats import NAMES, Format, Input, SkippedFile, discover
+from windowfit.fitting.formats.registry import FALLBACK_NAME
 from windowfit.fitting.size import Size, predict_size
 
 from .exit_codes import ExitCode
 from .scan import Scanned, Stream, Task, Work, start_scan, workers_for
-from .terminal import SafeConsole, markup_safe
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from .terminal import SafeConsole
 
 T = TypeVar("T")
 
-out = SafeConsole(highlight=False, soft_wrap=False)
-err = SafeConsole(stderr=True, highlight=False, soft_wrap=True)  # one error, one line, even in CI logs
+out: SafeConsole
+"""The console of results (stdout), made when first read."""
+err: SafeConsole
+"""The console of errors, warnings and the progress bar (stderr), made when first read."""
+
+
+def __getattr__(name: str) -> Any:
+    """``out`` and ``err``, made when first read: rich's console is a good part of every command's start-up,
+    and a command printing JSON (``report --json``) writes to neither unless it fails."""
+    if name not in ("out", "err"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .terminal import SafeConsole
+
+    if name == "out":
+        console = SafeConsole(highlight=False, soft_wrap=False)
+    else:
+        console = SafeConsole(stderr=True, highlight=False, soft_wrap=True)  # one error, one line, even in CI logs
+    globals()[name] = console
+    return console
+
+
+def _err() -> SafeConsole:
+    """``err`` for this module's own functions (a module's ``__getattr__`` answers only other modules)."""
+    console: SafeConsole | None = globals().get("err")
+    return __getattr__("err") if console is None else console
+
+
+def _safe(text: str) -> str:
+    """``terminal.markup_safe``, imported (with rich) only when there is something to print."""
+    from .terminal import markup_safe
+
+    return markup_safe(text)
 
 Files = Annotated[
     list[str],
@@ -81,8 +115,8 @@ Strict = Annotated[
 
 
 def _known_format(name: str | None) -> str | None:
-    if name is not None and name not in FORMATS:
-        raise typer.BadParameter(f"unknown format {name!r}; known formats: {', '.join(FORMATS)}")
+    if name is not None and name not in NAMES:
+        raise typer.BadParameter(f"unknown format {name!r}; known formats: {', '.join(NAMES)}")
     return name
 
 
@@ -111,17 +145,15 @@ PreambleOption = Annotated[
 ]
 FromFormat = Annotated[
     str | None,
-    typer.Option(
-        "--from", callback=_known_format, help=f"Input format, instead of detecting it: {', '.join(FORMATS)}."
-    ),
+    typer.Option("--from", callback=_known_format, help=f"Input format, instead of detecting it: {', '.join(NAMES)}."),
 ]
 
 
 def fail(error: WindowfitError) -> NoReturn:
     """Print a domain error as one line (plus its hint) and exit."""
-    err.print(f"[bold red]error:[/] {markup_safe(str(error))}")
+    _err().print(f"[bold red]error:[/] {_safe(str(error))}")
     if error.hint:
-        err.print(f"[dim]hint: {markup_safe(error.hint)}[/]")
+        _err().print(f"[dim]hint: {_safe(error.hint)}[/]")
     raise typer.Exit(exit_code_of(error))
 
 
@@ -268,17 +300,9 @@ def scan_all(
         sizes = [len(i.data) if i.data is not None else Path(i.path).stat().st_size for i in inputs]
         values: list[T] = []
         skipped: list[SkippedFile] = []
-        show = progress and err.is_terminal
+        show = progress and _err().is_terminal
         tasks = [Task(item, fmt, skip_invalid, item.path in scanned, strict, work, stream_work) for item in inputs]
-        bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-            disable=not show,
-        )
+        bar = _progress_bar() if show else _NoBar()
         counter = bar.add_task("loading", total=len(inputs))
         begin = time.monotonic()
         started = show and sum(sizes) > PROGRESS_BYTES  # a big file: the bar from the start
@@ -298,14 +322,15 @@ def scan_all(
             for task, done in results:
                 if done.skipped is not None:
                     skipped.append(done.skipped)
-                    err.print(f"[yellow]skipped:[/] {markup_safe(done.warning)}")
+                    _err().print(f"[yellow]skipped:[/] {_safe(done.warning)}")
                 values.extend(done.values)
-                bar.update(counter, description=f"loading {markup_safe(Path(task.item.path).name)}")
+                if show:  # the name made safe only for a bar that shows it
+                    bar.update(counter, description=f"loading {_safe(Path(task.item.path).name)}")
         finally:
             if started:
                 bar.stop()
         if skipped:
-            err.print(
+            _err().print(
                 f"[yellow]{len(skipped)} file(s) skipped[/]: not transcripts windowfit reads "
                 "(--strict makes that an error)"
             )
@@ -332,6 +357,37 @@ Name = Annotated[
 ]
 
 
+def _progress_bar() -> Progress:
+    """``scan_all``'s bar on a terminal (rich.progress is imported only then)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err(),
+        transient=True,
+    )
+
+
+class _NoBar:
+    """``scan_all``'s bar where none is shown (not a terminal, or not asked for): what a disabled ``Progress``
+    does, which is nothing."""
+
+    def add_task(self, description: str, total: float | None = None) -> TaskID:
+        return cast("TaskID", 0)
+
+    def update(self, task_id: TaskID, *, completed: float | None = None, description: str | None = None) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
 def pick(
     transcripts: Sequence[Transcript], *, source: str, index: int | None, name: str | None, other: str
 ) -> Transcript:
@@ -356,8 +412,8 @@ def pick(
     unnamed = [t for t in transcripts if not t.name]
     if not Path(source).is_dir() and len(unnamed) == 1 and unnamed[0].source.path == source:
         rest = len(transcripts) - 1
-        err.print(
-            f"[dim]note: {markup_safe(source)}: its own session; the {rest} other transcript(s) in it "
+        _err().print(
+            f"[dim]note: {_safe(source)}: its own session; the {rest} other transcript(s) in it "
             "(subagents) are picked with --index N or --name NAME[/]"
         )
         return unnamed[0]
@@ -374,14 +430,14 @@ LISTED = 20
 def _list(transcripts: Sequence[Transcript]) -> None:
     """The transcripts on stderr, by index: what ``--index`` and ``--name`` take."""
     for i, t in enumerate(transcripts[:LISTED]):
-        err.print(f"  {i:>3}  {markup_safe(t.label)}  ({len(t.messages):,} messages)")
+        _err().print(f"  {i:>3}  {_safe(t.label)}  ({len(t.messages):,} messages)")
     if len(transcripts) > LISTED:
-        err.print(f"  ... and {len(transcripts) - LISTED:,} more")
+        _err().print(f"  ... and {len(transcripts) - LISTED:,} more")
 
 
 def broken_lines(error: InputError, chosen: Format | None) -> bool:
     """A file in a specific format windowfit reads, with lines it cannot read (not a foreign file)."""
-    return isinstance(error, BROKEN_LINES) and chosen is not None and chosen is not FALLBACK
+    return isinstance(error, BROKEN_LINES) and chosen is not None and chosen.name != FALLBACK_NAME
 
 
 def skip_reason(error: InputError) -> str:

@@ -1,80 +1,134 @@
 """windowfit's pure core: transcripts, the token estimate, reports and fitting.
 
-Nothing here prints, exits or reads files beyond the loaders. The audit, the
-rule suggestion and the tokenizers load on first use (``__getattr__``): most
-commands never need them, and importing them cost every command's start-up.
+Nothing here prints, exits or reads files beyond the loaders. Every public name loads on first use
+(``_lazy.py``): a command imports only the modules it runs (``report`` of a Claude Code file no fitting,
+replay, store, audit or tokenizers), and ``from windowfit.fitting import X`` works as it always did.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .errors import InputError, Location, OptionError, WindowfitError
-from .estimate import (
-    SAFE,
-    SEED,
-    CharClass,
-    CharCounts,
-    ClassRule,
-    Estimator,
-    MessageEstimate,
-    Rule,
-    ScriptRule,
-    count_chars,
-    make_estimator,
-    parse_rule,
-)
-from .fit import FitOptions, Fitted, Plan, apply_plan, fit, keep_cleared, plan_fit
-from .formats import load, load_path
-from .notice import has_notice, with_notice
-from .replay import POLICIES, Run, Step, replay, standard_policies
-from .report import Report, build_report
-from .request import FittedRequest, Fitter, fit_request
-from .size import Size, predict_size
-from .store import Offloaded, ResultStore, handle_tool_call, offload, open_store
-from .transcript import (
-    Block,
-    Image,
-    Message,
-    Other,
-    Round,
-    Single,
-    Source,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolDef,
-    ToolResult,
-    Transcript,
-    Turn,
-    split_turns,
-    split_units,
-)
-from .validate import Violation, check_request
+from ._lazy import lazy_package
 
 if TYPE_CHECKING:
     from .audit import TranscriptAudit, audit_transcript
+    from .errors import InputError, Location, OptionError, WindowfitError
+    from .estimate import (
+        SAFE,
+        SEED,
+        CharClass,
+        CharCounts,
+        ClassRule,
+        Estimator,
+        MessageEstimate,
+        Rule,
+        ScriptRule,
+        count_chars,
+        make_estimator,
+        parse_rule,
+    )
+    from .fit import FitOptions, Fitted, Plan, apply_plan, fit, keep_cleared, plan_fit
+    from .formats import load, load_path
+    from .notice import has_notice, with_notice
+    from .replay import POLICIES, Run, Step, replay, standard_policies
+    from .report import Report, build_report
+    from .request import FittedRequest, Fitter, fit_request
+    from .size import Size, predict_size
+    from .store import Offloaded, ResultStore, handle_tool_call, offload, open_store
     from .suggest import suggest_rule
     from .tokenizers import load_tokenizer
+    from .transcript import (
+        Block,
+        Image,
+        Message,
+        Other,
+        Round,
+        Single,
+        Source,
+        Text,
+        Thinking,
+        ToolCall,
+        ToolDef,
+        ToolResult,
+        Transcript,
+        Turn,
+        split_turns,
+        split_units,
+    )
+    from .validate import Violation, check_request
 
-_LAZY = {
-    "TranscriptAudit": "audit",
-    "audit_transcript": "audit",
-    "suggest_rule": "suggest",
-    "load_tokenizer": "tokenizers",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """The names of ``_LAZY``, imported from their module the first time they are read."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
+lazy_package(
+    __name__,
+    {
+        "InputError": "errors",
+        "Location": "errors",
+        "OptionError": "errors",
+        "WindowfitError": "errors",
+        "SAFE": "estimate",
+        "SEED": "estimate",
+        "CharClass": "estimate",
+        "CharCounts": "estimate",
+        "ClassRule": "estimate",
+        "Estimator": "estimate",
+        "MessageEstimate": "estimate",
+        "Rule": "estimate",
+        "ScriptRule": "estimate",
+        "count_chars": "estimate",
+        "make_estimator": "estimate",
+        "parse_rule": "estimate",
+        "FitOptions": "fit",
+        "Fitted": "fit",
+        "Plan": "fit",
+        "apply_plan": "fit",
+        "fit": "fit",
+        "keep_cleared": "fit",
+        "plan_fit": "fit",
+        "load": "formats",
+        "load_path": "formats",
+        "has_notice": "notice",
+        "with_notice": "notice",
+        "POLICIES": "replay",
+        "Run": "replay",
+        "Step": "replay",
+        "replay": "replay",
+        "standard_policies": "replay",
+        "Report": "report",
+        "build_report": "report",
+        "FittedRequest": "request",
+        "Fitter": "request",
+        "fit_request": "request",
+        "Size": "size",
+        "predict_size": "size",
+        "Offloaded": "store",
+        "ResultStore": "store",
+        "handle_tool_call": "store",
+        "offload": "store",
+        "open_store": "store",
+        "Block": "transcript",
+        "Image": "transcript",
+        "Message": "transcript",
+        "Other": "transcript",
+        "Round": "transcript",
+        "Single": "transcript",
+        "Source": "transcript",
+        "Text": "transcript",
+        "Thinking": "transcript",
+        "ToolCall": "transcript",
+        "ToolDef": "transcript",
+        "ToolResult": "transcript",
+        "Transcript": "transcript",
+        "Turn": "transcript",
+        "split_turns": "transcript",
+        "split_units": "transcript",
+        "Violation": "validate",
+        "check_request": "validate",
+        "TranscriptAudit": "audit",
+        "audit_transcript": "audit",
+        "suggest_rule": "suggest",
+        "load_tokenizer": "tokenizers",
+    },
+)
 
 __all__ = [
     "POLICIES",

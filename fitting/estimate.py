@@ -28,7 +28,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -972,12 +972,46 @@ def load_rules(text: str | None = None) -> dict[str, Rule]:
     return {name: rule_from_data(name, data) for name, data in document["rules"].items()}
 
 
-ESTIMATORS: dict[str, Rule] = load_rules()
-"""Named rules selectable with ``--estimator`` (``seed``, ``safe``), from ``rules.json``."""
+class _Rules(Mapping[str, Rule]):
+    """The named rules of a ``rules.json`` document, each built the first time it is asked for: building every
+    rule's counter and checking its classes cost each command's start-up, which uses one rule."""
 
-SAFE = ESTIMATORS["safe"]
+    def __init__(self, document: Mapping[str, Mapping[str, Any]]) -> None:
+        self._data = document
+        self._built: dict[str, Rule] = {}
+
+    def __getitem__(self, name: str) -> Rule:
+        rule = self._built.get(name)
+        if rule is None:
+            rule = self._built[name] = rule_from_data(name, self._data[name])
+        return rule
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _shipped_rules() -> _Rules:
+    text = files(__package__ or "windowfit.fitting").joinpath(RULES_FILE).read_text(encoding="utf-8")
+    rules: dict[str, Mapping[str, Any]] = json.loads(text)["rules"]
+    return _Rules(rules)
+
+
+ESTIMATORS: Mapping[str, Rule] = _shipped_rules()
+"""Named rules selectable with ``--estimator`` (``seed``, ``safe``), from ``rules.json``, in its order; each
+is built on first use."""
+
+SAFE: Rule
 """Calibrated never to under-estimate whole documents of the calibration corpus
-for any tokenizer loaded there (``docs/calibration.md``)."""
+for any tokenizer loaded there (``docs/calibration.md``). ``ESTIMATORS["safe"]``, built when first read."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SAFE":
+        return ESTIMATORS["safe"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_rule(spec: str) -> Rule:
@@ -1022,7 +1056,7 @@ def parse_rule(spec: str) -> Rule:
             cjk_chars_per_token=values.get("cjk", seed["cjk"]),
             other_chars_per_token=values.get("other", seed["other"]),
         )
-    base = SAFE
+    base = ESTIMATORS["safe"]
     assert isinstance(base, ClassRule)
     known = {c.name for c in base.classes}
     unknown = set(values) - known - seed_names

@@ -120,8 +120,10 @@ def terminal(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name, value in TERMINAL_ENV.items():
         monkeypatch.setenv(name, value)
     import windowfit.cli.app
+    import windowfit.cli.shared
 
     windowfit.cli.app.load_commands()  # every cli module that holds a console (commands load lazily)
+    windowfit.cli.shared.out, windowfit.cli.shared.err  # noqa: B018  # made on first use: made now, to be swapped
 
     twins: dict[int, Console] = {}
     for module_name, module in list(sys.modules.items()):

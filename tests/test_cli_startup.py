@@ -110,3 +110,105 @@ def test_running_a_command_imports_no_pydantic() -> None:
     result = subprocess.run([sys.executable, "-c", COMMAND_PROBE, str(sample)], capture_output=True, text=True)
     assert json.loads(result.stdout)  # the command ran
     assert result.stderr.strip().splitlines()[-1] == "False"
+
+
+RUN_PROBE = """
+import sys
+from windowfit.cli.app import app
+try:
+    app(sys.argv[1:], prog_name="windowfit")
+except SystemExit:
+    pass
+print(" ".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+ROOT = Path(__file__).parent.parent
+SMALL = ROOT / "sample_transcripts" / "en_coding_session.jsonl"
+"""A messages file: detection tries every specific format before the fallback claims it."""
+CLAUDE_CODE = ROOT / "tests" / "data" / "claude_code" / "branch.jsonl"
+
+NEVER_FOR_A_REPORT = (
+    "windowfit.fitting.audit",
+    "windowfit.fitting.columns",
+    "windowfit.fitting.fit",
+    "windowfit.fitting.pricing",
+    "windowfit.fitting.replay",
+    "windowfit.fitting.request",
+    "windowfit.fitting.rows",
+    "windowfit.fitting.store.sqlite",
+    "windowfit.fitting.suggest",
+    "windowfit.fitting.tokenizers",
+    "windowfit.cli.fit_cmd",
+    "concurrent.futures",
+    "multiprocessing",
+    "rich.markdown",
+    "rich.progress",
+    "sqlite3",
+)
+"""What no ``report`` of one file (in a pipe) needs: the fit, replay, store, audit and tokenizers, a pool,
+rich's progress bar and typer's help rendering."""
+
+
+def loaded_by(*args: str) -> tuple[set[str], str]:
+    """The modules a ``windowfit ARGS`` run imported, in a fresh process, and what it printed."""
+    result = subprocess.run([sys.executable, "-c", RUN_PROBE, *args], capture_output=True, text=True)
+    return set(result.stderr.strip().splitlines()[-1].split()), result.stdout
+
+
+def test_report_of_a_claude_code_session_imports_the_fold_and_nothing_it_does_not_run() -> None:
+    modules, stdout = loaded_by("report", str(CLAUDE_CODE), "--json")
+    assert json.loads(stdout)["transcripts"]  # the command ran
+    assert "windowfit.fitting.ccfold" in modules
+    assert not modules & {*NEVER_FOR_A_REPORT, "hashlib", "windowfit.cli.render"}
+    assert not {m for m in modules if m.startswith("rich")}  # no console made: nothing printed but the JSON
+    formats = sorted(m.rpartition(".")[2] for m in modules if m.startswith("windowfit.fitting.formats."))
+    # detection's first three (codex, responses, claude_code), and the registry's plumbing: no other format,
+    # not even messages (the fold reads the session's lines itself)
+    assert formats == ["_document", "_jsonl", "_sniff", "base", "claude_code", "codex", "registry", "responses"]
+
+
+def test_report_json_of_a_messages_file_renders_no_table() -> None:
+    modules, stdout = loaded_by("report", str(SMALL), "--json")
+    assert json.loads(stdout)["transcripts"]
+    assert "windowfit.fitting.formats.messages" in modules
+    assert not modules & {*NEVER_FOR_A_REPORT, "hashlib", "windowfit.cli.render"}
+    assert not {m for m in modules if m.startswith("rich")}
+
+
+def test_a_failing_report_json_still_prints_its_error_through_the_console(tmp_path: Path) -> None:
+    """The consoles are made when first used: an error is still printed, one line, as before."""
+    missing = tmp_path / "missing.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "windowfit", "report", str(missing), "--json"], capture_output=True, text=True
+    )
+    assert result.returncode == 3
+    assert result.stdout == ""
+    assert result.stderr == f"error: {missing}: no such file\n"
+
+
+def test_a_text_report_renders_with_rich_but_starts_no_bar_in_a_pipe() -> None:
+    modules, stdout = loaded_by("report", str(SMALL))
+    assert "tokens" in stdout
+    assert {"windowfit.cli.render", "rich.table"} <= modules
+    assert not modules & set(NEVER_FOR_A_REPORT)
+
+
+def test_check_imports_no_replay_audit_tokenizers_pool_or_store_file() -> None:
+    modules, stdout = loaded_by("check", str(SMALL), "--budget", "100000", "--format", "json")
+    assert json.loads(stdout)
+    assert "windowfit.fitting.fit" in modules
+    never = {
+        "windowfit.fitting.audit",
+        "windowfit.fitting.pricing",
+        "windowfit.fitting.replay",
+        "windowfit.fitting.rows",
+        "windowfit.fitting.store.sqlite",
+        "windowfit.fitting.suggest",
+        "windowfit.fitting.tokenizers",
+        "concurrent.futures",
+        "multiprocessing",
+        "rich.markdown",
+        "rich.progress",
+        "sqlite3",
+    }
+    assert not modules & never

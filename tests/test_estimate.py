@@ -495,3 +495,33 @@ def test_message_tokens_are_each_messages_estimate(transcript: Transcript, warm:
     assert est.message_tokens(tuple(list(messages))) == expected  # another tuple of the same messages
     assert all(est.message(m) == reference.message(m) for m in messages)
     assert len(est._memo) == len(reference._memo) and len(est._shared) == len(reference._shared)
+
+
+def test_the_named_rules_are_rules_json_s_in_its_order_each_built_once() -> None:
+    """``ESTIMATORS`` builds a rule when it is first asked for (start-up builds none of the class rules): the
+    same names in the same order, and the same rules, as building every one from the file."""
+    from windowfit.fitting.estimate import ESTIMATORS, load_rules
+
+    eager = load_rules()
+    assert list(ESTIMATORS) == list(eager) and len(ESTIMATORS) == len(eager)
+    for name, rule in eager.items():
+        assert ESTIMATORS[name] == rule
+        assert ESTIMATORS[name] is ESTIMATORS[name]
+    assert windowfit.fitting.estimate.SAFE is ESTIMATORS["safe"]
+    with pytest.raises(KeyError):
+        ESTIMATORS["no-such-rule"]
+
+
+LAZY_RULES_PROBE = """
+from windowfit.fitting.estimate import ESTIMATORS, make_estimator
+make_estimator("seed")
+print(sorted(ESTIMATORS._built))  # the rules built so far
+"""
+
+
+def test_a_seed_estimate_builds_no_class_rule() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", LAZY_RULES_PROBE], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "['seed']"

@@ -3,14 +3,17 @@ the messages fallback), and whether ``--to same`` works is the format's own say.
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import DATA, require_shared
 
 from windowfit.fitting.errors import OptionError, UnknownFormat
-from windowfit.fitting.formats import FALLBACK, FORMATS, SPECIFIC, Input, detect, format_of, load_path
-from windowfit.fitting.formats.registry import directory_format
+from windowfit.fitting.formats import FALLBACK, FORMATS, NAMES, SPECIFIC, Input, detect, format_of, load_path
+from windowfit.fitting.formats.registry import FALLBACK_NAME, SPECIFIC_NAMES, directory_format
 from windowfit.fitting.request import write_transcript
 from windowfit.fitting.wire.bodies import transcript_from_body
 
@@ -107,6 +110,44 @@ def test_the_fallback_comes_after_every_specific_format() -> None:
     assert FALLBACK.name == "messages"
     assert FALLBACK not in SPECIFIC
     assert list(FORMATS) == [*(f.name for f in SPECIFIC), FALLBACK.name]
+
+
+def test_each_name_is_its_module_s_format_and_names_every_format_in_order() -> None:
+    """The registry lists formats by name and imports ``<name>.py`` when one is tried: ``NAMES`` is what
+    ``--from`` lists before any format is imported, so it must be ``FORMATS``' order exactly."""
+    assert NAMES == tuple(FORMATS) == (*SPECIFIC_NAMES, FALLBACK_NAME)
+    for name in NAMES:
+        assert importlib.import_module(f"windowfit.fitting.formats.{name}").FORMAT is FORMATS[name]
+        assert FORMATS[name].name == name
+    assert [f.name for f in SPECIFIC] == list(SPECIFIC_NAMES)
+    assert FALLBACK.name == FALLBACK_NAME
+
+
+DETECT_PROBE = """
+import sys
+from windowfit.fitting.formats import Input, NAMES, detect
+print(detect(Input(sys.argv[1])).name)
+package = "windowfit.fitting.formats."
+print(sorted(m[len(package) :] for m in sys.modules if m.startswith(package) and m[len(package) :] in NAMES))
+"""
+
+
+@pytest.mark.parametrize(
+    ("sample", "imported"),
+    [
+        ("codex/compacted.jsonl", ["codex"]),
+        ("claude_code/branch.jsonl", ["claude_code", "codex", "responses"]),
+    ],
+)
+def test_detection_imports_the_formats_it_tries_and_no_other(sample: str, imported: list[str]) -> None:
+    """Detection imports each specific format as it reaches it (codex, responses, then claude_code):
+    a Claude Code session loads three of the sixteen format modules."""
+    result = subprocess.run(
+        [sys.executable, "-c", DETECT_PROBE, str(DATA / sample)], capture_output=True, text=True, check=True
+    )
+    name, modules = result.stdout.splitlines()
+    assert name == sample.split("/")[0]
+    assert modules == str(imported)
 
 
 def test_input_that_no_format_accepts_is_an_unknown_format(tmp_path: Path) -> None:

@@ -190,7 +190,7 @@ def _report(monkeypatch: pytest.MonkeyPatch, args: list[str], *, stream: bool) -
     """``windowfit report ARGS``: streamed where it streams, or every file loaded as before the stream."""
     with monkeypatch.context() as patch:
         if not stream:
-            patch.setattr("windowfit.cli.report_cmd.stream_messages", lambda *a, **k: None)
+            patch.setattr("windowfit.fitting.formats.messages.stream_messages", lambda *a, **k: None)
         result = CliRunner().invoke(app, ["report", *args])
     return result.exit_code, result.stdout, result.stderr
 

@@ -8,62 +8,86 @@ import os
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import Any
 
+from .._lazy import submodule
 from ..errors import EmptyTranscript, Location, NoTranscripts, UnknownFormat
 from ..transcript import Transcript
-from . import (
-    aider,
-    aider_llm,
-    anthropic_log,
-    atif,
-    claude_code,
-    cline,
-    codex,
-    copilot_cli,
-    gemini_cli,
-    http_capture,
-    inspect_ai,
-    messages,
-    openai_chat,
-    opencode,
-    openhands,
-    responses,
-)
 from .base import Format, Input
 
-SPECIFIC: tuple[Format, ...] = (
-    codex.FORMAT,
-    responses.FORMAT,
-    claude_code.FORMAT,
-    openai_chat.FORMAT,
-    anthropic_log.FORMAT,
-    cline.FORMAT,
-    openhands.FORMAT,
-    aider.FORMAT,
-    aider_llm.FORMAT,
-    inspect_ai.FORMAT,
-    http_capture.FORMAT,
-    atif.FORMAT,
-    gemini_cli.FORMAT,
-    copilot_cli.FORMAT,
-    opencode.FORMAT,
+SPECIFIC_NAMES: tuple[str, ...] = (
+    "codex",
+    "responses",
+    "claude_code",
+    "openai_chat",
+    "anthropic_log",
+    "cline",
+    "openhands",
+    "aider",
+    "aider_llm",
+    "inspect_ai",
+    "http_capture",
+    "atif",
+    "gemini_cli",
+    "copilot_cli",
+    "opencode",
 )
-"""Formats recognised by marks of their own, tried in this order. Their
-sniffers never overlap, so the order decides nothing but speed and a stable
-answer: codex, responses and claude_code look for their line or item types
-(``payload`` envelopes, Responses item types, ``parentUuid``/``sessionId``),
-which the others never carry; openai_chat and anthropic_log split request
-bodies and conversations by the same tests (``_sniff.head_dialect`` and
-``_sniff.is_capture``), one taking each answer. tests/test_formats_registry.py
-checks every sample file and corpus transcript is claimed by at most one."""
+"""Formats recognised by marks of their own, by name (each the module ``<name>.py`` of this package, whose
+``FORMAT`` it is), tried in this order. Their sniffers never overlap, so the order decides nothing but speed
+and a stable answer: codex, responses and claude_code look for their line or item types (``payload``
+envelopes, Responses item types, ``parentUuid``/``sessionId``), which the others never carry; openai_chat and
+anthropic_log split request bodies and conversations by the same tests (``_sniff.head_dialect`` and
+``_sniff.is_capture``), one taking each answer. tests/test_formats_registry.py checks every sample file and
+corpus transcript is claimed by at most one. A module is imported when detection first tries it, or when
+``SPECIFIC`` or ``FORMATS`` is read: a Claude Code file loads three formats, not sixteen."""
 
-FALLBACK: Format = messages.FORMAT
+FALLBACK_NAME = "messages"
+"""The fallback's name (``FALLBACK``)."""
+
+NAMES: tuple[str, ...] = (*SPECIFIC_NAMES, FALLBACK_NAME)
+"""Every format's name, in detection order (what ``--from`` lists), without importing one."""
+
+SPECIFIC: tuple[Format, ...]
+"""The formats of ``SPECIFIC_NAMES``, in that order (every one imported when this is first read)."""
+
+FALLBACK: Format
 """Tried when no specific format claims the input: plain messages, one per
 line, or one request body or message array (it accepts JSON with a ``role`` or
 ``messages`` anywhere in its first bytes, which is why it comes last)."""
 
-FORMATS: dict[str, Format] = {f.name: f for f in (*SPECIFIC, FALLBACK)}
+FORMATS: dict[str, Format]
 """Every format by name, in detection order (what ``--from`` lists)."""
+
+_LOADED: dict[str, Format] = {}
+
+
+def _format(name: str) -> Format:
+    """The format ``name`` (one of ``NAMES``), its module imported on first use."""
+    found = _LOADED.get(name)
+    if found is None:
+        found = _LOADED[name] = submodule(__package__, name).FORMAT
+    return found
+
+
+def _specific() -> Iterator[Format]:
+    """The specific formats in detection order, each imported as it is reached."""
+    return (_format(name) for name in SPECIFIC_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    """``SPECIFIC``, ``FALLBACK`` and ``FORMATS``, built (importing their modules) when first read."""
+    value: object
+    if name == "SPECIFIC":
+        value = tuple(_specific())
+    elif name == "FALLBACK":
+        value = _format(FALLBACK_NAME)
+    elif name == "FORMATS":
+        value = {n: _format(n) for n in NAMES}
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 SUFFIXES = (".jsonl", ".json", ".traj", ".eval")
 """File names a folder search picks up."""
@@ -114,7 +138,7 @@ def refuse_binary(source: Input, head: bytes) -> None:
 def directory_format(path: Path) -> Format | None:
     """The format that reads this folder as one input (opencode storage), by its layout; None for an ordinary
     folder, which is scanned for files."""
-    return next((f for f in SPECIFIC if f.directory is not None and f.directory(path)), None)
+    return next((f for f in _specific() if f.directory is not None and f.directory(path)), None)
 
 
 def _folder(source: Input) -> bool:
@@ -135,31 +159,29 @@ def detect(source: Input) -> Format:
     head = source.head()
     if not head.strip():
         raise EmptyTranscript(Location(source.path), "the file is empty")
-    for fmt in SPECIFIC:
+    for fmt in _specific():
         if fmt.sniff(head):
             return fmt
     refuse_binary(source, head)
-    if FALLBACK.sniff(head):
-        return FALLBACK
+    fallback = _format(FALLBACK_NAME)
+    if fallback.sniff(head):
+        return fallback
     raise UnknownFormat(
         Location(source.path),
         "not a transcript format windowfit knows",
-        hint=f"pass --from with one of: {', '.join(FORMATS)}",
+        hint=f"pass --from with one of: {', '.join(NAMES)}",
     )
 
 
 def get_format(name: str) -> Format:
-    try:
-        return FORMATS[name]
-    except KeyError:
-        raise UnknownFormat(
-            Location(name), f"unknown format {name!r}", hint=f"known formats: {', '.join(FORMATS)}"
-        ) from None
+    if name not in NAMES:
+        raise UnknownFormat(Location(name), f"unknown format {name!r}", hint=f"known formats: {', '.join(NAMES)}")
+    return _format(name)
 
 
 def format_of(transcript: Transcript) -> Format | None:
     """The format whose loader gave ``transcript`` (None for a name no format owns)."""
-    return next((f for f in FORMATS.values() if transcript.format in (f.name, *f.variants)), None)
+    return next((f for f in map(_format, NAMES) if transcript.format in (f.name, *f.variants)), None)
 
 
 def load(source: Input, *, fmt: str | None = None, skip_invalid: bool = False) -> tuple[Transcript, ...]:
@@ -180,7 +202,7 @@ def load(source: Input, *, fmt: str | None = None, skip_invalid: bool = False) -
         return chosen.load(source, skip_invalid=skip_invalid)
     head = source.head()
     refuse_binary(source, head)
-    if chosen is not FALLBACK and head.strip() and not chosen.sniff(head):
+    if chosen.name != FALLBACK_NAME and head.strip() and not chosen.sniff(head):
         other = _claimed_by(head)
         if other is not None and other is not chosen:
             raise UnknownFormat(
@@ -194,7 +216,7 @@ def load(source: Input, *, fmt: str | None = None, skip_invalid: bool = False) -
 def _claimed_by(head: bytes) -> Format | None:
     """The specific format whose sniffer claims these first bytes, or None. (Plain messages, the fallback, are
     handed over by the specific loaders when forced, so they are not a mismatch.)"""
-    return next((f for f in SPECIFIC if f.sniff(head)), None)
+    return next((f for f in _specific() if f.sniff(head)), None)
 
 
 def _first_line(head: bytes) -> int:
@@ -211,7 +233,7 @@ def load_path(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = 
 
 def _scanned(name: str) -> bool:
     """Whether a folder scan picks up a file of this name: the JSON suffixes, or a format's own names."""
-    return Path(name).suffix in SUFFIXES or any(fnmatch(name, pattern) for f in SPECIFIC for pattern in f.scan_names)
+    return Path(name).suffix in SUFFIXES or any(fnmatch(name, pattern) for f in _specific() for pattern in f.scan_names)
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -244,7 +266,9 @@ def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
             found = sorted(_walk(path))
             if not found:
                 raise NoTranscripts(Location(str(path)), "no transcript files (*.jsonl, *.json) in this directory")
+            from .claude_code import session_of
+
             listed = set(found)
-            yield from (p for p in found if claude_code.session_of(p) == p or claude_code.session_of(p) not in listed)
+            yield from (p for p in found if session_of(p) == p or session_of(p) not in listed)
         else:
             yield path

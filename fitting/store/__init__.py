@@ -8,26 +8,60 @@ the path of a SQLite file, created on first use.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_package
 from ..errors import StoreUnavailable
-from .base import (
-    HANDLE_PREFIX,
-    PAGE_TOKENS,
-    Entry,
-    Page,
-    ResultStore,
-    StoredResult,
-    full_text,
-    handle_for,
-    is_handle,
-    split_pages,
-    stored_result,
-    text_tokens,
+
+if TYPE_CHECKING:
+    from .base import (
+        HANDLE_PREFIX,
+        PAGE_TOKENS,
+        Entry,
+        Page,
+        ResultStore,
+        StoredResult,
+        full_text,
+        handle_for,
+        is_handle,
+        split_pages,
+        stored_result,
+        text_tokens,
+    )
+    from .content import block_handle, result_raw, result_text, stored_block
+    from .offload import Offloaded, offload
+    from .sqlite import SqliteStore
+    from .tool import ANTHROPIC_TOOL, OPENAI_TOOL, RESPONSES_TOOL, TOOL_NAME, handle_tool_call
+
+lazy_package(
+    __name__,
+    {
+        "HANDLE_PREFIX": "base",
+        "PAGE_TOKENS": "base",
+        "Entry": "base",
+        "Page": "base",
+        "ResultStore": "base",
+        "StoredResult": "base",
+        "full_text": "base",
+        "handle_for": "base",
+        "is_handle": "base",
+        "split_pages": "base",
+        "stored_result": "base",
+        "text_tokens": "base",
+        "block_handle": "content",
+        "result_raw": "content",
+        "result_text": "content",
+        "stored_block": "content",
+        "Offloaded": "offload",
+        "offload": "offload",
+        "SqliteStore": "sqlite",
+        "ANTHROPIC_TOOL": "tool",
+        "OPENAI_TOOL": "tool",
+        "RESPONSES_TOOL": "tool",
+        "TOOL_NAME": "tool",
+        "handle_tool_call": "tool",
+    },
 )
-from .content import block_handle, result_raw, result_text, stored_block
-from .offload import Offloaded, offload
-from .sqlite import SqliteStore
-from .tool import ANTHROPIC_TOOL, OPENAI_TOOL, RESPONSES_TOOL, TOOL_NAME, handle_tool_call
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -50,6 +84,8 @@ def open_store(target: str, *, create: bool = True) -> ResultStore:
             ) from error
         opened: ResultStore = module.open_postgres(target, create=create)
         return opened
+    from .sqlite import SqliteStore
+
     return SqliteStore(target, create=create)
 
 

@@ -18,7 +18,6 @@ or unreachable raises ``StoreUnavailable``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -47,6 +46,8 @@ def handle_for(tool: str, call_id: str, text: str, raw: str | None = None) -> st
     encoding is a JSON array with sorted nothing and no spaces, so it is the
     same bytes on every machine and Python version."""
     parts: list[str] = [tool, call_id, text] if raw is None else [tool, call_id, text, raw]
+    import hashlib  # here, not at import: OpenSSL's start is a few ms of every command's, most never hash
+
     canonical = json.dumps(parts, ensure_ascii=True, separators=(",", ":"))
     return HANDLE_PREFIX + hashlib.sha256(canonical.encode("ascii")).hexdigest()[:HANDLE_HEX]
 
