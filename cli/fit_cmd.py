@@ -922,7 +922,14 @@ def check_stream(
     """``check_work``'s check of a messages file, read one message at a time into columns (a role and an
     estimate a plain message, ``fitting.columns``): a file of a million tiny lines is never held as messages.
     None for another format, or when the stream stops on an error (the file is then loaded, and the loader
-    words the error)."""
+    words the error). A Claude Code session that fits is checked from the fold of its lines (``_folded_check``)."""
+    from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE  # loaded with the format registry
+
+    if chosen.name == CLAUDE_CODE:
+        return _folded_check(
+            item, estimator=estimator, overhead=overhead, window=window, threshold=threshold,
+            fit_options=fit_options, size=size, preamble=preamble,
+        )  # fmt: skip
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
         if found is None:
@@ -937,6 +944,41 @@ def check_stream(
     header = columns.header
     del columns
     return [_checked(header, plan, window, threshold)]
+
+
+FAST_FOLD_ENV = "WINDOWFIT_FASTFOLD"
+"""Set to 0 to load every Claude Code file (``report_cmd.FAST_FOLD_ENV``: one switch for both commands)."""
+
+
+def _folded_check(
+    item: Input,
+    *,
+    estimator: str,
+    overhead: float,
+    window: int | None,
+    threshold: int,
+    fit_options: FitOptions,
+    size: SizeChoice,
+    preamble: int | None,
+) -> list[Checked] | None:
+    """``check_work``'s check of a Claude Code session that fits, from the fold of its lines without loading it
+    (``fitting.ccplan.fits_plan``: the same summary plan); None to load the file (a shape the fold leaves to
+    the loader, a session over the budget, or the fold turned off)."""
+    if os.environ.get(FAST_FOLD_ENV) == "0":
+        return None
+    from windowfit.fitting.ccplan import fits_plan  # only a folder of Claude Code sessions needs it
+
+    est = estimator_from(estimator, overhead)
+    try:
+        found = fits_plan(item, est, fit_options, size_mode=size.value, preamble=preamble)
+    except (WindowfitError, ValueError, RecursionError, OSError):
+        return None
+    if found is None:
+        return None
+    plan = found.plan
+    limit = crossed(plan, window)
+    failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
+    return [Checked(found.path, found.name, plan, limit, failed)]
 
 
 def summary_plan(plan: Plan) -> Plan:
