@@ -108,12 +108,13 @@ def last_measured(source: Input) -> int | None:
                 whole = start == 0
     except OSError:
         return None
-    lines = tail.split(b"\n")
-    if not whole:
-        lines = lines[1:]  # the first may be the end of a line cut in two
-    for raw in reversed(lines):
-        if b'"usage"' not in raw or b'"assistant"' not in raw:
-            continue
+    floor = 0 if whole else tail.find(b"\n") + 1  # before it, the end of a line cut in two
+    at = len(tail)
+    while (at := tail.rfind(b'"usage"', floor, at)) >= 0:
+        start = tail.rfind(b"\n", floor, at) + 1 or floor
+        end = tail.find(b"\n", at)
+        raw = tail[start : end if end >= 0 else len(tail)]
+        at = start
         try:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
