@@ -29,11 +29,13 @@ from windowfit.fitting.fit import DEFAULTS, OUTCOMES
 from windowfit.fitting.formats import Input, load
 
 
-def settings_of(budget: int, size: SizeChoice, preamble: int | None, window: int | None = None) -> dict[str, Any]:
+def settings_of(
+    budget: int, size: SizeChoice, preamble: int | None, window: int | None = None, overhead: float = 1.0
+) -> dict[str, Any]:
     """``check``'s settings for ``check_work`` and ``_folded_check`` (fail on too-long)."""
     return {
         "estimator": "seed",
-        "overhead": 1.0,
+        "overhead": overhead,
         "window": window,
         "threshold": OUTCOMES.index("too-long"),
         "fit_options": replace(DEFAULTS, budget=budget),
@@ -55,26 +57,29 @@ def fast_check(item: Input, s: dict[str, Any]) -> list[fit_cmd.Checked] | None:
     return fit_cmd._folded_check(item, **s)
 
 
-def compare(item: Input, budget: int, size: SizeChoice, preamble: int | None, window: int | None = None) -> bool:
+def compare(
+    item: Input, budget: int, size: SizeChoice, preamble: int | None, window: int | None = None, overhead: float = 1.0
+) -> bool:
     """Whether the fast path took ``item`` at ``budget``; asserts it gave the loaded check, and that it took
     every session the fold vouches for that fits (unless the tail's last usage was over the budget)."""
-    s = settings_of(budget, size, preamble, window)
+    s = settings_of(budget, size, preamble, window, overhead)
     fast = fast_check(item, s)
     slow = loaded_check(item, s)
     if fast is not None:
         assert fast == slow
         assert fast[0].plan.outcome == "fits"
         return True
-    vouched = fold_claude_code(item, make_estimator(), size_mode=size.value, preamble=preamble) is not None
+    est = make_estimator(overhead=overhead)
+    vouched = fold_claude_code(item, est, size_mode=size.value, preamble=preamble) is not None
     measured = last_measured(item) if size is SizeChoice.auto else None
     if vouched and (measured is None or measured <= budget):
         assert slow is not None and len(slow) == 1 and slow[0].plan.outcome != "fits"
     return False
 
 
-def loaded_size(item: Input, size: SizeChoice, preamble: int | None) -> int:
+def loaded_size(item: Input, size: SizeChoice, preamble: int | None, overhead: float = 1.0) -> int:
     """The loaded check's ``tokens_before``: a budget of exactly this fits, one less does not."""
-    slow = loaded_check(item, settings_of(10**9, size, preamble))
+    slow = loaded_check(item, settings_of(10**9, size, preamble, overhead=overhead))
     assert slow is not None
     return slow[0].plan.tokens_before
 
@@ -120,18 +125,24 @@ BUDGET_SIDE = st.sampled_from([-1, 0, 1, 5_000])
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=sessions(), side=BUDGET_SIDE, mode=st.sampled_from(MODES), window=st.sampled_from([None, 1, 10**9]))
+@given(
+    data=sessions(),
+    side=BUDGET_SIDE,
+    mode=st.sampled_from(MODES),
+    window=st.sampled_from([None, 10**9]),
+    overhead=st.sampled_from([1.0, 0.0, 2.5]),
+)
 def test_generated_sessions_check_as_loaded(
-    data: bytes, side: int, mode: tuple[SizeChoice, int | None], window: int | None
+    data: bytes, side: int, mode: tuple[SizeChoice, int | None], window: int | None, overhead: float
 ) -> None:
     item = Input("session.jsonl", data, keep_text=False)
     size, preamble = mode
-    slow = loaded_check(item, settings_of(10**9, size, preamble))
+    slow = loaded_check(item, settings_of(10**9, size, preamble, overhead=overhead))
     if slow is None or not slow:
-        assert fast_check(item, settings_of(10**9, size, preamble)) is None
+        assert fast_check(item, settings_of(10**9, size, preamble, overhead=overhead)) is None
         return
     budget = max(1, slow[0].plan.tokens_before + side)
-    took = compare(item, budget, size, preamble, window)
+    took = compare(item, budget, size, preamble, window, overhead)
     if side < 0 and slow[0].plan.tokens_before > 1:
         assert not took
 
