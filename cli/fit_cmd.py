@@ -877,9 +877,14 @@ class Checked:
 
 def _checked(t: Transcript, plan: Plan, window: int | None, threshold: int) -> Checked:
     """One transcript's check line: its plan's summary, the limit it crosses and whether that fails the run."""
+    return _checked_at(t.source.path, t.name, plan, window, threshold)
+
+
+def _checked_at(path: str, name: str, plan: Plan, window: int | None, threshold: int) -> Checked:
+    """``_checked`` of the transcript named ``name`` in ``path``."""
     limit = crossed(plan, window)
     failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
-    return Checked(t.source.path, t.name, summary_plan(plan), limit, failed)
+    return Checked(path, name, summary_plan(plan), limit, failed)
 
 
 def check_work(
@@ -973,12 +978,7 @@ def _folded_check(
         found = fits_plan(item, est, fit_options, size_mode=size.value, preamble=preamble)
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
-    if found is None:
-        return None
-    plan = found.plan
-    limit = crossed(plan, window)
-    failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
-    return [Checked(found.path, found.name, plan, limit, failed)]
+    return None if found is None else [_checked_at(found.path, found.name, found.plan, window, threshold)]
 
 
 def summary_plan(plan: Plan) -> Plan:
