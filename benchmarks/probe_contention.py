@@ -49,7 +49,8 @@ def tasks_for(kind: str, files: Sequence[Path]) -> list[Task[Any]]:
         options = report_cmd.ReportOptions("seed", 1.0, None, None, 10, SizeChoice.auto, None)
         work = partial(report_cmd.json_work, work=partial(report_cmd.report_work, options=options))
         stream = partial(report_cmd.json_stream, stream=partial(report_cmd.report_stream, options=options))
-    return [Task(Input(str(f)), None, False, True, False, work, stream) for f in files]
+    # keep_text=False as the command's scan reads them (with the text kept, the fold refuses every file)
+    return [Task(Input(str(f), keep_text=False), None, False, True, False, work, stream) for f in files]
 
 
 def cpu_of(tasks: Sequence[Task[Any]]) -> float:

@@ -904,9 +904,14 @@ class Checked:
 
 def _checked(t: Transcript, plan: Plan, window: int | None, threshold: int) -> Checked:
     """One transcript's check line: its plan's summary, the limit it crosses and whether that fails the run."""
+    return _checked_at(t.source.path, t.name, plan, window, threshold)
+
+
+def _checked_at(path: str, name: str, plan: Plan, window: int | None, threshold: int) -> Checked:
+    """``_checked`` of the transcript named ``name`` in ``path``."""
     limit = crossed(plan, window)
     failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
-    return Checked(t.source.path, t.name, summary_plan(plan), limit, failed)
+    return Checked(path, name, summary_plan(plan), limit, failed)
 
 
 def check_work(
@@ -949,7 +954,14 @@ def check_stream(
     """``check_work``'s check of a messages file, read one message at a time into columns (a role and an
     estimate a plain message, ``fitting.columns``): a file of a million tiny lines is never held as messages.
     None for another format, or when the stream stops on an error (the file is then loaded, and the loader
-    words the error)."""
+    words the error). A Claude Code session that fits is checked from the fold of its lines (``_folded_check``)."""
+    from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE  # loaded with the format registry
+
+    if chosen.name == CLAUDE_CODE:
+        return _folded_check(
+            item, estimator=estimator, overhead=overhead, window=window, threshold=threshold,
+            fit_options=fit_options, size=size, preamble=preamble,
+        )  # fmt: skip
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
         if found is None:
@@ -964,6 +976,36 @@ def check_stream(
     header = columns.header
     del columns
     return [_checked(header, plan, window, threshold)]
+
+
+FAST_FOLD_ENV = "WINDOWFIT_FASTFOLD"
+"""Set to 0 to load every Claude Code file (``report_cmd.FAST_FOLD_ENV``: one switch for both commands)."""
+
+
+def _folded_check(
+    item: Input,
+    *,
+    estimator: str,
+    overhead: float,
+    window: int | None,
+    threshold: int,
+    fit_options: FitOptions,
+    size: SizeChoice,
+    preamble: int | None,
+) -> list[Checked] | None:
+    """``check_work``'s check of a Claude Code session that fits, from the fold of its lines without loading it
+    (``fitting.ccplan.fits_plan``: the same summary plan); None to load the file (a shape the fold leaves to
+    the loader, a session over the budget, or the fold turned off)."""
+    if os.environ.get(FAST_FOLD_ENV) == "0":
+        return None
+    from windowfit.fitting.ccplan import fits_plan  # only a folder of Claude Code sessions needs it
+
+    est = estimator_from(estimator, overhead)
+    try:
+        found = fits_plan(item, est, fit_options, size_mode=size.value, preamble=preamble)
+    except (WindowfitError, ValueError, RecursionError, OSError):
+        return None
+    return None if found is None else [_checked_at(found.path, found.name, found.plan, window, threshold)]
 
 
 def summary_plan(plan: Plan) -> Plan:

@@ -1,0 +1,260 @@
+"""``check``'s plan of a Claude Code session that fits, from the fold of its lines (``fitting.ccplan``),
+against the loaded check (``check_work``: the loader, ``predict_size`` and ``plan_fit``, the ground truth):
+wherever the fast path gives a check it is the loaded one, it gives one for every session the fold vouches for
+that fits, and check's output (text, github, --format json and jsonl) is the same with it and without it. On
+the corpus's Claude Code files and their prefixes, and generated sessions, with budgets on both sides of their
+size, both size modes and a given preamble."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import DATA, require_shared
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_ccfold import _example, sessions
+
+from windowfit.cli import fit_cmd
+from windowfit.cli.report_cmd import FAST_FOLD_ENV
+from windowfit.cli.shared import SizeChoice
+from windowfit.fitting import make_estimator
+from windowfit.fitting.ccfold import fold_claude_code
+from windowfit.fitting.ccplan import TAIL_BYTES, fits_plan, last_measured
+from windowfit.fitting.errors import InputError
+from windowfit.fitting.fit import DEFAULTS, OUTCOMES
+from windowfit.fitting.formats import Input, load
+
+
+def settings_of(
+    budget: int, size: SizeChoice, preamble: int | None, window: int | None = None, overhead: float = 1.0
+) -> dict[str, Any]:
+    """``check``'s settings for ``check_work`` and ``_folded_check`` (fail on too-long)."""
+    return {
+        "estimator": "seed",
+        "overhead": overhead,
+        "window": window,
+        "threshold": OUTCOMES.index("too-long"),
+        "fit_options": replace(DEFAULTS, budget=budget),
+        "size": size,
+        "preamble": preamble,
+    }
+
+
+def loaded_check(item: Input, s: dict[str, Any]) -> list[fit_cmd.Checked] | None:
+    """The check of the loaded file, or None when the loader refuses it."""
+    try:
+        transcripts = load(item)
+    except InputError:
+        return None
+    return fit_cmd.check_work(transcripts, budget=s["fit_options"].budget, **s)
+
+
+def fast_check(item: Input, s: dict[str, Any]) -> list[fit_cmd.Checked] | None:
+    return fit_cmd._folded_check(item, **s)
+
+
+def compare(
+    item: Input, budget: int, size: SizeChoice, preamble: int | None, window: int | None = None, overhead: float = 1.0
+) -> bool:
+    """Whether the fast path took ``item`` at ``budget``; asserts it gave the loaded check, and that it took
+    every session the fold vouches for that fits (unless the tail's last usage was over the budget)."""
+    s = settings_of(budget, size, preamble, window, overhead)
+    fast = fast_check(item, s)
+    slow = loaded_check(item, s)
+    if fast is not None:
+        assert fast == slow
+        assert fast[0].plan.outcome == "fits"
+        return True
+    est = make_estimator(overhead=overhead)
+    vouched = fold_claude_code(item, est, size_mode=size.value, preamble=preamble) is not None
+    measured = last_measured(item) if size is SizeChoice.auto else None
+    if vouched and (measured is None or measured <= budget):
+        assert slow is not None and len(slow) == 1 and slow[0].plan.outcome != "fits"
+    return False
+
+
+def loaded_size(item: Input, size: SizeChoice, preamble: int | None, overhead: float = 1.0) -> int:
+    """The loaded check's ``tokens_before``: a budget of exactly this fits, one less does not."""
+    slow = loaded_check(item, settings_of(10**9, size, preamble, overhead=overhead))
+    assert slow is not None
+    return slow[0].plan.tokens_before
+
+
+MODES = [(SizeChoice.auto, None), (SizeChoice.estimate, None), (SizeChoice.auto, 7_000), (SizeChoice.estimate, 0)]
+
+
+def test_the_fast_check_is_the_loaded_one_on_the_corpus() -> None:
+    files = sorted(require_shared("corpus", "transcripts", "claude_code").rglob("*.jsonl"))
+    files += sorted(DATA.joinpath("claude_code").rglob("*.jsonl"))
+    taken = 0
+    for path in files:
+        item = Input(str(path), keep_text=False)
+        if fold_claude_code(item, make_estimator()) is None:
+            assert fast_check(item, settings_of(10**9, SizeChoice.auto, None)) is None
+            continue
+        for size, preamble in MODES:
+            tokens = loaded_size(item, size, preamble)
+            for budget in (tokens - 1, tokens, tokens + 1, 10**9):
+                taken += compare(item, max(1, budget), size, preamble, window=tokens)
+            assert not compare(item, max(1, tokens - 1), size, preamble) or tokens <= 1
+    assert taken >= 12  # 3 budgets x 4 modes on each file the fold vouches for (7 on 2026-12-02)
+
+
+def test_every_few_prefixes_of_a_corpus_session_check_as_loaded() -> None:
+    """The corpus's main sessions are shapes the fold leaves to the loader; their prefixes are real lines it
+    takes (see test_ccfold)."""
+    taken = 0
+    for path in sorted(require_shared("corpus", "transcripts", "claude_code").rglob("*.jsonl")):
+        lines = path.read_bytes().splitlines(keepends=True)
+        for n in range(1, len(lines) + 1, max(1, len(lines) // 12)):
+            item = Input(str(path), b"".join(lines[:n]), keep_text=False)
+            if fold_claude_code(item, make_estimator()) is None:
+                continue
+            tokens = loaded_size(item, SizeChoice.auto, None)
+            for budget in (max(1, tokens - 1), tokens):
+                taken += compare(item, budget, SizeChoice.auto, None)
+    assert taken >= 20  # 38 on the corpus of 2026-12-02
+
+
+BUDGET_SIDE = st.sampled_from([-1, 0, 1, 5_000])
+"""The budget against the loaded size: just under (never taken), at, just over, well over."""
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=sessions(),
+    side=BUDGET_SIDE,
+    mode=st.sampled_from(MODES),
+    window=st.sampled_from([None, 10**9]),
+    overhead=st.sampled_from([1.0, 0.0, 2.5]),
+)
+def test_generated_sessions_check_as_loaded(
+    data: bytes, side: int, mode: tuple[SizeChoice, int | None], window: int | None, overhead: float
+) -> None:
+    item = Input("session.jsonl", data, keep_text=False)
+    size, preamble = mode
+    slow = loaded_check(item, settings_of(10**9, size, preamble, overhead=overhead))
+    if slow is None or not slow:
+        assert fast_check(item, settings_of(10**9, size, preamble, overhead=overhead)) is None
+        return
+    budget = max(1, slow[0].plan.tokens_before + side)
+    took = compare(item, budget, size, preamble, window, overhead)
+    if side < 0 and slow[0].plan.tokens_before > 1:
+        assert not took
+
+
+def test_the_fast_path_takes_most_generated_sessions_that_fit() -> None:
+    """The property above compares checks where the fast path takes a session: make sure it often does."""
+    taken = []
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+    @given(data=sessions())
+    def count(data: bytes) -> None:
+        item = Input("session.jsonl", data, keep_text=False)
+        slow = loaded_check(item, settings_of(10**9, SizeChoice.auto, None))
+        if slow:
+            taken.append(compare(item, slow[0].plan.tokens_before, SizeChoice.auto, None))
+
+    count()
+    assert sum(taken) >= len(taken) // 5  # the fold vouches for about a third of them (test_ccfold)
+
+
+def test_options_that_change_the_request_are_left_to_the_loader(tmp_path: Path) -> None:
+    item = Input("s.jsonl", _example(tmp_path), keep_text=False)
+    est = make_estimator()
+    fits = replace(DEFAULTS, budget=10**9)
+    assert fits_plan(item, est, fits) is not None
+    assert fits_plan(item, est, replace(fits, add_notice=True)) is None
+    assert fits_plan(item, est, replace(fits, carried_cut=1)) is None
+    assert fits_plan(Input("s.jsonl", item.data, keep_text=True), est, fits) is None
+    assert fits_plan(item, make_estimator("safe"), fits) is None
+
+
+def _assistant(total: int) -> bytes:
+    usage = {"input_tokens": 1, "cache_creation_input_tokens": total - 1, "cache_read_input_tokens": 0}
+    return orjson.dumps({"type": "assistant", "message": {"role": "assistant", "content": "x", "usage": usage}})
+
+
+def test_last_measured_reads_the_last_assistant_usage_of_the_tail(tmp_path: Path) -> None:
+    user = orjson.dumps({"type": "user", "message": {"role": "user", "content": "y", "usage": {}}})
+    data = b"\n".join([_assistant(10), _assistant(20), user, b"{broken", b""])
+    assert last_measured(Input("s.jsonl", data)) == 20
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    assert last_measured(Input(str(path))) == 20
+    assert last_measured(Input("s.jsonl", user)) is None
+    # A line cut in two at the tail's start is not read: the usage before it is out of the tail.
+    pad = orjson.dumps({"type": "assistant", "pad": "z" * TAIL_BYTES, "message": {"usage": {"input_tokens": 9}}})
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(_assistant(30) + b"\n" + pad + b"\n" + user + b"\n")
+    assert last_measured(Input(str(big))) is None
+    assert last_measured(Input(str(big), big.read_bytes())) is None
+    assert last_measured(Input(str(tmp_path / "absent.jsonl"))) is None
+
+
+def _folder(tmp_path: Path) -> tuple[Path, list[int]]:
+    """A folder of sessions of the benchmark's shape (some of 3 rounds, some of 12) and their loaded sizes."""
+    import random
+
+    _example(tmp_path)  # puts benchmarks/ on sys.path
+    from sessions import write_session
+
+    folder = tmp_path / "projects" / "-home-dev"
+    folder.mkdir(parents=True)
+    for k, rounds in enumerate([3, 12, 3, 12, 5]):
+        write_session(folder / f"{k:02}.jsonl", random.Random(k), rounds)
+    sizes = []
+    for path in sorted(folder.glob("*.jsonl")):
+        item = Input(str(path), keep_text=False)
+        assert fold_claude_code(item, make_estimator()) is not None
+        sizes.append(loaded_size(item, SizeChoice.auto, None))
+    return folder, sorted(sizes)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--format", "text"),
+        ("--format", "json"),
+        ("--format", "github"),
+        ("--format", "jsonl"),
+        ("--format", "json", "--size", "estimate"),
+        ("--format", "text", "--preamble", "3000", "--window", "{window}"),
+        ("--format", "json", "--jobs", "2"),
+        ("--format", "text", "--quiet", "--fail-on", "cleared"),
+    ],
+)
+def test_check_prints_the_same_with_the_fast_path_off(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    folder, sizes = _folder(tmp_path)
+    middle = sizes[len(sizes) // 2]
+    folded = fit_cmd._folded_check
+    taken: list[bool] = []
+
+    def counted(item: Input, **s: Any) -> list[fit_cmd.Checked] | None:
+        found = folded(item, **s)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(fit_cmd, "_folded_check", counted)
+    for budget in (middle, middle - 1, sizes[-1] + 1):
+        argv = ["check", str(folder), "--budget", str(budget), *(a.format(window=sizes[-1] + 1) for a in args)]
+        monkeypatch.delenv(FAST_FOLD_ENV, raising=False)
+        fast = run_cli(*argv)
+        monkeypatch.setenv(FAST_FOLD_ENV, "0")
+        general = run_cli(*argv)
+        assert (fast.exit_code, fast.stdout, fast.stderr) == (general.exit_code, general.stdout, general.stderr)
+        assert fast.exit_code in (0, 1), fast.stderr
+        if "github" not in args and "--quiet" not in args:
+            assert "fits" in general.stdout
+    if "jsonl" not in args and "--jobs" not in args:  # rows are made by fitting.rows; workers count elsewhere
+        assert sum(taken) >= 5  # (at least) every session at a budget over the largest one
+
+
+def test_one_switch_turns_the_fold_off_for_report_and_check() -> None:
+    assert fit_cmd.FAST_FOLD_ENV == FAST_FOLD_ENV
