@@ -77,6 +77,7 @@ def _safe(text: str) -> str:
 
     return markup_safe(text)
 
+
 Files = Annotated[
     list[str],
     typer.Argument(help="Transcript files, directories (searched recursively), or - for stdin.", show_default=False),
@@ -216,16 +217,8 @@ def counted_progress(description: str, *, enabled: bool = True) -> Iterator[Call
     """A callback ``tick(done, total)`` for long work after the loading (``replay``'s requests): a bar on
     stderr once the work runs longer than ``PROGRESS_AFTER_SECONDS``, on a terminal only (never in a pipe),
     and never unless ``enabled`` (JSON output); gone when the work ends."""
-    show = enabled and err.is_terminal
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not show,
-    )
+    show = enabled and _err().is_terminal
+    bar = _progress_bar() if show else _NoBar()
     counter = bar.add_task(description, total=None)
     begin = time.monotonic()
     started = False
@@ -378,7 +371,14 @@ class _NoBar:
     def add_task(self, description: str, total: float | None = None) -> TaskID:
         return cast("TaskID", 0)
 
-    def update(self, task_id: TaskID, *, completed: float | None = None, description: str | None = None) -> None:
+    def update(
+        self,
+        task_id: TaskID,
+        *,
+        completed: float | None = None,
+        total: float | None = None,
+        description: str | None = None,
+    ) -> None:
         pass
 
     def start(self) -> None:
