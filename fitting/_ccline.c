@@ -248,11 +248,13 @@ string(P *x, int64_t cnt[3], int64_t *extra, Span *span, int *escaped)
 {
     const uint8_t *p = x->p + 1, *end = x->end;
     const uint8_t *g = x->group;
-    int64_t a = 0, c2 = 0, o = 0, ex = 0;
-    int esc = 0;
+    int64_t k[3] = {0, 0, 0}, ex = 0;
+    int esc = 0, run;
     const uint8_t *start = p;
-    for (;;) {
+    uint32_t cp;
+ascii:
 #if defined(__SSE2__)
+    {
         const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), low = _mm_set1_epi8(0x20);
         while (end - p >= 16) {
             __m128i v = _mm_loadu_si128((const __m128i *)p);
@@ -262,51 +264,53 @@ string(P *x, int64_t cnt[3], int64_t *extra, Span *span, int *escaped)
             int mask = _mm_movemask_epi8(m);
             if (mask == 0) {
                 p += 16;
-                a += 16;
+                k[0] += 16;
                 continue;
             }
             int t = __builtin_ctz((unsigned)mask);
             p += t;
-            a += t;
+            k[0] += t;
             break;
         }
+    }
 #endif
-        while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
-            p++;
-            a++;
-        }
-        if (p >= end) {
-            return DEFER;
-        }
+    /* Character by character while the text is mixed; back to 16 bytes at a time after a run of ASCII. */
+    run = 0;
+    while (p < end) {
         uint8_t b = *p;
-        if (b == '"') {
-            break;
-        }
-        if (b < 0x20) {
-            return DEFER; /* a control character in a string */
-        }
-        uint32_t cp;
-        if (b == '\\') {
+        if (b < 0x80) {
+            if (b >= 0x20 && b != '"' && b != '\\') {
+                k[0]++;
+                p++;
+                if (++run == 16) {
+                    goto ascii;
+                }
+                continue;
+            }
+            run = 0;
+            if (b == '"') {
+                goto closed;
+            }
+            if (b < 0x20) {
+                return DEFER; /* a control character in a string */
+            }
             esc = 1;
             if (end - p < 2) {
                 return DEFER;
             }
             switch (p[1]) {
+            case '/':
+                k[0]++;
+                p += 2;
+                continue;
             case '"':
             case '\\':
-                a++, ex++;
-                p += 2;
-                continue;
-            case '/':
-                a++;
-                p += 2;
-                continue;
             case 'b':
             case 'f':
             case 'n':
             case 'r':
             case 't':
-                a++, ex++;
+                k[0]++, ex++;
                 p += 2;
                 continue;
             case 'u':
@@ -339,17 +343,18 @@ string(P *x, int64_t cnt[3], int64_t *extra, Span *span, int *escaped)
             else {
                 cp = (uint32_t)h;
                 if (cp < 0x20) {
-                    a++;
+                    k[0]++;
                     ex += (cp == 8 || cp == 9 || cp == 10 || cp == 12 || cp == 13) ? 1 : 5;
                     continue;
                 }
                 if (cp == '"' || cp == '\\') {
-                    a++, ex++;
+                    k[0]++, ex++;
                     continue;
                 }
             }
         }
         else if (b >= 0xC2 && b <= 0xDF) {
+            run = 0;
             if (end - p < 2 || (p[1] & 0xC0) != 0x80) {
                 return DEFER;
             }
@@ -357,6 +362,7 @@ string(P *x, int64_t cnt[3], int64_t *extra, Span *span, int *escaped)
             p += 2;
         }
         else if (b >= 0xE0 && b <= 0xEF) {
+            run = 0;
             if (end - p < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) {
                 return DEFER;
             }
@@ -367,6 +373,7 @@ string(P *x, int64_t cnt[3], int64_t *extra, Span *span, int *escaped)
             p += 3;
         }
         else if (b >= 0xF0 && b <= 0xF4) {
+            run = 0;
             if (end - p < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) {
                 return DEFER;
             }
@@ -380,21 +387,14 @@ string(P *x, int64_t cnt[3], int64_t *extra, Span *span, int *escaped)
         else {
             return DEFER; /* not a lead byte of UTF-8 */
         }
-        switch (g[cp]) {
-        case 0:
-            a++;
-            break;
-        case 1:
-            c2++;
-            break;
-        default:
-            o++;
-        }
+        k[g[cp]]++;
     }
+    return DEFER; /* the line ends inside the string */
+closed:
     span->p = start;
     span->n = p - start;
     *escaped = esc;
-    cnt[0] += a, cnt[1] += c2, cnt[2] += o;
+    cnt[0] += k[0], cnt[1] += k[1], cnt[2] += k[2];
     *extra += ex;
     x->p = p + 1;
     return 0;
