@@ -1273,20 +1273,11 @@ str_or_none(const StrSlot *slot)
     return slot->is_str ? decode(&slot->span) : Py_NewRef(Py_None);
 }
 
-/* scan(line) -> the line's record (see ccfold._record), or None for the Python path to read it. */
+/* The record of the line data[0:size] (see ccfold._record), or None for the Python path to read it. */
 static PyObject *
-Scanner_scan(Scanner *self, PyObject *raw)
+scan_line(Scanner *self, const uint8_t *data, Py_ssize_t size)
 {
-    if (!PyBytes_Check(raw)) {
-        PyErr_SetString(PyExc_TypeError, "scan() takes bytes");
-        return NULL;
-    }
-    if (self->table == NULL) {
-        PyErr_SetString(PyExc_ValueError, "an unbuilt scanner");
-        return NULL;
-    }
-    const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(raw);
-    P x = {data, data + PyBytes_GET_SIZE(raw), self->table->group, 0, self};
+    P x = {data, data + size, self->table->group, 0, self};
     Line l;
     memset(&l, 0, sizeof l);
     PyObject *result = NULL;
@@ -1377,6 +1368,66 @@ done:
     return result;
 }
 
+/* scan(line) -> the line's record (see ccfold._record), or None for the Python path to read it. */
+static PyObject *
+Scanner_scan(Scanner *self, PyObject *raw)
+{
+    if (!PyBytes_Check(raw)) {
+        PyErr_SetString(PyExc_TypeError, "scan() takes bytes");
+        return NULL;
+    }
+    if (self->table == NULL) {
+        PyErr_SetString(PyExc_ValueError, "an unbuilt scanner");
+        return NULL;
+    }
+    return scan_line(self, (const uint8_t *)PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
+}
+
+/* scan_lines(data, final) -> (items, used): each whole line of data (up to and with its b"\n"; with
+ * final, the rest after the last one too, when there is a rest) as its record, or as its bytes where
+ * scan() would give None; used, the bytes of data they take (the rest is the start of the next line). */
+static PyObject *
+Scanner_scan_lines(Scanner *self, PyObject *args)
+{
+    Py_buffer view;
+    int final;
+    if (!PyArg_ParseTuple(args, "y*p", &view, &final)) {
+        return NULL;
+    }
+    if (self->table == NULL) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "an unbuilt scanner");
+        return NULL;
+    }
+    const uint8_t *data = view.buf, *end = data + view.len, *p = data;
+    PyObject *items = PyList_New(0);
+    while (items != NULL && p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL && !final) {
+            break;
+        }
+        const uint8_t *stop = nl == NULL ? end : nl + 1;
+        PyObject *item = scan_line(self, p, stop - p);
+        if (item == Py_None) {
+            Py_DECREF(item);
+            item = PyBytes_FromStringAndSize((const char *)p, stop - p);
+        }
+        if (item == NULL || PyList_Append(items, item) < 0) {
+            Py_XDECREF(item);
+            Py_CLEAR(items);
+            break;
+        }
+        Py_DECREF(item);
+        p = stop;
+    }
+    Py_ssize_t used = p - data;
+    PyBuffer_Release(&view);
+    if (items == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("(Nn)", items, used);
+}
+
 /* kinds() -> [(kind, tokens)] the tokens added per block kind by the lines scanned, kinds met only. */
 static PyObject *
 Scanner_kinds(Scanner *self, PyObject *unused)
@@ -1399,6 +1450,8 @@ Scanner_kinds(Scanner *self, PyObject *unused)
 
 static PyMethodDef Scanner_methods[] = {
     {"scan", (PyCFunction)Scanner_scan, METH_O, "scan(line) -> the line's record, or None"},
+    {"scan_lines", (PyCFunction)Scanner_scan_lines, METH_VARARGS,
+     "scan_lines(data, final) -> (records or the bytes of lines left to Python, bytes used)"},
     {"kinds", (PyCFunction)Scanner_kinds, METH_NOARGS, "kinds() -> [(kind, tokens)] added by the scanned lines"},
     {NULL, NULL, 0, NULL},
 };

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 import orjson
 
@@ -244,6 +245,38 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
     return la, lc, lo, lf, special
 
 
+_CHUNK = 1 << 20
+"""Bytes read at a time when the scanner reads the lines."""
+
+
+def _lines(f: BinaryIO, scanner: Scanner | None, size: int = _CHUNK) -> Iterator[bytes | _Record]:
+    """The lines of ``f`` as iterating it gives them, each as the scanner's record where it vouches for the
+    line (``Scanner.scan_lines``, ``size`` bytes of lines at a time), else as its bytes."""
+    if scanner is None:
+        yield from f
+        return
+    scan_lines = scanner.scan_lines
+    rest = b""
+    while True:
+        chunk = f.read(size)
+        final = not chunk
+        view = memoryview(chunk)
+        if rest:  # a line begun in the chunk before
+            cut = chunk.find(b"\n")
+            if cut < 0 and not final:
+                rest += chunk
+                continue
+            items, _ = scan_lines(rest + chunk[: cut + 1], True)
+            yield from items
+            rest = b""
+            view = view[cut + 1 :] if cut >= 0 else view[len(chunk) :]
+        items, used = scan_lines(view, final)
+        yield from items
+        if final:
+            return
+        rest = bytes(view[used:])
+
+
 def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record | None:
     """What the fold reads from a line parsed by orjson (see ``_Record``), its blocks' tokens added to
     ``by_kind``; None for a line the fold leaves the file to the loader for (not an object, a compaction, a
@@ -309,7 +342,6 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
     by_kind, names, per_tool, results = out.by_kind, out.names, out.per_tool, out.results
     loads = orjson.loads
     scanner = _scanner(rule) if compiled else None
-    scan = scanner.scan if scanner is not None else None
     seen: set[str] = set()
     calls_seen: set[str] = set()
     answered: set[str] = set()
@@ -326,9 +358,11 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
     side = False
     draft = _Draft(rule, out)
     with source.open() as f:
-        for line, raw in enumerate(f, start=1):
-            record = scan(raw) if scan is not None else None
-            if record is None:
+        for line, item in enumerate(_lines(f, scanner), start=1):
+            if not isinstance(item, bytes):
+                record = item
+            else:
+                raw = item
                 try:
                     value = loads(raw)
                 except orjson.JSONDecodeError:
@@ -341,9 +375,10 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
                     return None  # a byte order mark, NaN or a broken line: the loader's words and recovery
                 if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH and depth_error(value, _NOWHERE) is not None:
                     return None  # nested deeper than the loader reads
-                record = _record(rule, value, by_kind)
-                if record is None:
+                read = _record(rule, value, by_kind)
+                if read is None:
                     return None
+                record = read
             kind, uuid, parent, on_side, agent, message_id, recorded, la, lc, lo, lf, special, shape, found = record
             message = kind == "user" or kind == "assistant"
             if not message:

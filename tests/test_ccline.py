@@ -7,6 +7,7 @@ with the loader's report."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -434,3 +435,27 @@ def test_without_the_scanner_the_fold_reads_every_line_in_python(monkeypatch: py
     assert ccfold._scanner(rule) is None
     after = [ccfold._fold_lines(Input(str(p), keep_text=False), rule) for p in files]
     assert [None if f is None else f.tokens for f in before] == [None if f is None else f.tokens for f in after]
+
+
+@needs_scanner
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    parts=st.lists(
+        st.one_of(lines().flatmap(encodings), st.sampled_from([b"\n", b"  \n", b"// c\n", b"\r\n", b"{", b"x"])),
+        max_size=8,
+    ),
+    chunk=st.integers(1, 300),
+)
+def test_lines_read_a_chunk_at_a_time_are_the_lines_of_the_file(parts: list[bytes], chunk: int) -> None:
+    """Lines across chunks, longer than a chunk, the last without its newline: each as iterating the file
+    gives it, scanned as scan() scans it alone."""
+    data = b"".join(p if p.endswith(b"\n") or not p else p + b"\n" for p in parts[:-1]) + (parts[-1] if parts else b"")
+    scanner = ccfold._scanner(RULES[0])
+    assert scanner is not None
+    got = list(ccfold._lines(io.BytesIO(data), scanner, chunk))
+    alone = ccfold._scanner(RULES[0])
+    assert alone is not None
+    expected = [alone.scan(raw) or raw for raw in io.BytesIO(data)]
+    assert got == expected
+    assert scanner.kinds() == alone.kinds()
+    assert list(ccfold._lines(io.BytesIO(data), None)) == list(io.BytesIO(data))
