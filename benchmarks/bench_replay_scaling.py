@@ -38,9 +38,7 @@ from windowfit.fitting.transcript import Transcript
 GENERATOR_VERSION = 1
 
 
-def _turns(
-    rng: random.Random, messages: int, one_turn: bool, result: Callable[[int], str]
-) -> Iterator[dict[str, Any]]:
+def _turns(rng: random.Random, messages: int, one_turn: bool, result: Callable[[int], str]) -> Iterator[dict[str, Any]]:
     """``messages`` messages of turns: a question, tool rounds (0, 1, 3 or 40, drawn from ``rng``; with
     ``one_turn``, a subagent: one instruction, then tool rounds only) whose results are ``result(call)``, and
     an answer."""

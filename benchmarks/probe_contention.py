@@ -106,8 +106,7 @@ def main() -> None:
         together.append(in_children(halves, together=True))
         here.append(sum(cpu_of(h) for h in halves))
         print(
-            f"  round: this process {here[-1]:.2f}, "
-            f"one child at a time {alone[-1]:.2f}, two at once {together[-1]:.2f}"
+            f"  round: this process {here[-1]:.2f}, one child at a time {alone[-1]:.2f}, two at once {together[-1]:.2f}"
         )
     print(
         f"least CPU-s: this process {min(here):.2f}; one child at a time {min(alone):.2f} "

@@ -459,3 +459,8 @@ def test_lines_read_a_chunk_at_a_time_are_the_lines_of_the_file(parts: list[byte
     assert got == expected
     assert scanner.kinds() == alone.kinds()
     assert list(ccfold._lines(io.BytesIO(data), None)) == list(io.BytesIO(data))
+
+
+def test_the_scanner_is_built_wherever_the_counter_is() -> None:
+    """Both are optional extensions of one build: one without the other is a broken build, not a choice."""
+    assert ccfold.SCANNER == estimate.COMPILED
