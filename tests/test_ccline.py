@@ -120,6 +120,8 @@ def _maybe(draw: st.DrawFn, d: dict[str, Any], key: str, value: Any, odd: st.Sea
 
 
 ODD = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.just([]), st.just({}), st.just(1.5))
+NO_FLOAT: st.SearchStrategy[Any] = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.just([]), st.just({}))
+"""Values of other types for a tool input, which the scanner reads whatever the block (a float defers)."""
 
 
 @st.composite
@@ -135,7 +137,7 @@ def blocks(draw: st.DrawFn, hazards: bool) -> Any:
     elif kind == "tool_use":
         _maybe(draw, b, "id", draw(ids), ODD)
         _maybe(draw, b, "name", draw(ids), ODD)
-        _maybe(draw, b, "input", draw(json_values(ids if hazards else PLAIN, hazards)), ODD)
+        _maybe(draw, b, "input", draw(json_values(ids if hazards else PLAIN, hazards)), ODD if hazards else NO_FLOAT)
     elif kind == "tool_result":
         _maybe(draw, b, "tool_use_id", draw(ids), ODD)
         parts = st.lists(
@@ -464,3 +466,59 @@ def test_lines_read_a_chunk_at_a_time_are_the_lines_of_the_file(parts: list[byte
 def test_the_scanner_is_built_wherever_the_counter_is() -> None:
     """Both are optional extensions of one build: one without the other is a broken build, not a choice."""
     assert ccfold.SCANNER == estimate.COMPILED
+
+
+JSONISH = st.lists(
+    st.sampled_from(
+        [
+            b"{",
+            b"}",
+            b"[",
+            b"]",
+            b'"',
+            b":",
+            b",",
+            b"\\",
+            b"u",
+            b"d8",
+            b"00",
+            b"e",
+            b"-",
+            b"0",
+            b"1",
+            b".",
+            b" ",
+            b"\n",
+            b"true",
+            b"null",
+            b'"type"',
+            b'"user"',
+            b'"message"',
+            b'"content"',
+            b'"uuid"',
+            b'"input"',
+            b'"tool_use"',
+            b'"id"',
+            b"\xc3",
+            b"\xa9",
+            b"\xe6\x97\xa5",
+            b"\xf0\x9f\x98\x80",
+            b"\xff",
+        ]
+    ),
+    max_size=60,
+).map(b"".join)
+"""Byte soup of JSON's pieces, for the scanner's refusals."""
+
+
+@needs_scanner
+@settings(max_examples=1000, deadline=None)
+@given(raw=st.one_of(st.binary(max_size=80), JSONISH), rule=st.sampled_from(RULES))
+def test_bytes_of_any_kind_are_read_as_the_python_path_reads_them_or_left_to_it(raw: bytes, rule: ScriptRule) -> None:
+    check(rule, raw)
+    scanner = ccfold._scanner(rule)
+    assert scanner is not None
+    items, used = scanner.scan_lines(raw, True)
+    assert used == len(raw) and b"".join(i for i in items if isinstance(i, bytes)) == b"".join(
+        raw for raw in io.BytesIO(raw) if scanner.scan(raw) is None
+    )
