@@ -7,7 +7,9 @@ kinds Claude Code writes, assistant replies split over lines that share a messag
 tool calls answered by the message right after it. Parallel calls' result lines may hang from their call's
 line rather than the line before them, and the chain go on from one of them, as ``claude_code._select`` takes
 them in (each result line off its chain holds results only, hanging from a line it takes); blank and comment
-lines are passed over as ``LineReader`` passes them. Each line is parsed with orjson, each block is summed
+lines are passed over as ``LineReader`` passes them. Each line is read by the compiled scanner
+(fitting/_ccline.c, a chunk of lines at a time, where it is built) or else parsed with orjson and read by
+``_record`` (the reference, and the reader of every line the scanner is not sure of); each block is summed
 into its message (characters per script class, fixed tokens) and its tokens into its kind, calls and results
 are kept by id; the split replies and result lines are merged as ``claude_code._build`` merges the messages,
 and the sums of ``ReportFold`` and the predicted size are taken from them. Any line or shape this path cannot
