@@ -7,7 +7,9 @@ kinds Claude Code writes, assistant replies split over lines that share a messag
 tool calls answered by the message right after it. Parallel calls' result lines may hang from their call's
 line rather than the line before them, and the chain go on from one of them, as ``claude_code._select`` takes
 them in (each result line off its chain holds results only, hanging from a line it takes); blank and comment
-lines are passed over as ``LineReader`` passes them. Each line is parsed with orjson, each block is summed
+lines are passed over as ``LineReader`` passes them. Each line is read by the compiled scanner
+(fitting/_ccline.c, a chunk of lines at a time, where it is built) or else parsed with orjson and read by
+``_record`` (the reference, and the reader of every line the scanner is not sure of); each block is summed
 into its message (characters per script class, fixed tokens) and its tokens into its kind, calls and results
 are kept by id; the split replies and result lines are merged as ``claude_code._build`` merges the messages,
 and the sums of ``ReportFold`` and the predicted size are taken from them. Any line or shape this path cannot
@@ -19,15 +21,17 @@ sessions and generated sessions)."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 import orjson
 
 from ._json import MAX_DEPTH, bracket_count, depth_error, dumps
 from .errors import Location
-from .estimate import CharCounts, Estimator, ScriptRule, _groups
+from .estimate import _GROUP_CODES, _SEED_CLASSES, PURE_ENV, CharCounts, Estimator, ScriptRule, _check_classes, _groups
 from .formats.base import Input
 from .formats.claude_code import NAME, NO_PREAMBLE_NOTE, subagent_files
 from .report import TOP_RESULTS, Report, ReportFold, UsageRow
@@ -40,6 +44,62 @@ _Block = tuple[str, int, str, str]
 """A call's or a result's record: its kind (``tool_call`` or ``tool_result``), its tokens, its id and name."""
 _Line = tuple[int, int, int, int, "tuple[()] | list[_Block]"]
 """One line's content: its ascii, CJK and other characters, fixed tokens, and its calls and results."""
+_Record = tuple[
+    str,
+    "str | None",
+    "str | None",
+    bool,
+    "str | None",
+    "str | None",
+    "tuple[int, int, int, int] | None",
+    int,
+    int,
+    int,
+    int,
+    "tuple[()] | list[_Block] | None",
+    bool,
+    bool,
+]
+"""What the fold reads from one line (``_record``, or the compiled ``_ccline.Scanner.scan``): its kind (the
+line kind it is counted under, for a line other than a message), uuid and parentUuid (None where not a str),
+whether it is on the sidechain; for a message line its agentId ("" where not a str), message id (None where
+not a str), usage (input, cache write, cache read and output tokens; None where not a dict), its content as
+``_blocks`` sums it (None for a line other than a message), whether it is a user line of tool results only
+and whether it holds a tool result."""
+
+if TYPE_CHECKING:
+    from ._ccline import Scanner, Table
+
+try:
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        raise ImportError(f"{PURE_ENV} is set")
+    from ._ccline import Scanner as _Scanner
+    from ._ccline import Table as _Table
+
+    SCANNER = True
+except ImportError:
+    SCANNER = False
+"""Whether message lines are read by the compiled scanner ``_ccline`` (fitting/_ccline.c) where it vouches
+for them, rather than by orjson and ``_record`` (which read the lines it leaves, and every line without it)."""
+
+_TABLE: list[Table] = []
+"""The scanner's table of the seed's classes per code point, built once (about 1 MB)."""
+
+
+def _scanner(rule: ScriptRule) -> Scanner | None:
+    """A compiled scanner of lines for one fold with ``rule``, or None without one (or for weights past 64
+    bits)."""
+    if not SCANNER:
+        return None
+    if not _TABLE:
+        fallback, explicit = _check_classes(_SEED_CLASSES)  # as estimate.compiled_counter builds the counter
+        groups = bytes(_GROUP_CODES[c.group] for c in _SEED_CLASSES)
+        _TABLE.append(_Table(len(_SEED_CLASSES), fallback, [(a, b, i) for i, (a, b) in explicit], groups))
+    wa, wc, wo, denominator = rule._weights
+    try:
+        return _Scanner(_TABLE[0], wa, wc, wo, denominator, rule.block_overhead_tokens)
+    except (OverflowError, ValueError):
+        return None
 
 
 def fold_claude_code(
@@ -187,15 +247,103 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
     return la, lc, lo, lf, special
 
 
-def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
-    """One pass over the lines: each message line's blocks as records, merged as ``claude_code._build``
-    merges them (split replies by message id, result lines into one user message, results first), each
-    message summed as ``Estimator._script_blocks`` and ``ReportFold.add`` sum it, and the rounds checked as
-    ``check_messages`` checks them (``_Draft.close``)."""
+_CHUNK = 1 << 20
+"""Bytes read at a time when the scanner reads the lines."""
+
+
+def _lines(f: BinaryIO, scanner: Scanner | None, size: int = _CHUNK) -> Iterator[bytes | _Record]:
+    """The lines of ``f`` as iterating it gives them, each as the scanner's record where it vouches for the
+    line (``Scanner.scan_lines``, ``size`` bytes of lines at a time), else as its bytes."""
+    if scanner is None:
+        yield from f
+        return
+    scan_lines = scanner.scan_lines
+    rest = b""
+    while True:
+        chunk = f.read(size)
+        final = not chunk
+        view = memoryview(chunk)
+        if rest:  # a line begun in the chunk before
+            cut = chunk.find(b"\n")
+            if cut < 0 and not final:
+                rest += chunk
+                continue
+            items, _ = scan_lines(rest + chunk[: cut + 1], True)
+            yield from items
+            rest = b""
+            view = view[cut + 1 :] if cut >= 0 else view[len(chunk) :]
+        items, used = scan_lines(view, final)
+        yield from items
+        if final:
+            return
+        rest = bytes(view[used:])
+
+
+def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record | None:
+    """What the fold reads from a line parsed by orjson (see ``_Record``), its blocks' tokens added to
+    ``by_kind``; None for a line the fold leaves the file to the loader for (not an object, a compaction, a
+    message line without a message or uuid, or content ``_blocks`` refuses). The reference the compiled
+    scanner is tested against, and the reader of every line the scanner leaves."""
+    if type(value) is not dict:
+        return None
+    kind = value.get("type")
+    uuid = value.get("uuid")
+    if type(uuid) is not str:
+        uuid = None
+    parent = value.get("parentUuid")
+    if type(parent) is not str:
+        parent = None
+    side = value.get("isSidechain") is True
+    if kind != "user" and kind != "assistant":
+        if uuid is not None and kind == "system" and value.get("subtype") == "compact_boundary":
+            return None  # a compaction: the loader starts the live context there
+        key = kind if type(kind) is str and kind else "unknown"
+        return key, uuid, parent, side, None, None, None, 0, 0, 0, 0, None, False, False
+    message = value.get("message")
+    if type(message) is not dict or uuid is None:
+        return None
+    content = message.get("content")
+    user = kind == "user"
+    results_shape = user and _results_only(content)
+    has_results = user and _has_results(content)
+    summed = _blocks(rule, content, not user, by_kind)
+    if summed is None:
+        return None
+    agent = value.get("agentId")
+    message_id = message.get("id")
+    recorded = message.get("usage")
+    la, lc, lo, lf, special = summed
+    if not special:
+        special = ()  # as the scanner gives it
+    return (
+        kind,
+        uuid,
+        parent,
+        side,
+        agent if type(agent) is str else "",
+        message_id if type(message_id) is str else None,
+        _usage(recorded) if type(recorded) is dict else None,
+        la,
+        lc,
+        lo,
+        lf,
+        special,
+        results_shape,
+        has_results,
+    )
+
+
+def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _Folded | None:
+    """One pass over the lines: each line's record (``_record``; the compiled scanner's where it vouches for
+    the line, unless not ``compiled``), message lines merged as ``claude_code._build`` merges them (split
+    replies by message id, result lines into one user message, results first), each message summed as
+    ``Estimator._script_blocks`` and ``ReportFold.add`` sum it, and the rounds checked as ``check_messages``
+    checks them (``_Draft.close``)."""
     out = _Folded()
     tokens, usage, kinds = out.tokens, out.usage, out.kinds
     by_kind, names, per_tool, results = out.by_kind, out.names, out.per_tool, out.results
     loads = orjson.loads
+    scanner = _scanner(rule) if compiled else None
     seen: set[str] = set()
     calls_seen: set[str] = set()
     answered: set[str] = set()
@@ -212,56 +360,53 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
     side = False
     draft = _Draft(rule, out)
     with source.open() as f:
-        for line, raw in enumerate(f, start=1):
-            try:
-                value = loads(raw)
-            except orjson.JSONDecodeError:
-                text = raw.strip()
-                if not text:
-                    continue  # a blank line, which the loader passes over without a word
-                if text.startswith(b"//"):
-                    out.skipped.append(Skipped(Source(source.path, line), "comment line"))
-                    continue  # a comment line (as ``LineReader`` skips it, a byte order mark before it aside)
-                return None  # a byte order mark, NaN or a broken line: the loader's words and recovery
-            if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH and depth_error(value, _NOWHERE) is not None:
-                return None  # nested deeper than the loader reads
-            if type(value) is not dict:
-                return None
-            kind = value.get("type")
-            uuid = value.get("uuid")
-            if kind != "user" and kind != "assistant":
-                kinds[kind if type(kind) is str and kind else "unknown"] += 1
-                if type(uuid) is not str:
-                    continue  # only counted (summary, file-history-snapshot, ...)
-                if kind == "system" and value.get("subtype") == "compact_boundary":
-                    return None  # a compaction: the loader starts the live context there
-                message = None
+        for line, item in enumerate(_lines(f, scanner), start=1):
+            if not isinstance(item, bytes):
+                record = item
             else:
-                message = value.get("message")
-                if type(message) is not dict or type(uuid) is not str:
+                raw = item
+                try:
+                    value = loads(raw)
+                except orjson.JSONDecodeError:
+                    text = raw.strip()
+                    if not text:
+                        continue  # a blank line, which the loader passes over without a word
+                    if text.startswith(b"//"):
+                        out.skipped.append(Skipped(Source(source.path, line), "comment line"))
+                        continue  # a comment line (as ``LineReader`` skips it, a byte order mark before it aside)
+                    return None  # a byte order mark, NaN or a broken line: the loader's words and recovery
+                if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH and depth_error(value, _NOWHERE) is not None:
+                    return None  # nested deeper than the loader reads
+                read = _record(rule, value, by_kind)
+                if read is None:
                     return None
+                record = read
+            kind, uuid, parent, on_side, agent, message_id, recorded, la, lc, lo, lf, special, shape, found = record
+            message = kind == "user" or kind == "assistant"
+            if not message:
+                kinds[kind] += 1
+                if uuid is None:
+                    continue  # only counted (summary, file-history-snapshot, ...)
+            assert uuid is not None
             # A line of the tree. Each message's parent is the message before it (``head``; None for the
             # first, a root), or a bookkeeping line (progress, system, ...) that hangs from it, directly or
             # through others (``passing``): one chain, through the lines it passes. Bookkeeping lines that no
             # message hangs from are leaves off the chain, which the loader leaves out without a word.
-            parent = value.get("parentUuid")
-            if type(parent) is not str:
-                parent = None
-            if uuid in seen or (value.get("isSidechain") is True) is not side:
+            if uuid in seen or on_side is not side:
                 if not seen:  # the first line: a subagent's own file, every line of it on its sidechain
                     side = True
                     out.agent = ""
                 else:
                     return None  # a sidechain beside the main chain: the loader's subagent transcripts
-            if side and not out.agent and message is not None:
-                agent = value.get("agentId")
-                out.agent = agent if type(agent) is str else ""
+            if side and not out.agent and message:
+                out.agent = agent
             seen.add(uuid)
-            if message is None:
+            if not message:
                 if parent == head or parent in passing:
                     passing.add(uuid)
                 continue
-            results_only = kind == "user" and _answers(message.get("content"), calls_seen)
+            assert special is not None
+            results_only = shape and all(b[2] in calls_seen for b in special)
             place = 0
             if parent == head or parent in passing:
                 pass
@@ -291,54 +436,40 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
                 out.leaf_line = line
                 last_off = None
                 if kind == "user" and reply:
-                    if _has_results(message.get("content")):
+                    if found:
                         # taken in off the loader's chain only if it hangs from a line taken in (``_select``)
                         taken = results_only and (parent in reply or _taken(phase, parent))
                         phase.append((uuid, 0, taken, False))
                     else:
                         reply, phase = {}, []
-            assistant = kind == "assistant"
-            summed = _blocks(rule, message.get("content"), assistant, by_kind)
-            if summed is None:
-                return None
-            la, lc, lo, lf, special = summed
-            if assistant:
-                message_id = message.get("id")
-                node_id = message_id if type(message_id) is str else f"line {line}"
-                recorded = message.get("usage")
+            if kind == "assistant":
+                node_id = message_id if message_id is not None else f"line {line}"
                 if draft.role != "assistant" or draft.message_id != node_id:
                     if not draft.close():
                         return None
                     draft.open("assistant", line, node_id)
                     reply, phase = {}, []
-                    if type(recorded) is dict:
-                        i, w, r, o = _usage(recorded)
+                    if recorded is not None:
+                        i, w, r, o = recorded
                         if i or w or r:
                             usage.append([len(tokens), i, w, r, line, o])
                         else:
                             out.unmeasured += 1
-                elif type(recorded) is dict and usage and usage[-1][0] == len(tokens):
-                    streamed = recorded.get("output_tokens")
-                    output = streamed if type(streamed) is int else 0
+                elif recorded is not None and usage and usage[-1][0] == len(tokens):
+                    output = recorded[3]
                     if output > usage[-1][5]:
                         usage[-1][5] = output  # a split reply records its output as it streamed: the largest is its own
                 reply[uuid] = len(reply) + 1
-            else:
-                has_results = False
-                for b in special:
-                    if b[0] == "tool_result":
-                        has_results = True
-                        break
-                if not has_results or draft.role != "user" or not draft.results:
-                    if not draft.close():
-                        return None
-                    draft.open("user", line, "")
+            elif not found or draft.role != "user" or not draft.results:
+                if not draft.close():
+                    return None
+                draft.open("user", line, "")
             draft.a += la
             draft.c += lc
             draft.o += lo
             draft.fixed += lf
-            for kind, block_tokens, block_id, name in special:
-                if kind == "tool_call":
+            for block_kind, block_tokens, block_id, name in special:
+                if block_kind == "tool_call":
                     if block_id in calls_seen:
                         return None  # a call id used twice: the loader's duplicate defects
                     calls_seen.add(block_id)
@@ -360,19 +491,20 @@ def _fold_lines(source: Input, rule: ScriptRule) -> _Folded | None:
     if not draft.close() or draft.expect is not None or not tokens:
         return None  # a reply's calls left without their results, or no message at all
     out.calls = len(calls_seen)
+    if scanner is not None:
+        for block_kind, added in scanner.kinds():  # the tokens of the blocks of the lines it read
+            by_kind[block_kind] += added
     return out
 
 
-def _answers(raw: object, calls: set[str]) -> bool:
-    """Whether a user line's content is tool results only (``_blocks`` checks the rest of their shape), each
-    answering one of ``calls`` (the calls on the chain so far), as ``claude_code._belongs`` asks."""
+def _results_only(raw: object) -> bool:
+    """Whether a user line's content is tool results only, each with a str ``tool_use_id`` (``_blocks``
+    checks the rest of their shape; the fold whether each answers a call on the chain so far, as
+    ``claude_code._belongs`` asks)."""
     if type(raw) is not list or not raw:
         return False
     for b in raw:
-        if type(b) is not dict or b.get("type") != "tool_result":
-            return False
-        call_id = b.get("tool_use_id")
-        if type(call_id) is not str or call_id not in calls:
+        if type(b) is not dict or b.get("type") != "tool_result" or type(b.get("tool_use_id")) is not str:
             return False
     return True
 

@@ -49,6 +49,7 @@ def test_wheel_installs_only_the_windowfit_package(wheel: Path) -> None:
     assert all(n.startswith("windowfit/fitting/_classcount.") for n in compiled)
     if estimate.COMPILED:
         assert len(compiled) == 1, names
+    assert "windowfit/fitting/_ccline.pyi" in names  # the scanner of Claude Code lines (fitting/_ccline.c)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "windowfit = windowfit.cli.app:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

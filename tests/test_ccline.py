@@ -1,0 +1,524 @@
+"""The compiled scanner of Claude Code lines (fitting/_ccline.c) against its Python reference
+(``ccfold._record`` of ``orjson.loads``): wherever the scanner reads a line, orjson reads it too and the
+record and the tokens per block kind are the Python path's, bit for bit; on each hazard it does not guess but
+leaves the line to the Python path (None); and the whole fold is the same with the scanner and without it,
+on generated sessions and the corpus. tests/test_ccfold.py compares the fold (with the scanner, where built)
+with the loader's report."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import DATA, require_shared
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import texts
+from test_ccfold import sessions
+
+from windowfit.fitting import ccfold, estimate, make_estimator
+from windowfit.fitting.estimate import ScriptRule
+from windowfit.fitting.formats import Input
+
+needs_scanner = pytest.mark.skipif(not ccfold.SCANNER, reason="the compiled scanner is not built here")
+
+RULES: list[ScriptRule] = [
+    r
+    for r in (make_estimator().rule, make_estimator(overhead=0.0).rule, make_estimator(overhead=2.5).rule)
+    if type(r) is ScriptRule
+] + [ScriptRule("odd", Fraction("3.7"), Fraction("0.9"), Fraction("1.3"), 5, 7)]
+
+
+def both(rule: ScriptRule, raw: bytes) -> tuple[Any, Any, dict[str, int], dict[str, int]]:
+    """The scanner's record of ``raw`` and its tokens per kind; the Python path's ("error" if orjson refuses
+    the line) and its tokens per kind."""
+    scanner = ccfold._scanner(rule)
+    assert scanner is not None
+    record = scanner.scan(raw)
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return record, "error", dict(scanner.kinds()), {}
+    by_kind: defaultdict[str, int] = defaultdict(int)
+    reference = ccfold._record(rule, value, by_kind)
+    return record, reference, dict(scanner.kinds()), dict(by_kind)
+
+
+def check(rule: ScriptRule, raw: bytes) -> Any:
+    """The scanner's record of ``raw``, asserted to be the Python path's where it gives one."""
+    record, reference, kinds, by_kind = both(rule, raw)
+    if record is not None:
+        assert reference != "error", raw
+        assert record == reference, raw
+        assert kinds == by_kind, raw
+    else:
+        assert kinds == {}
+    return record
+
+
+# -- generated lines ------------------------------------------------------------------------------------
+
+_SPECIAL = st.sampled_from(
+    [
+        '"',
+        "\\",
+        "/",
+        "\x00",
+        "\x01",
+        "\x08",
+        "\t",
+        "\n",
+        "\x0b",
+        "\x0c",
+        "\r",
+        "\x1f",
+        "\x7f",
+        "\u2028",
+        "\u2029",
+        "\x85",
+        "\ufeff",
+        "\U0001f600",
+        "\U00020000",
+        "\uffff",
+    ]
+)
+TEXT = st.one_of(texts(0, 12), st.lists(st.one_of(texts(0, 3), _SPECIAL), max_size=8).map("".join))
+PLAIN = st.text(alphabet="abcXYZ_-0189.:/", max_size=12)
+"""Ids, names and keys that orjson writes without escapes."""
+
+
+def _sometimes(usual: st.SearchStrategy[Any], odd: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``usual`` four times in five, else ``odd``."""
+    return st.integers(0, 4).flatmap(lambda i: odd if i == 0 else usual)
+
+
+def json_values(key: st.SearchStrategy[str], huge: bool) -> st.SearchStrategy[Any]:
+    ints = st.integers(-(10**18) + 1, 10**18 - 1)
+    if huge:
+        ints = _sometimes(ints, st.one_of(st.integers(-(2**63), 2**64 - 1), st.sampled_from([10**18, -(2**63)])))
+    leaves = st.one_of(st.none(), st.booleans(), ints, TEXT)
+    if huge:
+        leaves = _sometimes(leaves, st.floats(allow_nan=False, allow_infinity=False))
+    return st.recursive(leaves, lambda c: st.lists(c, max_size=4) | st.dictionaries(key, c, max_size=4), max_leaves=12)
+
+
+def _maybe(draw: st.DrawFn, d: dict[str, Any], key: str, value: Any, odd: st.SearchStrategy[Any]) -> None:
+    """Sets ``d[key]`` to ``value`` mostly, now and then to a value of another type or leaves it out."""
+    roll = draw(st.integers(0, 30))
+    if roll == 0:
+        return
+    d[key] = draw(odd) if roll == 1 else value
+
+
+ODD = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.just([]), st.just({}), st.just(1.5))
+NO_FLOAT: st.SearchStrategy[Any] = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.just([]), st.just({}))
+"""Values of other types for a tool input, which the scanner reads whatever the block (a float defers)."""
+
+
+@st.composite
+def blocks(draw: st.DrawFn, hazards: bool) -> Any:
+    ids = _sometimes(PLAIN, TEXT) if hazards else PLAIN
+    kinds = ["text", "thinking", "tool_use", "tool_result"]
+    kind = draw(st.sampled_from(kinds * 5 + ["image", "other"]))
+    b: dict[str, Any] = {"type": kind}
+    if kind in ("text", "thinking"):
+        _maybe(draw, b, kind, draw(TEXT), ODD)
+        if kind == "thinking":
+            b["signature"] = "c2ln"
+    elif kind == "tool_use":
+        _maybe(draw, b, "id", draw(ids), ODD)
+        _maybe(draw, b, "name", draw(ids), ODD)
+        _maybe(draw, b, "input", draw(json_values(ids if hazards else PLAIN, hazards)), ODD if hazards else NO_FLOAT)
+    elif kind == "tool_result":
+        _maybe(draw, b, "tool_use_id", draw(ids), ODD)
+        parts = st.lists(
+            st.one_of(
+                st.builds(lambda t: {"type": "text", "text": t}, TEXT),
+                st.builds(lambda t: {"type": "image", "text": t}, TEXT),
+                st.just({"text": "x"}),
+                st.just("x"),
+            ),
+            max_size=3,
+        )
+        _maybe(draw, b, "content", draw(st.one_of(TEXT, parts)), ODD)
+        if draw(st.booleans()):
+            b["is_error"] = draw(st.booleans())
+    elif kind == "image":
+        b["source"] = {"type": "base64", "data": "AAAA"}
+    if draw(st.integers(0, 40)) == 0:
+        return draw(ODD)  # not a dict
+    if draw(st.integers(0, 3)) == 0:
+        b = dict(draw(st.permutations(list(b.items()))))
+    return b
+
+
+@st.composite
+def lines(draw: st.DrawFn, hazards: bool = True) -> Any:
+    ids = _sometimes(PLAIN, TEXT) if hazards else PLAIN
+    kind = draw(st.sampled_from(["user", "assistant"] * 4 + ["system", "progress", "summary", "", None, 1]))
+    line: dict[str, Any] = {}
+    _maybe(draw, line, "parentUuid", draw(ids), ODD)
+    _maybe(draw, line, "isSidechain", draw(st.booleans()), ODD)
+    line["userType"] = "external"
+    _maybe(draw, line, "type", kind, ODD)
+    _maybe(draw, line, "uuid", draw(ids), ODD)
+    if draw(st.integers(0, 4)) == 0:
+        _maybe(draw, line, "agentId", draw(ids), ODD)
+    if kind == "system" or draw(st.integers(0, 10)) == 0:
+        _maybe(draw, line, "subtype", draw(st.sampled_from(["compact_boundary", "local_command", "x"])), ODD)
+    roll = draw(st.integers(0, 9))
+    listed = st.lists(blocks(hazards), min_size=roll // 9, max_size=4)
+    content = draw(ODD if roll == 0 else TEXT if roll < 3 else listed)
+    message: dict[str, Any] = {"role": "user" if kind == "user" else "assistant"}
+    _maybe(draw, message, "id", draw(ids), ODD)
+    _maybe(draw, message, "content", content, ODD)
+    if draw(st.booleans()):
+        ints = st.integers(0, 10**6)
+        if hazards:
+            ints = _sometimes(ints, st.one_of(st.integers(-(2**63), 2**64 - 1), ODD))
+        usage: dict[str, Any] = {}
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"):
+            _maybe(draw, usage, key, draw(ints), ODD)
+        usage["service_tier"] = "standard"
+        message["usage"] = usage if draw(st.integers(0, 10)) else draw(ODD)
+    _maybe(draw, line, "message", message, ODD)
+    line["timestamp"] = "2026-11-01T00:00:06.000Z"
+    if draw(st.integers(0, 3)) == 0:
+        line = dict(draw(st.permutations(list(line.items()))))
+    return line
+
+
+def encodings(value: Any) -> st.SearchStrategy[bytes]:
+    """``value`` as a line: orjson's text, or json's with every non-ASCII character escaped (surrogate pairs)
+    or with spaces, or indented; with a newline or CRLF at the end or none."""
+
+    def dump(how: int) -> bytes:
+        if how == 0:
+            return orjson.dumps(value)
+        if how == 1:
+            return json.dumps(value, ensure_ascii=True).encode()
+        if how == 2:
+            return json.dumps(value, ensure_ascii=False, separators=(" , ", " :\t")).encode()
+        return (" \r\n" + json.dumps(value, ensure_ascii=False, indent=1)).encode()
+
+    return st.tuples(st.integers(0, 3), st.sampled_from([b"\n", b"\r\n", b"", b"  \n"])).map(
+        lambda t: dump(t[0]) + t[1]
+    )
+
+
+def mutations(raw: bytes) -> st.SearchStrategy[bytes]:
+    """``raw`` broken or bent in one place: cut short, a byte put in or taken out, a key read twice or
+    written with an escape, a byte order mark, a second value."""
+    n = len(raw)
+    at = st.integers(0, n)
+    return st.one_of(
+        at.map(lambda i: raw[:i]),
+        st.tuples(at, st.integers(0, 255)).map(lambda t: raw[: t[0]] + bytes([t[1]]) + raw[t[0] :]),
+        at.map(lambda i: raw[:i] + raw[i + 1 :]),
+        st.sampled_from(
+            [
+                b'"type":',
+                b'"uuid":',
+                b'"id":',
+                b'"content":',
+                b'"text":',
+                b'"input_tokens":',
+                b'"tool_use_id":',
+                b'"name":',
+                b'"input":',
+                b'"message":',
+                b'"isSidechain":',
+            ]
+        ).map(lambda k: raw.replace(k, k + b'"dup",' + k, 1)),
+        st.sampled_from([b'"type"', b'"uuid"', b'"text"', b'"content"', b'"id"']).map(
+            lambda k: raw.replace(k, b'"\\u00' + f"{k[1]:02x}".encode() + k[2:], 1)
+        ),
+        st.just(b"\xef\xbb\xbf" + raw),
+        st.just(raw.rstrip() + b" {}"),
+        st.just(raw.replace(b"\xe2\x80\xa8", b"\xed\xa0\x80", 1)),
+        st.just(raw.replace(b"\\ud83d", b"\\udc00", 1)),
+    )
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), rule=st.sampled_from(RULES))
+def test_a_scanned_line_is_read_as_the_python_path_reads_it(data: st.DataObject, rule: ScriptRule) -> None:
+    raw = data.draw(lines().flatmap(encodings))
+    if data.draw(st.integers(0, 2)) == 0:
+        raw = data.draw(mutations(raw))
+    check(rule, raw)
+
+
+@needs_scanner
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), rule=st.sampled_from(RULES))
+def test_an_ordinary_line_is_scanned_not_deferred(data: st.DataObject, rule: ScriptRule) -> None:
+    """Without the hazards (floats, huge ints, escaped ids and keys, broken text), the scanner vouches for
+    every line the Python path reads (a compaction aside, which it leaves to the Python path's words)."""
+    raw = data.draw(lines(hazards=False).flatmap(encodings))
+    record, reference, _, _ = both(rule, raw)
+    value = orjson.loads(raw)
+    compaction = value.get("type") == "system" and value.get("subtype") == "compact_boundary"
+    if reference is not None and not compaction:
+        assert record is not None, raw
+    check(rule, raw)
+
+
+@needs_scanner
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=40))
+def test_the_table_groups_as_the_counter_counts(text: str) -> None:
+    ccfold._scanner(RULES[0])
+    assert ccfold._TABLE[0].groups(text) == estimate._groups(text)
+
+
+# -- each hazard defers --------------------------------------------------------------------------------
+
+BASE: dict[str, Any] = {
+    "parentUuid": "p",
+    "isSidechain": False,
+    "type": "assistant",
+    "uuid": "u",
+    "message": {
+        "id": "m",
+        "content": [
+            {"type": "text", "text": "héllo 日本 😀"},
+            {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "/a", "n": [1, -2, True, None]}},
+        ],
+        "usage": {"input_tokens": 4, "output_tokens": 7},
+    },
+}
+GOOD = orjson.dumps(BASE)
+
+HAZARDS = {
+    "a byte order mark": b"\xef\xbb\xbf" + GOOD,
+    "invalid UTF-8": GOOD.replace("é".encode(), b"\xc3\x28"),
+    "an overlong UTF-8 form": GOOD.replace("é".encode(), b"\xc0\xa9"),
+    "a surrogate in UTF-8": GOOD.replace("é".encode(), b"\xed\xa0\x80"),
+    "a lone high surrogate escape": GOOD.replace("é".encode(), b"\\ud83d"),
+    "a lone low surrogate escape": GOOD.replace("é".encode(), b"\\ude00"),
+    "a high surrogate before another escape": GOOD.replace("é".encode(), b"\\ud83d\\u0041"),
+    "a control character": GOOD.replace("é".encode(), b"\x01"),
+    "a float in a tool input": GOOD.replace(b"-2", b"-2.0"),
+    "an exponent in a tool input": GOOD.replace(b"-2", b"2e1"),
+    "minus zero in a tool input": GOOD.replace(b"-2", b"-0"),
+    "an int past 18 digits in a tool input": GOOD.replace(b"-2", b"1" + b"0" * 18),
+    "an int past 18 digits in usage": GOOD.replace(b":7", b":" + b"9" * 19),
+    "an exponent that may overflow": GOOD.replace(b'"m"', b"1e400"),
+    "a duplicate key inside a tool input": GOOD.replace(b'"path":"/a"', b'"path":"/a","path":"/b"'),
+    "a duplicate top-level key": GOOD.replace(b'"uuid":"u"', b'"uuid":"u","uuid":"v"'),
+    "a duplicate message key": GOOD.replace(b'"id":"m"', b'"id":"m","id":"n"'),
+    "a duplicate block key": GOOD.replace(b'"type":"text"', b'"type":"text","type":"text"'),
+    "a duplicate usage key": GOOD.replace(b'"output_tokens":7', b'"output_tokens":7,"output_tokens":8'),
+    "an escaped key": GOOD.replace(b'"uuid"', b'"\\u0075uid"'),
+    "an escaped key inside a tool input": GOOD.replace(b'"path"', b'"pa\\u0074h"'),
+    "an escaped id": GOOD.replace(b'"t1"', b'"t\\u0031"'),
+    "nesting past the bound": GOOD.replace(b'"/a"', b"[" * 200 + b"]" * 200),
+    "a trailing comma": GOOD.replace(b"None", b"").replace(b"null]", b"null,]"),
+    "NaN": GOOD.replace(b'"m"', b"NaN"),
+    "a second value": GOOD + b" {}",
+    "a cut line": GOOD[:-5],
+    "a leading zero": GOOD.replace(b":4", b":04"),
+    "a bad escape": GOOD.replace("é".encode(), b"\\x"),
+    "a compaction": orjson.dumps({"type": "system", "subtype": "compact_boundary", "uuid": "u", "parentUuid": "p"}),
+    "a tool result in a reply": GOOD.replace(b'"type":"text","text"', b'"type":"tool_result","tool_use_id":"x","t"'),
+    "an empty message": orjson.dumps({**BASE, "message": {"id": "m", "content": []}}),
+    "a message that is not a dict": orjson.dumps({**BASE, "message": "hi"}),
+    "a line that is not a dict": b"[1, 2]",
+    "a blank line": b"  \n",
+    "a comment line": b"// note\n",
+}
+
+
+@needs_scanner
+def test_the_line_the_hazards_are_made_from_is_scanned() -> None:
+    record = check(RULES[0], GOOD)
+    assert record is not None and record[:7] == ("assistant", "u", "p", False, "", "m", (4, 0, 0, 7))
+
+
+@needs_scanner
+@pytest.mark.parametrize("name", sorted(HAZARDS))
+def test_the_scanner_defers_on_each_hazard(name: str) -> None:
+    raw = HAZARDS[name]
+    assert raw != GOOD
+    for rule in RULES:
+        assert check(rule, raw) is None, name
+
+
+@needs_scanner
+def test_escapes_and_whitespace_are_counted_as_orjson_writes_them_again() -> None:
+    """A tool input's characters are those of orjson's compact text, whatever the line's spelling."""
+    value: dict[str, Any] = {
+        "a": '\x00\x1f\x7f\t\n"\\/\u2028é日😀',
+        "b": [1, -22, True, False, None, {}, []],
+        "c": {"d": ""},
+    }
+    spellings = [
+        orjson.dumps(value),
+        json.dumps(value).encode(),
+        json.dumps(value, ensure_ascii=False, indent=3).encode(),
+        json.dumps(value).replace("\\u00e9", "\\u00E9").encode(),
+    ]
+    records = []
+    for spelling in spellings:
+        line = orjson.dumps(
+            {
+                **BASE,
+                "message": {
+                    **BASE["message"],
+                    "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}],
+                },
+            }
+        ).replace(b"{}", spelling)
+        record = check(RULES[0], line)
+        assert record is not None, spelling
+        records.append(record)
+    assert all(r == records[0] for r in records)
+    text = estimate._groups("Read" + orjson.dumps(value).decode())
+    assert records[0][7:10] == text
+
+
+# -- the whole fold ------------------------------------------------------------------------------------
+
+
+def fold_both(item: Input, rule: ScriptRule) -> tuple[Any, Any]:
+    def state(folded: Any) -> Any:
+        return None if folded is None else {k: getattr(folded, k) for k in folded.__slots__}
+
+    return state(ccfold._fold_lines(item, rule)), state(ccfold._fold_lines(item, rule, compiled=False))
+
+
+@needs_scanner
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=sessions(), rule=st.sampled_from(RULES))
+def test_generated_sessions_fold_the_same_with_the_scanner_and_without(data: bytes, rule: ScriptRule) -> None:
+    compiled, pure = fold_both(Input("session.jsonl", data, keep_text=False), rule)
+    assert compiled == pure
+
+
+@needs_scanner
+def test_the_corpus_folds_and_scans_the_same_with_the_scanner_and_without() -> None:
+    files = sorted(require_shared("corpus", "transcripts", "claude_code").rglob("*.jsonl"))
+    files += sorted(DATA.joinpath("claude_code").rglob("*.jsonl"))
+    scanned = 0
+    for path in files:
+        for rule in RULES:
+            compiled, pure = fold_both(Input(str(path), keep_text=False), rule)
+            assert compiled == pure, path
+        for raw in path.read_bytes().splitlines(keepends=True):
+            scanned += check(RULES[0], raw) is not None
+    assert scanned >= 1000  # 2,5xx of the corpus's lines on 2026-12-02
+
+
+def test_the_pure_path_is_what_windowfit_pure_gives() -> None:
+    code = "from windowfit.fitting import ccfold; print(ccfold.SCANNER, ccfold._scanner(ccfold.ScriptRule()))"
+    env = {**os.environ, "WINDOWFIT_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "None"]
+
+
+def test_without_the_scanner_the_fold_reads_every_line_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = Path(DATA, "claude_code")
+    files = sorted(path.rglob("*.jsonl"))
+    assert files
+    rule = RULES[0]
+    before = [ccfold._fold_lines(Input(str(p), keep_text=False), rule, compiled=False) for p in files]
+    monkeypatch.setattr(ccfold, "SCANNER", False)
+    assert ccfold._scanner(rule) is None
+    after = [ccfold._fold_lines(Input(str(p), keep_text=False), rule) for p in files]
+    assert [None if f is None else f.tokens for f in before] == [None if f is None else f.tokens for f in after]
+
+
+@needs_scanner
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    parts=st.lists(
+        st.one_of(lines().flatmap(encodings), st.sampled_from([b"\n", b"  \n", b"// c\n", b"\r\n", b"{", b"x"])),
+        max_size=8,
+    ),
+    chunk=st.integers(1, 300),
+)
+def test_lines_read_a_chunk_at_a_time_are_the_lines_of_the_file(parts: list[bytes], chunk: int) -> None:
+    """Lines across chunks, longer than a chunk, the last without its newline: each as iterating the file
+    gives it, scanned as scan() scans it alone."""
+    data = b"".join(p if p.endswith(b"\n") or not p else p + b"\n" for p in parts[:-1]) + (parts[-1] if parts else b"")
+    scanner = ccfold._scanner(RULES[0])
+    assert scanner is not None
+    got = list(ccfold._lines(io.BytesIO(data), scanner, chunk))
+    alone = ccfold._scanner(RULES[0])
+    assert alone is not None
+    expected = [alone.scan(raw) or raw for raw in io.BytesIO(data)]
+    assert got == expected
+    assert scanner.kinds() == alone.kinds()
+    assert list(ccfold._lines(io.BytesIO(data), None)) == list(io.BytesIO(data))
+
+
+def test_the_scanner_is_built_wherever_the_counter_is() -> None:
+    """Both are optional extensions of one build: one without the other is a broken build, not a choice."""
+    assert ccfold.SCANNER == estimate.COMPILED
+
+
+JSONISH = st.lists(
+    st.sampled_from(
+        [
+            b"{",
+            b"}",
+            b"[",
+            b"]",
+            b'"',
+            b":",
+            b",",
+            b"\\",
+            b"u",
+            b"d8",
+            b"00",
+            b"e",
+            b"-",
+            b"0",
+            b"1",
+            b".",
+            b" ",
+            b"\n",
+            b"true",
+            b"null",
+            b'"type"',
+            b'"user"',
+            b'"message"',
+            b'"content"',
+            b'"uuid"',
+            b'"input"',
+            b'"tool_use"',
+            b'"id"',
+            b"\xc3",
+            b"\xa9",
+            b"\xe6\x97\xa5",
+            b"\xf0\x9f\x98\x80",
+            b"\xff",
+        ]
+    ),
+    max_size=60,
+).map(b"".join)
+"""Byte soup of JSON's pieces, for the scanner's refusals."""
+
+
+@needs_scanner
+@settings(max_examples=1000, deadline=None)
+@given(raw=st.one_of(st.binary(max_size=80), JSONISH), rule=st.sampled_from(RULES))
+def test_bytes_of_any_kind_are_read_as_the_python_path_reads_them_or_left_to_it(raw: bytes, rule: ScriptRule) -> None:
+    check(rule, raw)
+    scanner = ccfold._scanner(rule)
+    assert scanner is not None
+    items, used = scanner.scan_lines(raw, True)
+    assert used == len(raw) and b"".join(i for i in items if isinstance(i, bytes)) == b"".join(
+        raw for raw in io.BytesIO(raw) if scanner.scan(raw) is None
+    )
