@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import orjson
+from bench_folder import bare_loop
 from common import OUT
 from sessions import benchmark_folder, folder_parser
 
@@ -30,16 +30,6 @@ from windowfit.fitting.fit import DEFAULTS, OUTCOMES
 from windowfit.fitting.formats import Input
 
 BUDGETS = (100_000, 400_000)
-
-
-def bare_loop(files: list[Path]) -> int:
-    n = 0
-    for path in files:
-        with open(path, "rb") as f:
-            for line in f:
-                orjson.loads(line)
-                n += 1
-    return n
 
 
 def cpu(run: Callable[[], object]) -> float:
