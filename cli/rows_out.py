@@ -7,13 +7,14 @@ import os
 import sys
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
 from windowfit.fitting._json import encode
 from windowfit.fitting.errors import OptionError
+from windowfit.fitting.formats import Format, Input
 
 from .exit_codes import ExitCode
 from .shared import OutputRefused, SizeChoice, fail, output_target, scan_all, write_atomic
@@ -42,13 +43,9 @@ def rows_work(
 
     path = transcripts[0].source.path if transcripts else ""
     try:
-        size_bytes = os.stat(path).st_size
-    except OSError:  # stdin
-        size_bytes = 0
-    try:
         rows = transcript_rows(
             transcripts,
-            size_bytes=size_bytes,
+            size_bytes=_size_bytes(path),
             estimator=estimator,
             overhead=overhead,
             budget=budget,
@@ -59,6 +56,47 @@ def rows_work(
     except WindowfitError as exc:
         fail(exc)
     return list(rows)
+
+
+def rows_stream(
+    item: Input,
+    chosen: Format,
+    skip_invalid: bool,
+    *,
+    estimator: str,
+    overhead: float,
+    budget: int | None,
+    window: int | None,
+    size: SizeChoice,
+    preamble: int | None,
+) -> list[Row] | None:
+    """``rows_work``'s row of a Claude Code session, from the fold of its lines without loading it
+    (``fitting.rows.folded_rows``: the same row); None to have the file loaded (another format, a shape the fold
+    leaves to the loader, a session over the budget, or ``WINDOWFIT_FASTFOLD=0``)."""
+    from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE  # loaded with the format registry
+    from windowfit.fitting.rows import FAST_FOLD_ENV, folded_rows
+
+    if chosen.name != CLAUDE_CODE or os.environ.get(FAST_FOLD_ENV) == "0":
+        return None
+    rows = folded_rows(
+        item,
+        size_bytes=_size_bytes(item.path),
+        estimator=estimator,
+        overhead=overhead,
+        budget=budget,
+        window=window,
+        size=size.value,
+        preamble=preamble,
+    )
+    return None if rows is None else list(rows)
+
+
+def _size_bytes(path: str) -> int:
+    """The size of the file a row came from, as ``rows_work`` gives it (0 for stdin)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:  # stdin
+        return 0
 
 
 def scan_rows(
@@ -79,10 +117,19 @@ def scan_rows(
 ) -> list[Row]:
     """``check|report --format jsonl|parquet``: every file's rows, scanned as ``scan_all`` scans, then
     written (``write_rows``); returned for the caller's exit code."""
-    work = partial(
-        rows_work, estimator=estimator, overhead=overhead, budget=budget, window=window, size=size, preamble=preamble
+    settings: dict[str, Any] = {
+        "estimator": estimator,
+        "overhead": overhead,
+        "budget": budget,
+        "window": window,
+        "size": size,
+        "preamble": preamble,
+    }  # the loaded and the folded rows take the same settings
+    work = partial(rows_work, **settings)
+    stream = partial(rows_stream, **settings)
+    found = scan_all(
+        files, work, fmt=fmt, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False, stream_work=stream
     )
-    found = scan_all(files, work, fmt=fmt, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False)
     write_rows(found.values, kind=kind, output=output, inputs=files)
     return found.values
 

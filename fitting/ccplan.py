@@ -45,6 +45,9 @@ class FoldedFit:
     path: str
     name: str
     plan: Plan
+    messages: int | None = None
+    """How many messages the session has (the fold's ``Report.messages``), for a row of it
+    (``fitting.rows``); None where the maker of the plan does not say (the row is then made from the load)."""
 
 
 def fits_plan(
@@ -88,7 +91,7 @@ def fits_plan(
         batches=(),
         size=size,
     )
-    return FoldedFit(report.path, report.name, plan)
+    return FoldedFit(report.path, report.name, plan, report.messages)
 
 
 def last_measured(source: Input) -> int | None:

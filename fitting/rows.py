@@ -1,17 +1,27 @@
 """One flat row per transcript: the ``check``/``report`` summary as plain values, made by a pure function over a
 path (or bytes and a name), so that a pool, Ray Data or any engine can map it over millions of sessions and
-DuckDB can query what it writes (JSONL or Parquet)."""
+DuckDB can query what it writes (JSONL or Parquet).
+
+A Claude Code session the fold of its lines vouches for (``ccfold.fold_claude_code``; with a budget, a session
+that fits it, ``ccplan.fits_plan``) is made into its row from the fold, without loading the file: the row is the
+one the load gives (tests/test_rows.py compares the two on the corpus and generated sessions), at about the
+bare ``orjson`` loop's cost rather than the loader's. Any other file, or ``WINDOWFIT_FASTFOLD=0``, is loaded."""
 
 from __future__ import annotations
 
 import gc
-from dataclasses import asdict, dataclass
+import os
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .ccfold import fold_claude_code
+from .ccplan import fits_plan
+from .errors import WindowfitError
 from .estimate import make_estimator
 from .fit import DEFAULTS, Limit, Outcome, crossed, plan_fit
 from .formats import Input, detect, get_format, load
+from .formats.claude_code import NAME as CLAUDE_CODE
 from .size import PreambleSource, SizeMode, SizeSource, predict_size
 from .transcript import Transcript
 
@@ -35,6 +45,9 @@ ROW_FIELDS = (
     "defects",
 )
 """The columns, in order (a Parquet file's schema, a JSONL row's keys)."""
+
+FAST_FOLD_ENV = "WINDOWFIT_FASTFOLD"
+"""Set to 0 to load every file (``cli.report_cmd.FAST_FOLD_ENV``: one switch for the rows and the commands)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,20 +154,37 @@ def file_rows(
     window: int | None = None,
     size: SizeMode = "auto",
     preamble: int | None = None,
+    fold: bool | None = None,
 ) -> tuple[Row, ...]:
     """The rows of the transcripts in one file (or in ``data``, named ``path``): pure, picklable, and the same
-    wherever it runs. Raises the loaders' errors for a file it cannot read."""
+    wherever it runs. Raises the loaders' errors for a file it cannot read. A Claude Code session is made into
+    its row from the fold of its lines where that vouches for it (``folded_rows``), unless ``fold`` is False
+    (None: unless ``WINDOWFIT_FASTFOLD=0``); the rows are the same either way."""
     item = Input(str(path), data, keep_text=False)  # rows never write a transcript
-    if fmt is None:
-        detect(item)  # refuses binary and foreign files with the same words as the command line
-    else:
-        get_format(fmt)
+    # detect refuses binary and foreign files with the same words as the command line
+    chosen = detect(item) if fmt is None else get_format(fmt)
+    if fold is None:
+        fold = os.environ.get(FAST_FOLD_ENV) != "0"
     # The cyclic collector is off while the file is read and summed, as the command line's scan has it: the
     # file's objects are freed by their reference counts once the rows are made, and the collector's passes over
     # them cost about a sixth of the time (bench_folder.py's last lines).
     collecting = gc.isenabled()
     gc.disable()
     try:
+        if fold and chosen.name == CLAUDE_CODE:
+            size_bytes = len(data) if data is not None else Path(item.path).stat().st_size
+            folded = folded_rows(
+                item,
+                size_bytes=size_bytes,
+                estimator=estimator,
+                overhead=overhead,
+                budget=budget,
+                window=window,
+                size=size,
+                preamble=preamble,
+            )
+            if folded is not None:
+                return folded
         return _rows_of(item, data, fmt, skip_invalid, estimator, overhead, budget, window, size, preamble)
     finally:
         if collecting:
@@ -186,6 +216,68 @@ def _rows_of(
         size=size,
         preamble=preamble,
     )
+
+
+def folded_rows(
+    item: Input,
+    *,
+    size_bytes: int,
+    estimator: str = "seed",
+    overhead: float = 1.0,
+    budget: int | None = None,
+    window: int | None = None,
+    size: SizeMode = "auto",
+    preamble: int | None = None,
+) -> tuple[Row, ...] | None:
+    """The row ``transcript_rows`` makes of the one transcript ``claude_code.load`` reads from ``item``, from
+    the fold of its lines: without a budget where ``fold_claude_code`` vouches for the file, with one where
+    ``fits_plan`` does (a session that fits: ``plan_fit`` returns at once, with no repairs). None for any other
+    file or error: the caller loads it, and the loader words the error."""
+    try:
+        est = make_estimator(estimator, overhead=overhead)
+        if budget is None:
+            report = fold_claude_code(item, est, top=0, size_mode=size, preamble=preamble)
+            if report is None or report.size is None:
+                return None
+            path, name, messages, predicted = report.path, report.name, report.messages, report.size
+            outcome: Outcome | None = None
+            tokens_after: int | None = None
+            limit: Limit | None = None
+            defects = 0
+        else:
+            found = fits_plan(item, est, replace(DEFAULTS, budget=budget), size_mode=size, preamble=preamble)
+            if found is None or found.messages is None or found.plan.size is None:
+                return None
+            plan = found.plan
+            path, name, messages, predicted = found.path, found.name, found.messages, found.plan.size
+            outcome, tokens_after, limit, defects = (
+                plan.outcome,
+                plan.tokens_after,
+                crossed(plan, window),
+                len(plan.repairs),
+            )
+    except (WindowfitError, ValueError, RecursionError, OSError):
+        return None
+    row = Row(
+        path=path,
+        index=0,
+        name=name,
+        format=CLAUDE_CODE,
+        bytes=size_bytes,
+        messages=messages,
+        tokens=predicted.tokens,
+        size_source=predicted.source,
+        preamble_tokens=predicted.preamble_tokens,
+        preamble_source=predicted.preamble_source,
+        estimator=est.rule.name,
+        budget=budget,
+        window=window,
+        outcome=outcome,
+        tokens_after=tokens_after,
+        crossed=limit,
+        defects=defects,
+    )
+    return (row,)
 
 
 def row_of_path(item: dict[str, Any]) -> list[dict[str, Any]]:
