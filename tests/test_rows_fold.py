@@ -28,7 +28,7 @@ from windowfit.fitting.ccfold import fold_claude_code
 from windowfit.fitting.ccplan import last_measured
 from windowfit.fitting.errors import WindowfitError
 from windowfit.fitting.formats import Input
-from windowfit.fitting.rows import FAST_FOLD_ENV, Row, file_rows, folded_rows, row_of_path
+from windowfit.fitting.rows import FAST_FOLD_ENV, ROW_FIELDS, Row, file_rows, folded_rows, row_of_path
 from windowfit.fitting.size import SizeMode
 
 Run = Callable[..., Result]
@@ -180,6 +180,16 @@ def test_the_switch_turns_the_fold_off(tmp_path: Path, monkeypatch: pytest.Monke
     assert file_rows("s.jsonl", data) == off
     assert len(calls) == 1
     assert file_rows("s.jsonl", data, fold=False) == off and len(calls) == 1
+
+
+def test_a_row_as_a_dict_is_its_dataclass_as_a_dict(tmp_path: Path) -> None:
+    from dataclasses import asdict, fields
+
+    assert tuple(f.name for f in fields(Row)) == ROW_FIELDS
+    for row in file_rows("s.jsonl", _example(tmp_path), budget=10**9) + file_rows(
+        ROOT / "sample_transcripts" / "ru_subagent_chapters.jsonl"
+    ):
+        assert list(row.as_dict().items()) == list(asdict(row).items())
 
 
 def test_a_file_the_fold_refuses_raises_the_loaders_error(tmp_path: Path) -> None:
