@@ -30,13 +30,38 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 import orjson
 
 from ._json import MAX_DEPTH, bracket_count, depth_error, dumps
-from .errors import Location
-from .estimate import _GROUP_CODES, _SEED_CLASSES, PURE_ENV, CharCounts, Estimator, ScriptRule, _check_classes, _groups
+from .errors import InputError, Location
+from .estimate import (
+    _GROUP_CODES,
+    _SEED_CLASSES,
+    PURE_ENV,
+    CharCounts,
+    Estimator,
+    ScriptRule,
+    _check_classes,
+    _groups,
+    image_tokens,
+)
+from .formats._jsonl import LineReader
 from .formats.base import Input
-from .formats.claude_code import NAME, NO_PREAMBLE_NOTE, subagent_files
-from .report import TOP_RESULTS, Report, ReportFold, UsageRow
+from .formats.claude_code import (
+    NAME,
+    NO_PREAMBLE_NOTE,
+    _entry,
+    _left_out,
+    _Node,
+    _recovered_node,
+    _select,
+    _shape_error,
+    _Tree,
+    broken_links,
+    message_defects,
+    subagent_files,
+)
+from .images import sniff_dimensions
+from .report import TOP_RESULTS, Report, ReportFold, UsageRow, _defects
 from .size import SIZE_MODES, PreambleSource, Size, SizeMode
-from .transcript import Skipped, Source, Transcript
+from .transcript import Block, Defect, Message, Role, Skipped, Source, Text, ToolCall, ToolResult, Transcript
 
 _NOWHERE = Location("<ccfold>")
 
@@ -111,20 +136,39 @@ def fold_claude_code(
     top: int = TOP_RESULTS,
     size_mode: SizeMode = "auto",
     preamble: int | None = None,
+    skip_invalid: bool = False,
+    why: list[str] | None = None,
 ) -> Report | None:
-    """The report ``build_report`` gives on the one transcript ``claude_code.load`` reads from ``source``,
-    or None when the file is not of the shape this path vouches for (see the module docstring)."""
+    """The report ``build_report`` gives on the one transcript ``claude_code.load`` reads from ``source``
+    (with ``skip_invalid`` as given to it), or None when the file is not of the shape this path vouches for
+    (see the module docstring); then the first reason is appended to ``why``, if given. The one pass
+    (``_fold_lines``) takes the common shape; where it gives up, ``_fold_tree`` reads the file again as
+    ``claude_code._select`` chooses its chain (branches, second roots, broken links, skipped lines)."""
     rule = estimator.rule
-    if type(rule) is not ScriptRule or source.keep_text or size_mode not in SIZE_MODES:
+    if type(rule) is not ScriptRule:
+        _no(why, "the estimator is not a ScriptRule (the seed's kind)")
         return None
-    if preamble is not None and preamble < 0:
-        return None  # predict_size words the error
+    if source.keep_text:
+        _no(why, "kept JSON text")
+        return None
+    if size_mode not in SIZE_MODES or (preamble is not None and preamble < 0):
+        _no(why, "an option predict_size refuses")  # it words the error
+        return None
     if source.data is None and subagent_files(source.path):
+        _no(why, "a subagents folder beside the file (several transcripts)")
         return None
     folded = _fold_lines(source, rule)
     if folded is None:
-        return None
+        folded = _fold_tree(source, rule, skip_invalid, why)
+        if folded is None:
+            return None
     return _report(source.path, folded, estimator, budget, window, top, size_mode, preamble)
+
+
+def _no(why: list[str] | None, reason: str) -> None:
+    """Keep ``reason``, why the fold leaves a file to the loader, in ``why`` (the first only)."""
+    if why is not None and not why:
+        why.append(reason)
 
 
 class _Folded:
@@ -133,17 +177,22 @@ class _Folded:
     __slots__ = (
         "agent",
         "attached",
+        "branches",
         "by_kind",
         "by_role",
         "calls",
         "counts",
+        "defects",
         "kinds",
         "leaf_line",
         "names",
+        "off_chain",
+        "path",
         "per_tool",
         "results",
         "roles",
         "rounds",
+        "skeleton",
         "skipped",
         "tokens",
         "turns",
@@ -175,6 +224,15 @@ class _Folded:
         self.agent: str | None = None
         """None for a main conversation; for a file that is one sidechain (a subagent's), the first agentId
         of its message lines ("" if none)."""
+        self.path = ""
+        """The file's path, as the stand-ins' sources name it."""
+        self.off_chain = self.branches = 0
+        """Message lines the loader leaves out on other branches, and how many branches (``_fold_tree``)."""
+        self.defects: tuple[Defect, ...] = ()
+        """The loader's and the repair check's defects (``_fold_tree``; the one pass vouches there are none)."""
+        self.skeleton: list[Message] | None = None
+        """Each message's calls and results without text, kept by ``_Draft.close`` for the defects
+        (``_fold_tree``), else None."""
 
 
 def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, int]) -> _Line | None:
@@ -227,8 +285,14 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
                     a = c = o = 0
             elif type(inner) is list:
                 a = c = o = 0
-                for part in inner:  # text blocks only (an image's tokens are the loader's to work out)
-                    if type(part) is not dict or part.get("type") != "text":
+                for part in inner:  # text and image blocks (screenshots, pictures a tool read)
+                    if type(part) is not dict:
+                        return None
+                    part_kind = part.get("type")
+                    if part_kind == "image":
+                        fixed += bo + _image(rule, part)
+                        continue
+                    if part_kind != "text":
                         return None
                     text = part.get("text")
                     if type(text) is not str:
@@ -237,6 +301,9 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
                     a, c, o, fixed = a + a2, c + c2, o + o2, fixed + bo
             else:
                 return None
+        elif kind == "image":
+            a = c = o = 0
+            fixed = bo + _image(rule, b)
         else:
             return None
         tokens = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
@@ -245,6 +312,18 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
         if kind == "tool_call" or kind == "tool_result":
             special.append(cast(_Block, (kind, tokens, call_id, name)))
     return la, lc, lo, lf, special
+
+
+def _image(rule: ScriptRule, block: dict[str, object]) -> int:
+    """An image block's tokens (``wire.anthropic.image_from_json`` and ``Estimator.block_parts``): Anthropic's
+    rule from the size its base64 header gives, else the rule's tokens for an image of unknown size."""
+    found = block.get("source")
+    dims = None
+    if type(found) is dict and found.get("type") == "base64":
+        data = found.get("data")
+        if type(data) is str:
+            dims = sniff_dimensions(data)
+    return image_tokens(dims[0], dims[1], rule.image_tokens_unknown) if dims else rule.image_tokens_unknown
 
 
 _CHUNK = 1 << 20
@@ -497,6 +576,254 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
     return out
 
 
+def _fold_tree(source: Input, rule: ScriptRule, skip_invalid: bool, why: list[str] | None = None) -> _Folded | None:
+    """The fold of a file the one pass gives up on, read as the loader reads it: each line's record (the
+    scanner's, else ``_record``'s), each line of the tree a ``claude_code._Node`` with stand-ins for its
+    calls and results (no text), unreadable lines skipped and their links recovered as ``_read`` does (with
+    ``skip_invalid``), the chain and the lines it carries chosen by ``claude_code._select``, and the chosen
+    message lines merged in file order as ``_build`` merges them; the defects are the loader's
+    (``broken_links``, ``message_defects``, ``_left_out``) and the repair check's. The tokens of the blocks
+    of message lines left out are taken back off ``by_kind`` (those lines read again). None, with the reason
+    in ``why``, for a shape it leaves to the loader."""
+    path = source.path
+    out = _Folded()
+    out.path = path
+    out.skeleton = []
+    by_kind, kinds = out.by_kind, out.kinds
+    loads = orjson.loads
+    scanner = _scanner(rule)
+    reader = LineReader(path, skip_invalid)
+    skipped = reader.skipped
+    nodes: list[_Node] = []
+    records: list[_Record | None] = []
+    text = Text("")
+    with source.open() as f:
+        for line, item in enumerate(_lines(f, scanner), start=1):
+            if isinstance(item, bytes):
+                raw = item
+                try:
+                    value = loads(raw)
+                except orjson.JSONDecodeError:
+                    before = len(skipped)
+                    try:
+                        entry = _entry(reader, line, raw)
+                    except InputError:
+                        _no(why, f"line {line}: not JSON (the loader stops there without --skip-invalid)")
+                        return None
+                    if entry is None:  # blank, a comment or skipped
+                        if len(skipped) > before and skipped[-1].reason != "comment line":
+                            recovered = _recovered_node(raw, line)
+                            if recovered is not None:
+                                nodes.append(recovered)
+                                records.append(None)
+                        continue
+                    value = entry[0]
+                else:
+                    if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH:
+                        deep = depth_error(value, Location(path, line))
+                        if deep is not None:
+                            if not skip_invalid:
+                                _no(why, f"line {line}: nested too deep (the loader stops there)")
+                                return None
+                            skipped.append(Skipped(Source(path, line), deep.message))
+                            recovered = _recovered_node(raw, line)
+                            if recovered is not None:
+                                nodes.append(recovered)
+                                records.append(None)
+                            continue
+                if type(value) is not dict:
+                    if not skip_invalid:
+                        _no(why, f"line {line}: not a JSON object (the loader stops there)")
+                        return None
+                    src = Source(path, line)
+                    error = _shape_error(src, "not a Claude Code line: expected a JSON object")
+                    skipped.append(Skipped(src, error.message))
+                    continue
+                read = _record(rule, value, by_kind)
+                if read is None:
+                    _no(why, f"line {line}: {_refused(value)}")
+                    return None
+                record = read
+            else:
+                record = item
+            kind, uuid, parent, side, agent, message_id, recorded, _, _, _, _, special, shape, _ = record
+            if kind == "user" or kind == "assistant":
+                assert special is not None
+                blocks: list[Block] = []
+                for block_kind, _, block_id, name in special:
+                    call = block_kind == "tool_call"
+                    blocks.append(ToolCall(block_id, name, "") if call else ToolResult(block_id, ()))
+                if not shape:
+                    blocks.append(text)  # the line's other blocks (a line of results only holds none)
+                assistant = kind == "assistant"
+                node_id = message_id if assistant and message_id is not None else f"line {line}"
+                usage = recorded if assistant else None
+                nodes.append(_Node(line, kind, uuid, parent, side, agent or "", node_id, tuple(blocks), usage))
+                records.append(record)
+                continue
+            kinds[kind] += 1
+            if uuid is not None:
+                nodes.append(_Node(line, kind, uuid, parent, side))
+                records.append(None)
+    out.skipped = skipped
+    if scanner is not None:
+        for block_kind, added in scanner.kinds():  # the tokens of the blocks of the lines it read
+            by_kind[block_kind] += added
+    tree = _Tree.build(nodes)
+    main = [i for i, n in enumerate(nodes) if n.is_message and not n.sidechain]
+    members = main or [i for i, n in enumerate(nodes) if n.is_message]
+    if not members:
+        _no(why, "no message lines (the loader words the error)")
+        return None
+    if main and len(main) < sum(1 for n in nodes if n.is_message):
+        _no(why, "sidechain lines beside the main chain (the loader reports several transcripts)")
+        return None
+    if not main:
+        memo: dict[int, int] = {}
+        if len({tree.root(i, memo) for i in members}) > 1:
+            _no(why, "sidechain lines of several trees (the loader reports several transcripts)")
+            return None
+        out.agent = next((nodes[i].agent_id for i in members if nodes[i].agent_id), "")
+    leaf = members[-1]
+    chain, selected = _select(tree, leaf)
+    if any(nodes[i].compact for i in selected):
+        _no(why, "a compaction")  # refused by ``_record`` already
+        return None
+    tokens, usage_rows = out.tokens, out.usage
+    names, per_tool, results = out.names, out.per_tool, out.results
+    calls_seen: set[str] = set()
+    answered: set[str] = set()
+    call_lines: dict[str, int] = {}
+    result_lines: dict[tuple[int, str], int] = {}
+    draft = _Draft(rule, out, strict=False)
+    order = sorted(selected)
+    for i in order:
+        kept = records[i]
+        if kept is None:
+            continue
+        record = kept
+        node = nodes[i]
+        line = node.line
+        kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found = record
+        assert special is not None
+        if kind == "assistant":
+            if draft.role != "assistant" or draft.message_id != node.message_id:
+                draft.close()
+                draft.open("assistant", line, node.message_id)
+                if recorded is not None:
+                    i_, w, r, o = recorded
+                    if i_ or w or r:
+                        usage_rows.append([len(tokens), i_, w, r, line, o])
+                    else:
+                        out.unmeasured += 1
+            elif (
+                recorded is not None
+                and usage_rows
+                and usage_rows[-1][0] == len(tokens)
+                and recorded[3] > usage_rows[-1][5]
+            ):
+                usage_rows[-1][5] = recorded[3]  # a split reply's output as it streamed: the largest is its own
+        elif not found or draft.role != "user" or not draft.results:
+            draft.close()
+            draft.open("user", line, "")
+        draft.a += la
+        draft.c += lc
+        draft.o += lo
+        draft.fixed += lf
+        for block_kind, block_tokens, block_id, name in special:
+            if block_kind == "tool_call":
+                if block_id in calls_seen:
+                    _no(why, f"line {line}: tool call id {block_id} used twice (the loader drops a copy)")
+                    return None
+                calls_seen.add(block_id)
+                draft.calls.append(block_id)
+                names[block_id] = name
+                per_tool[name] += 1
+                if kind == "assistant":
+                    call_lines[block_id] = line
+            else:
+                if block_id in answered:
+                    _no(why, f"line {line}: a second result for {block_id} (the loader drops a copy)")
+                    return None
+                answered.add(block_id)
+                draft.results.append(block_id)
+                results.append((block_id, name, block_tokens, len(tokens), draft.line))
+                result_lines[(len(tokens), block_id)] = line
+    draft.close()
+    out.calls = len(calls_seen)
+    left = [i for i, n in enumerate(nodes) if n.is_message and i not in selected]
+    if left and not _take_back(source, rule, {nodes[i].line for i in left}, by_kind):
+        _no(why, "blocks of zero tokens on a left-out branch (which kinds remain is not known)")
+        return None
+    chosen = set(chain)
+    out.leaf_line = nodes[leaf].line
+    out.attached = sum(1 for i in selected if i not in chosen and nodes[i].is_message)
+    out.off_chain = sum(1 for i in members if i not in selected)
+    kept_ids = {nodes[i].message_id for i in selected if nodes[i].kind == "assistant"} | calls_seen
+    branches = _left_out(path, tree, members, selected, kept_ids)
+    out.branches = len(branches)
+    skeleton = tuple(out.skeleton)
+    defects = broken_links(path, tree, chain)
+    defects.extend(message_defects(path, skeleton, call_lines, result_lines))
+    defects.extend(branches)
+    defects.sort(key=lambda d: d.source.line or 0)
+    session = Transcript(system=(), tools=(), messages=skeleton, source=Source(path), defects=tuple(defects))
+    out.defects = _defects(session, session)
+    out.skeleton = None
+    return out
+
+
+def _take_back(source: Input, rule: ScriptRule, lines: set[int], by_kind: defaultdict[str, int]) -> bool:
+    """Take the tokens of the blocks of ``lines`` (message lines left out) back off ``by_kind``, dropping the
+    kinds none is left of; False where a kind comes to zero while its blocks count nothing (no overhead per
+    block), so that whether the kept lines hold one is not known."""
+    taken: dict[str, int] = defaultdict(int)
+    with source.open() as f:
+        for line, raw in enumerate(f, start=1):
+            if line in lines:
+                try:
+                    value = orjson.loads(raw)
+                except orjson.JSONDecodeError:  # a byte order mark or NaN, which the lenient parse read
+                    entry = _entry(LineReader(source.path, True), line, raw)
+                    assert entry is not None
+                    value = entry[0]
+                _record(rule, value, taken)
+    for kind, tokens in taken.items():
+        by_kind[kind] -= tokens
+        if by_kind[kind] == 0:
+            if not rule.block_overhead_tokens:
+                return False
+            del by_kind[kind]
+    return True
+
+
+def _refused(value: dict[str, object]) -> str:
+    """Why ``_record`` refuses a line (``value``, an object)."""
+    kind = value.get("type")
+    if kind != "user" and kind != "assistant":
+        return "a compaction (compact_boundary)"
+    message = value.get("message")
+    if type(message) is not dict:
+        return "a message line without a message object"
+    if type(value.get("uuid")) is not str:
+        return "a message line without a uuid"
+    content = message.get("content")
+    if not content:
+        return "an empty message"
+    if type(content) is list:
+        for b in content:
+            if type(b) is not dict:
+                return "a content block that is not an object"
+            kind = b.get("type")
+            if kind not in ("text", "thinking", "tool_use", "tool_result", "image"):
+                return f"a {kind!r} block"
+            if kind == "tool_result" and type(b.get("content", "")) is list:
+                for part in b.get("content", ""):
+                    if type(part) is not dict or part.get("type") not in ("text", "image"):
+                        return "a tool result holding a block other than text or an image"
+    return "content of a shape the fold does not read"
+
+
 def _results_only(raw: object) -> bool:
     """Whether a user line's content is tool results only, each with a str ``tool_use_id`` (``_blocks``
     checks the rest of their shape; the fold whether each answers a call on the chain so far, as
@@ -552,10 +879,27 @@ def _usage(recorded: dict[str, object]) -> tuple[int, int, int, int]:
 class _Draft:
     """The message being read (``claude_code._Draft``): its sums, and its calls and results by id."""
 
-    __slots__ = ("a", "c", "calls", "expect", "fixed", "line", "message_id", "o", "out", "results", "role", "rule")
+    __slots__ = (
+        "a",
+        "c",
+        "calls",
+        "expect",
+        "fixed",
+        "line",
+        "message_id",
+        "o",
+        "out",
+        "results",
+        "role",
+        "rule",
+        "strict",
+    )
 
-    def __init__(self, rule: ScriptRule, out: _Folded) -> None:
+    def __init__(self, rule: ScriptRule, out: _Folded, *, strict: bool = True) -> None:
         self.rule, self.out = rule, out
+        self.strict = strict
+        """Refuse a round with a defect (``close`` gives False); else keep the message's stand-in in
+        ``out.skeleton``, and ``claude_code.message_defects`` words the defects."""
         self.role = ""
         self.line = 0
         self.message_id = ""
@@ -588,7 +932,13 @@ class _Draft:
         out.by_role[role] += tokens
         a, c, o = out.counts
         out.counts = (a + self.a, c + self.c, o + self.o)
-        if self.results:
+        if not self.strict:
+            if out.skeleton is not None:
+                names = out.names
+                kept: list[Block] = [ToolResult(r, ()) for r in self.results]
+                kept.extend(ToolCall(c, names[c], "") for c in self.calls)
+                out.skeleton.append(Message(cast(Role, role), tuple(kept), Source(out.path, self.line)))
+        elif self.results:
             if self.expect is None or len(self.results) != len(self.expect) or set(self.results) != self.expect:
                 return False
             self.expect = None
@@ -628,10 +978,12 @@ def _report(
     fold.names = folded.names
     fold.calls_per_tool = folded.per_tool
     fold.results = folded.results
-    notes = [
-        NO_PREAMBLE_NOTE,
-        f"followed the parentUuid chain that ends at the last message (line {folded.leaf_line}); no other branches",
-    ]
+    followed = f"followed the parentUuid chain that ends at the last message (line {folded.leaf_line}); "
+    if folded.off_chain:
+        followed += f"left out {folded.off_chain} message line(s) on {folded.branches} other branch(es)"
+    else:
+        followed += "no other branches"
+    notes = [NO_PREAMBLE_NOTE, followed]
     if folded.attached:
         notes.append(
             f"took in {folded.attached} line(s) off the chain: parallel tool calls and their results, which point "
@@ -673,7 +1025,7 @@ def _report(
         top=top,
         usage=_usage_rows(folded.usage, tokens),
         session_tokens=None,
-        defects=(),
+        defects=folded.defects,
     )
 
 

@@ -369,7 +369,9 @@ def test_parallel_results_off_the_chain_fold_as_the_loader_takes_them_in() -> No
     assert [report] == loaded(item)
     assert any(n.startswith("took in 2 line(s) off the chain") for n in report.notes)  # u3 and u5
     # The second result hangs from a progress line off the loader's chain (through u6): it leaves the result
-    # out, as a branch; the fold leaves the file to it.
+    # out, as a branch, and the reply's call unanswered; the fold reads the tree as the loader does.
     item = Input("s.jsonl", _parallel(through_progress=True), keep_text=False)
-    assert folded(item) is None
-    assert reported(item) == loaded(item)
+    report = folded(item)
+    assert report is not None
+    assert [report] == loaded(item)
+    assert {d.kind for d in report.defects} == {"branch", "unanswered-call"}
