@@ -1,12 +1,13 @@
-"""Which Claude Code sessions ``report`` folds straight from their lines (``fitting/ccfold.py``), and why the
-others are left to the loader: for each ``*.jsonl`` file under the folders given (default: the shared corpus's
-Claude Code sessions), ``fold`` or ``loader`` and the first reason the fold gave (its ``why``). With
-``--prefixes``, also how many of each file's prefixes (the first n lines, for every n) fold. Run it on your own
-sessions to see how many take the fast path, e.g.
+"""Which Claude Code sessions ``report`` folds straight from their lines (``fitting/ccfold.py``; a session
+with a subagents folder together with its subagent files), and why the others are left to the loader: for
+each ``*.jsonl`` file under the folders given (default: the shared corpus's Claude Code sessions), ``fold`` or
+``loader`` and the first reason the fold gave. With ``--prefixes``, also how many of each file's prefixes (the
+first n lines, for every n) fold. Run it on your own sessions to see how many take the fast path, e.g.
 
     python benchmarks/probe_fold_coverage.py ~/.claude/projects --skip-invalid
 
-The reasons come from the fold itself (``fold_claude_code(..., why=[])``); nothing here is timed."""
+The reasons come from the fold itself (``fold_claude_code_all(..., why=[])``, which ``report`` calls);
+nothing here is timed."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 from windowfit.fitting import make_estimator
-from windowfit.fitting.ccfold import fold_claude_code
+from windowfit.fitting.ccfold import fold_claude_code_all
 from windowfit.fitting.errors import WindowfitError
 from windowfit.fitting.formats import Input
 
@@ -26,10 +27,10 @@ def reason(item: Input, skip_invalid: bool) -> str | None:
     """None where the fold takes ``item``, else the first reason it gave."""
     why: list[str] = []
     try:
-        report = fold_claude_code(item, make_estimator(), skip_invalid=skip_invalid, why=why)
+        reports = fold_claude_code_all(item, make_estimator(), skip_invalid=skip_invalid, why=why)
     except (WindowfitError, ValueError, RecursionError, OSError) as exc:  # report falls back to the loader
         return f"raised {type(exc).__name__}: {exc}"
-    return None if report is not None else (why[0] if why else "(no reason given)")
+    return None if reports is not None else (why[0] if why else "(no reason given)")
 
 
 def main() -> int:

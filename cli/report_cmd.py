@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError, build_report
-from windowfit.fitting.ccfold import fold_claude_code
+from windowfit.fitting.ccfold import fold_claude_code_all
 from windowfit.fitting.formats import Format, Input, load
 from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
 from windowfit.fitting.report import Report, fold_report
@@ -201,7 +201,7 @@ def claude_code_fold(item: Input, options: ReportOptions, *, skip_invalid: bool 
     o = options
     est = estimator_from(o.estimator, o.overhead)
     try:
-        found = fold_claude_code(
+        found = fold_claude_code_all(
             item,
             est,
             budget=o.budget,
@@ -213,7 +213,7 @@ def claude_code_fold(item: Input, options: ReportOptions, *, skip_invalid: bool 
         )
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
-    return None if found is None else [found]
+    return found
 
 
 def report_file(item: Input, options: ReportOptions, *, fast: bool = True, skip_invalid: bool = False) -> list[Report]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
@@ -47,6 +48,7 @@ from .formats.base import Input
 from .formats.claude_code import (
     NAME,
     NO_PREAMBLE_NOTE,
+    SUBAGENTS_DIR,
     _entry,
     _left_out,
     _Node,
@@ -145,18 +147,77 @@ def fold_claude_code(
     (``_fold_lines``) takes the common shape; where it gives up, ``_fold_tree`` reads the file again as
     ``claude_code._select`` chooses its chain (branches, second roots, broken links, skipped lines)."""
     rule = estimator.rule
-    if type(rule) is not ScriptRule:
-        _no(why, "the estimator is not a ScriptRule (the seed's kind)")
+    refused = _refused_options(estimator, source, size_mode, preamble)
+    if refused is None and source.data is None and subagent_files(source.path):
+        refused = "a subagents folder beside the file (several transcripts: fold_claude_code_all reads them)"
+    if refused is not None or type(rule) is not ScriptRule:
+        _no(why, refused or "")
         return None
+    return _fold_file(source, estimator, rule, budget, window, top, size_mode, preamble, skip_invalid, why)
+
+
+def _refused_options(estimator: Estimator, source: Input, size_mode: str, preamble: int | None) -> str | None:
+    """Why the fold leaves any file to the loader with these options, or None."""
+    if type(estimator.rule) is not ScriptRule:
+        return "the estimator is not a ScriptRule (the seed's kind)"
     if source.keep_text:
-        _no(why, "kept JSON text")
-        return None
+        return "kept JSON text"
     if size_mode not in SIZE_MODES or (preamble is not None and preamble < 0):
-        _no(why, "an option predict_size refuses")  # it words the error
+        return "an option predict_size refuses"  # it words the error
+    return None
+
+
+def fold_claude_code_all(
+    source: Input,
+    estimator: Estimator,
+    *,
+    budget: int | None = None,
+    window: int | None = None,
+    top: int = TOP_RESULTS,
+    size_mode: SizeMode = "auto",
+    preamble: int | None = None,
+    skip_invalid: bool = False,
+    why: list[str] | None = None,
+) -> list[Report] | None:
+    """The reports ``build_report`` gives on every transcript ``claude_code.load`` reads from ``source``: the
+    session's (as ``fold_claude_code`` folds it) and, for a ``<session>/subagents/`` folder beside it, each
+    subagent file's, named and noted as ``load`` names and notes them; None where the fold leaves any of the
+    files to the loader (the first reason in ``why``)."""
+    rule = estimator.rule
+    refused = _refused_options(estimator, source, size_mode, preamble)
+    if refused is not None or type(rule) is not ScriptRule:
+        _no(why, refused or "")
         return None
-    if source.data is None and subagent_files(source.path):
-        _no(why, "a subagents folder beside the file (several transcripts)")
-        return None
+    subagents = subagent_files(source.path) if source.data is None else []
+    found = []
+    for item in (source, *(Input(str(f), keep_text=source.keep_text) for f in subagents)):
+        report = _fold_file(item, estimator, rule, budget, window, top, size_mode, preamble, skip_invalid, why)
+        if report is None:
+            if item is not source and why:
+                why[0] = f"{Path(item.path).name} in {SUBAGENTS_DIR}/: {why[0]}"
+            return None
+        found.append(report)
+    if subagents:  # as claude_code.load names the subagent files' transcripts and notes them on the session's
+        named = [r if r.name else replace(r, name=f"subagent {Path(r.path).stem}") for r in found[1:]]
+        names = ", ".join(r.name for r in named)
+        note = f"loaded {len(named)} subagent transcript(s) from {SUBAGENTS_DIR}/: {names}"
+        found = [replace(found[0], notes=(*found[0].notes, note)), *named]
+    return found
+
+
+def _fold_file(
+    source: Input,
+    estimator: Estimator,
+    rule: ScriptRule,
+    budget: int | None,
+    window: int | None,
+    top: int,
+    size_mode: SizeMode,
+    preamble: int | None,
+    skip_invalid: bool,
+    why: list[str] | None,
+) -> Report | None:
+    """The report of the one transcript of the file ``source`` (its subagents folder aside), or None."""
     folded = _fold_lines(source, rule)
     if folded is None:
         folded = _fold_tree(source, rule, skip_invalid, why)

@@ -22,7 +22,7 @@ from typer.testing import Result
 from windowfit.cli.report_cmd import FAST_FOLD_ENV, ReportOptions, report_file, report_work
 from windowfit.cli.shared import SizeChoice
 from windowfit.fitting import make_estimator
-from windowfit.fitting.ccfold import fold_claude_code
+from windowfit.fitting.ccfold import fold_claude_code, fold_claude_code_all
 from windowfit.fitting.errors import InputError
 from windowfit.fitting.formats import Input, load
 from windowfit.fitting.report import Report
@@ -347,7 +347,7 @@ def test_it_leaves_other_estimators_and_kept_text_to_the_loader(tmp_path: Path) 
         {"parentUuid": None, "type": "user", "uuid": "a", "message": {"role": "user", "content": "Привет"}},
         {"parentUuid": "a", "type": "assistant", "uuid": "b", "message": {"role": "assistant", "content": "hi"}},
     ]
-    data = b"\n".join(orjson.dumps(x) for x in lines)
+    data = b"\n".join(orjson.dumps({**x, "sessionId": "s"}) for x in lines)
     assert folded(Input("s.jsonl", data, keep_text=False)) is not None
     assert folded(Input("s.jsonl", data, keep_text=True)) is None
     safe = ReportOptions("safe", 1.0, None, None, 10, SizeChoice.auto, None)
@@ -358,8 +358,21 @@ def test_it_leaves_other_estimators_and_kept_text_to_the_loader(tmp_path: Path) 
     assert folded(Input(str(path), keep_text=False)) is not None
     (tmp_path / "s" / "subagents").mkdir(parents=True)
     (tmp_path / "s" / "subagents" / "agent-x.jsonl").write_bytes(data)
-    assert folded(Input(str(path), keep_text=False)) is None
-    assert reported(Input(str(path), keep_text=False)) == loaded(Input(str(path), keep_text=False))
+    why: list[str] = []
+    assert folded(Input(str(path), keep_text=False), why=why) is None
+    assert why and "subagents folder" in why[0]
+    # ... which ``report`` folds with the session (fold_claude_code_all), as the loader names and notes it.
+    item = Input(str(path), keep_text=False)
+    both = fold_claude_code_all(item, make_estimator())
+    assert both is not None and [r.name for r in both] == ["", "subagent agent-x"]
+    assert both == loaded(item) == reported(item)
+    assert any(n.startswith("loaded 1 subagent transcript(s)") for n in both[0].notes)
+    # A subagent file the fold leaves to the loader leaves the whole session to it, and says which.
+    (tmp_path / "s" / "subagents" / "agent-y.jsonl").write_bytes(data.replace(b'"hi"', b'""'))
+    why.clear()
+    assert fold_claude_code_all(item, make_estimator(), why=why) is None
+    assert why[0].startswith("agent-y.jsonl in subagents/: "), why
+    assert reported(item) == loaded(item)
 
 
 @pytest.mark.parametrize("args", [(), ("--json",), ("--budget", "100", "--window", "300", "--size", "estimate")])
