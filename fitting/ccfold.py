@@ -55,6 +55,7 @@ from .formats.claude_code import (
     _recovered_node,
     _select,
     _shape_error,
+    _subagent_name,
     _Tree,
     broken_links,
     message_defects,
@@ -153,7 +154,11 @@ def fold_claude_code(
     if refused is not None or type(rule) is not ScriptRule:
         _no(why, refused or "")
         return None
-    return _fold_file(source, estimator, rule, budget, window, top, size_mode, preamble, skip_invalid, why)
+    found = _fold_file(source, estimator, rule, budget, window, top, size_mode, preamble, skip_invalid, why)
+    if found is not None and len(found) > 1:
+        _no(why, "sidechain lines beside the main chain (several transcripts: fold_claude_code_all reads them)")
+        return None
+    return None if found is None else found[0]
 
 
 def _refused_options(estimator: Estimator, source: Input, size_mode: str, preamble: int | None) -> str | None:
@@ -189,19 +194,21 @@ def fold_claude_code_all(
         _no(why, refused or "")
         return None
     subagents = subagent_files(source.path) if source.data is None else []
-    found = []
+    found: list[Report] = []
+    first = 0
     for item in (source, *(Input(str(f), keep_text=source.keep_text) for f in subagents)):
-        report = _fold_file(item, estimator, rule, budget, window, top, size_mode, preamble, skip_invalid, why)
-        if report is None:
+        reports = _fold_file(item, estimator, rule, budget, window, top, size_mode, preamble, skip_invalid, why)
+        if reports is None:
             if item is not source and why:
                 why[0] = f"{Path(item.path).name} in {SUBAGENTS_DIR}/: {why[0]}"
             return None
-        found.append(report)
+        found.extend(reports)
+        first = first or len(found)
     if subagents:  # as claude_code.load names the subagent files' transcripts and notes them on the session's
-        named = [r if r.name else replace(r, name=f"subagent {Path(r.path).stem}") for r in found[1:]]
+        named = [r if r.name else replace(r, name=f"subagent {Path(r.path).stem}") for r in found[first:]]
         names = ", ".join(r.name for r in named)
         note = f"loaded {len(named)} subagent transcript(s) from {SUBAGENTS_DIR}/: {names}"
-        found = [replace(found[0], notes=(*found[0].notes, note)), *named]
+        found = [replace(found[0], notes=(*found[0].notes, note)), *found[1:first], *named]
     return found
 
 
@@ -216,14 +223,14 @@ def _fold_file(
     preamble: int | None,
     skip_invalid: bool,
     why: list[str] | None,
-) -> Report | None:
-    """The report of the one transcript of the file ``source`` (its subagents folder aside), or None."""
+) -> list[Report] | None:
+    """The reports of the transcripts of the file ``source`` (its subagents folder aside), or None."""
     folded = _fold_lines(source, rule)
-    if folded is None:
-        folded = _fold_tree(source, rule, skip_invalid, why)
-        if folded is None:
-            return None
-    return _report(source.path, folded, estimator, budget, window, top, size_mode, preamble)
+    found = [folded] if folded is not None else _fold_tree(source, rule, skip_invalid, why)
+    if found is None:
+        return None
+    reports = [_report(source.path, f, estimator, budget, window, top, size_mode, preamble) for f in found]
+    return reports
 
 
 def _no(why: list[str] | None, reason: str) -> None:
@@ -246,6 +253,7 @@ class _Folded:
         "defects",
         "kinds",
         "leaf_line",
+        "name",
         "names",
         "off_chain",
         "path",
@@ -287,6 +295,8 @@ class _Folded:
         of its message lines ("" if none)."""
         self.path = ""
         """The file's path, as the stand-ins' sources name it."""
+        self.name: str | None = None
+        """The transcript's name where ``_fold_tree`` names it as the loader does (else from ``agent``)."""
         self.off_chain = self.branches = 0
         """Message lines the loader leaves out on other branches, and how many branches (``_fold_tree``)."""
         self.defects: tuple[Defect, ...] = ()
@@ -637,15 +647,18 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
     return out
 
 
-def _fold_tree(source: Input, rule: ScriptRule, skip_invalid: bool, why: list[str] | None = None) -> _Folded | None:
+def _fold_tree(
+    source: Input, rule: ScriptRule, skip_invalid: bool, why: list[str] | None = None
+) -> list[_Folded] | None:
     """The fold of a file the one pass gives up on, read as the loader reads it: each line's record (the
     scanner's, else ``_record``'s), each line of the tree a ``claude_code._Node`` with stand-ins for its
     calls and results (no text), unreadable lines skipped and their links recovered as ``_read`` does (with
     ``skip_invalid``), the chain and the lines it carries chosen by ``claude_code._select``, and the chosen
     message lines merged in file order as ``_build`` merges them; the defects are the loader's
-    (``broken_links``, ``message_defects``, ``_left_out``) and the repair check's. The tokens of the blocks
-    of message lines left out are taken back off ``by_kind`` (those lines read again). None, with the reason
-    in ``why``, for a shape it leaves to the loader."""
+    (``broken_links``, ``message_defects``, ``_left_out``) and the repair check's. One fold per transcript
+    the loader reads from the file: the main conversation, then each tree of sidechain lines beside it
+    (``_fold_group``), named as ``claude_code._transcripts`` names them. None, with the reason in ``why``,
+    for a shape it leaves to the loader."""
     path = source.path
     out = _Folded()
     out.path = path
@@ -732,24 +745,56 @@ def _fold_tree(source: Input, rule: ScriptRule, skip_invalid: bool, why: list[st
             by_kind[block_kind] += added
     tree = _Tree.build(nodes)
     main = [i for i, n in enumerate(nodes) if n.is_message and not n.sidechain]
-    members = main or [i for i, n in enumerate(nodes) if n.is_message]
-    if not members:
+    sides: dict[int, list[int]] = {}
+    memo: dict[int, int] = {}
+    for i, n in enumerate(nodes):
+        if n.is_message and n.sidechain:
+            sides.setdefault(tree.root(i, memo), []).append(i)
+    groups: list[tuple[list[int], str | None]] = [(main, None)] if main else []
+    stem = Path(path).stem
+    taken: Counter[str] = Counter()
+    for number, members in enumerate(sides.values(), start=1):  # as claude_code._transcripts names them
+        label = _subagent_name(tree, members, number, stem)
+        taken[label] += 1
+        groups.append((members, label if taken[label] == 1 else f"{label} #{taken[label]}"))
+    if not groups:
         _no(why, "no message lines (the loader words the error)")
         return None
-    if main and len(main) < sum(1 for n in nodes if n.is_message):
-        _no(why, "sidechain lines beside the main chain (the loader reports several transcripts)")
-        return None
-    if not main:
-        memo: dict[int, int] = {}
-        if len({tree.root(i, memo) for i in members}) > 1:
-            _no(why, "sidechain lines of several trees (the loader reports several transcripts)")
+    found: list[_Folded] = []
+    for members, title in groups:
+        group = out if not found else _Folded()  # the first holds the file's skipped lines and line kinds
+        group.path = path
+        group.skeleton = []
+        group.name = title
+        if not _fold_group(source, rule, tree, records, members, group, why, not found):
             return None
-        out.agent = next((nodes[i].agent_id for i in members if nodes[i].agent_id), "")
+        found.append(group)
+    return found
+
+
+def _fold_group(
+    source: Input,
+    rule: ScriptRule,
+    tree: _Tree,
+    records: list[_Record | None],
+    members: list[int],
+    out: _Folded,
+    why: list[str] | None,
+    first: bool,
+) -> bool:
+    """Fold into ``out`` the transcript of ``members`` (the message nodes of one group, as
+    ``claude_code._transcript`` takes them): its chain and the lines it carries (``_select``), merged as
+    ``_build`` merges them, with the loader's defects and the repair check's; False (the reason in ``why``) for
+    a shape left to the loader. The first transcript of the file has the scanner's sums of the blocks' tokens
+    in ``out.by_kind`` (``first``), less the message lines it leaves out; the others read their own again."""
+    path = source.path
+    nodes = tree.nodes
+    by_kind = out.by_kind
     leaf = members[-1]
     chain, selected = _select(tree, leaf)
     if any(nodes[i].compact for i in selected):
         _no(why, "a compaction")  # refused by ``_record`` already
-        return None
+        return False
     tokens, usage_rows = out.tokens, out.usage
     names, per_tool, results = out.names, out.per_tool, out.results
     calls_seen: set[str] = set()
@@ -795,7 +840,7 @@ def _fold_tree(source: Input, rule: ScriptRule, skip_invalid: bool, why: list[st
             if block_kind == "tool_call":
                 if block_id in calls_seen:
                     _no(why, f"line {line}: tool call id {block_id} used twice (the loader drops a copy)")
-                    return None
+                    return False
                 calls_seen.add(block_id)
                 draft.calls.append(block_id)
                 names[block_id] = name
@@ -805,17 +850,20 @@ def _fold_tree(source: Input, rule: ScriptRule, skip_invalid: bool, why: list[st
             else:
                 if block_id in answered:
                     _no(why, f"line {line}: a second result for {block_id} (the loader drops a copy)")
-                    return None
+                    return False
                 answered.add(block_id)
                 draft.results.append(block_id)
                 results.append((block_id, name, block_tokens, len(tokens), draft.line))
                 result_lines[(len(tokens), block_id)] = line
     draft.close()
     out.calls = len(calls_seen)
-    left = [i for i, n in enumerate(nodes) if n.is_message and i not in selected]
-    if left and not _take_back(source, rule, {nodes[i].line for i in left}, by_kind):
-        _no(why, "blocks of zero tokens on a left-out branch (which kinds remain is not known)")
-        return None
+    if first:  # the scanner's sums, less the lines left out
+        left = [i for i, n in enumerate(nodes) if n.is_message and i not in selected]
+        if left and not _take_back(source, rule, {nodes[i].line for i in left}, by_kind):
+            _no(why, "blocks of zero tokens on a left-out branch (which kinds remain is not known)")
+            return False
+    else:  # the tokens of its own lines, read again
+        out.by_kind = _kinds_of(source, rule, {nodes[i].line for i in selected if nodes[i].is_message})
     chosen = set(chain)
     out.leaf_line = nodes[leaf].line
     out.attached = sum(1 for i in selected if i not in chosen and nodes[i].is_message)
@@ -823,6 +871,7 @@ def _fold_tree(source: Input, rule: ScriptRule, skip_invalid: bool, why: list[st
     kept_ids = {nodes[i].message_id for i in selected if nodes[i].kind == "assistant"} | calls_seen
     branches = _left_out(path, tree, members, selected, kept_ids)
     out.branches = len(branches)
+    assert out.skeleton is not None
     skeleton = tuple(out.skeleton)
     defects = broken_links(path, tree, chain)
     defects.extend(message_defects(path, skeleton, call_lines, result_lines))
@@ -831,14 +880,25 @@ def _fold_tree(source: Input, rule: ScriptRule, skip_invalid: bool, why: list[st
     session = Transcript(system=(), tools=(), messages=skeleton, source=Source(path), defects=tuple(defects))
     out.defects = _defects(session, session)
     out.skeleton = None
-    return out
+    return True
 
 
 def _take_back(source: Input, rule: ScriptRule, lines: set[int], by_kind: defaultdict[str, int]) -> bool:
     """Take the tokens of the blocks of ``lines`` (message lines left out) back off ``by_kind``, dropping the
     kinds none is left of; False where a kind comes to zero while its blocks count nothing (no overhead per
     block), so that whether the kept lines hold one is not known."""
-    taken: dict[str, int] = defaultdict(int)
+    for kind, tokens in _kinds_of(source, rule, lines).items():
+        by_kind[kind] -= tokens
+        if by_kind[kind] == 0:
+            if not rule.block_overhead_tokens:
+                return False
+            del by_kind[kind]
+    return True
+
+
+def _kinds_of(source: Input, rule: ScriptRule, lines: set[int]) -> defaultdict[str, int]:
+    """The tokens of the blocks of the message lines ``lines`` of ``source`` by kind, read again."""
+    taken: defaultdict[str, int] = defaultdict(int)
     with source.open() as f:
         for line, raw in enumerate(f, start=1):
             if line in lines:
@@ -849,13 +909,7 @@ def _take_back(source: Input, rule: ScriptRule, lines: set[int], by_kind: defaul
                     assert entry is not None
                     value = entry[0]
                 _record(rule, value, taken)
-    for kind, tokens in taken.items():
-        by_kind[kind] -= tokens
-        if by_kind[kind] == 0:
-            if not rule.block_overhead_tokens:
-                return False
-            del by_kind[kind]
-    return True
+    return taken
 
 
 def _refused(value: dict[str, object]) -> str:
@@ -1054,8 +1108,8 @@ def _report(
         notes.append(
             f"{folded.unmeasured} assistant message(s) record zero usage (e.g. model <synthetic>): not measured"
         )
-    name = ""
-    if folded.agent is not None:  # as claude_code._subagent_name names the one sidechain tree
+    name = folded.name or ""
+    if folded.name is None and folded.agent is not None:  # as claude_code._subagent_name names the one sidechain tree
         stem = Path(path).stem
         name = (
             f"subagent agent-{folded.agent}"
