@@ -1,23 +1,31 @@
 """``report`` of a Claude Code session folded straight from its lines, without ``Message`` objects.
 
-For the shape most sessions have, one pass gives what ``claude_code.load`` and ``build_report`` give: message
-lines on one parentUuid chain (each message's parent the message before it, or bookkeeping lines such as
-progress that hang from it), all off the sidechain or all on it (a subagent's own file), blocks of the four
-kinds Claude Code writes, assistant replies split over lines that share a message id, and every round of
-tool calls answered by the message right after it. Parallel calls' result lines may hang from their call's
-line rather than the line before them, and the chain go on from one of them, as ``claude_code._select`` takes
-them in (each result line off its chain holds results only, hanging from a line it takes); blank and comment
-lines are passed over as ``LineReader`` passes them. Each line is read by the compiled scanner
-(fitting/_ccline.c, a chunk of lines at a time, where it is built) or else parsed with orjson and read by
-``_record`` (the reference, and the reader of every line the scanner is not sure of); each block is summed
-into its message (characters per script class, fixed tokens) and its tokens into its kind, calls and results
-are kept by id; the split replies and result lines are merged as ``claude_code._build`` merges the messages,
-and the sums of ``ReportFold`` and the predicted size are taken from them. Any line or shape this path cannot
-vouch for (an unreadable or too deep line, any other branch, a sidechain beside the main chain, a compaction, an empty
-message, a block of another kind, a call id used twice, a call without its result, a subagent folder, an
-estimator that is not a ``ScriptRule``, kept JSON text) gives None, and the caller loads the file as before:
-the report is the same either way (tests/test_ccfold.py compares the two on the corpus, every prefix of its
-sessions and generated sessions)."""
+For the shape most sessions have, one pass (``_fold_lines``) gives what ``claude_code.load`` and
+``build_report`` give: message lines on one parentUuid chain (each message's parent the message before it, or
+bookkeeping lines such as progress that hang from it), all off the sidechain or all on it (a subagent's own
+file), blocks of the kinds Claude Code writes, assistant replies split over lines that share a message id, and
+every round of tool calls answered by the message right after it. Parallel calls' result lines may hang from
+their call's line rather than the line before them, and the chain go on from one of them, as
+``claude_code._select`` takes them in (each result line off its chain holds results only, hanging from a line
+it takes); blank and comment lines are passed over as ``LineReader`` passes them. Each line is read by the
+compiled scanner (fitting/_ccline.c, a chunk of lines at a time, where it is built) or else parsed with orjson
+and read by ``_record`` (the reference, and the reader of every line the scanner is not sure of, such as a
+line with an image); each block is summed into its message (characters per script class, fixed tokens) and
+its tokens into its kind, calls and results are kept by id; the split replies and result lines are merged as
+``claude_code._build`` merges the messages, and the sums of ``ReportFold`` and the predicted size are taken
+from them.
+
+Where the one pass gives up (another branch, a second root, a parent not in the file, a broken line, a
+defective round, sidechains beside the main chain), ``_fold_tree`` reads the file again as the loader does: a
+record and a text-less ``claude_code._Node`` per line, unreadable lines skipped and their links recovered with
+``skip_invalid`` (without it the loader stops there, and so does the fold), the chain chosen by
+``claude_code._select``, the loader's defects and notes, and one fold per transcript (the main conversation,
+then each sidechain tree). ``fold_claude_code_all`` adds the files of a ``<session>/subagents/`` folder. What
+is still left to the loader (None, the first reason in ``why``): a compaction, an empty message, a block of
+another kind, a message line the loader skips as of an unknown shape, a call id used twice, an estimator that
+is not a ``ScriptRule``, kept JSON text. The report is the same either way (tests/test_ccfold.py compares the
+two on the corpus, every prefix of its sessions and generated sessions; benchmarks/probe_fold_coverage.py
+shows which files of a folder fold, and why the others do not)."""
 
 from __future__ import annotations
 
