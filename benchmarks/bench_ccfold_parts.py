@@ -93,20 +93,19 @@ def parts(path: Path) -> dict[str, Callable[[], object]]:
 
 
 def corpus_prefixes(skip_invalid: bool) -> tuple[int, int, int, int]:
-    """Files, how many the fold takes, prefixes (every first N lines of every file) and how many of them it
-    takes, with ``skip_invalid`` as given."""
+    """Files, how many ``report``'s fold takes (``fold_claude_code_all``: every transcript of the file),
+    prefixes (every first N lines of every file) and how many of them it takes, with ``skip_invalid``."""
     estimator = make_estimator()
     files = sorted(CORPUS.rglob("*.jsonl"))
     total = taken = whole = 0
     for path in files:
-        whole += (
-            ccfold.fold_claude_code(Input(str(path), keep_text=False), estimator, skip_invalid=skip_invalid) is not None
-        )
+        item = Input(str(path), keep_text=False)
+        whole += ccfold.fold_claude_code_all(item, estimator, skip_invalid=skip_invalid) is not None
         lines = path.read_bytes().splitlines(keepends=True)
         for n in range(1, len(lines) + 1):
             total += 1
             item = Input(str(path), b"".join(lines[:n]), keep_text=False)
-            taken += ccfold.fold_claude_code(item, estimator, skip_invalid=skip_invalid) is not None
+            taken += ccfold.fold_claude_code_all(item, estimator, skip_invalid=skip_invalid) is not None
     return len(files), whole, total, taken
 
 
