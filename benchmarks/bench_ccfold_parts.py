@@ -12,6 +12,7 @@ record per line; without it built (or with ``WINDOWFIT_PURE=1``) its rows are th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import time
@@ -72,6 +73,9 @@ def parts(path: Path) -> dict[str, Callable[[], object]]:
     folded = fold_lines()
     assert folded is not None, "the fold leaves this file to the loader"
 
+    def fold_tree() -> object:
+        return ccfold._fold_tree(Input(str(path), keep_text=False), rule, False)
+
     def report() -> object:
         return ccfold._report(str(path), folded, estimator, None, None, 10, "auto", None)  # type: ignore[arg-type]
 
@@ -83,22 +87,68 @@ def parts(path: Path) -> dict[str, Callable[[], object]]:
         "the whole pass in Python (_fold_lines, no scanner)": fold_lines_python,
         "the compiled scan alone (_lines, 1 MB chunks)": scan,
         "the whole pass (_fold_lines, with the scanner)": fold_lines,
+        "the tree fold instead (_fold_tree, with the scanner)": fold_tree,
         "then _report (rows, size, sorting)": report,
     }
 
 
-def corpus_prefixes() -> tuple[int, int, int]:
-    """Files, prefixes (every first N lines of every file) and how many of them the fold takes."""
+def corpus_prefixes(skip_invalid: bool) -> tuple[int, int, int, int]:
+    """Files, how many ``report``'s fold takes (``fold_claude_code_all``: every transcript of the file),
+    prefixes (every first N lines of every file) and how many of them it takes, with ``skip_invalid``."""
     estimator = make_estimator()
     files = sorted(CORPUS.rglob("*.jsonl"))
-    total = taken = 0
+    total = taken = whole = 0
     for path in files:
+        item = Input(str(path), keep_text=False)
+        whole += ccfold.fold_claude_code_all(item, estimator, skip_invalid=skip_invalid) is not None
         lines = path.read_bytes().splitlines(keepends=True)
         for n in range(1, len(lines) + 1):
             total += 1
             item = Input(str(path), b"".join(lines[:n]), keep_text=False)
-            taken += ccfold.fold_claude_code(item, estimator) is not None
-    return len(files), total, taken
+            taken += ccfold.fold_claude_code_all(item, estimator, skip_invalid=skip_invalid) is not None
+    return len(files), whole, total, taken
+
+
+def corpus_sessions(repeat: int) -> tuple[int, float, float, float]:
+    """On the corpus's files the fold takes with ``--skip-invalid`` that the one pass leaves (trees, broken
+    lines, images): how many, and the CPU seconds (best of ``repeat``, summed over the files, taken in turns) of
+    the bare loop, of ``report``'s fold (the one pass tried first) and of the loader with ``build_report``."""
+    from windowfit.cli.report_cmd import ReportOptions, report_work
+    from windowfit.cli.shared import SizeChoice
+    from windowfit.fitting.formats import load
+
+    options = ReportOptions("seed", 1.0, None, None, 10, SizeChoice.auto, None)
+    rule = make_estimator().rule
+    files = []
+    for path in sorted(CORPUS.rglob("*.jsonl")):
+        item = Input(str(path), keep_text=False)
+        if ccfold._fold_lines(item, rule) is None and ccfold.fold_claude_code(
+            item, make_estimator(), skip_invalid=True
+        ):
+            files.append(item)
+
+    def bare() -> None:
+        for item in files:
+            with open(item.path, "rb") as f:
+                for line in f:
+                    with contextlib.suppress(orjson.JSONDecodeError):  # the broken lines
+                        orjson.loads(line)
+
+    def fold() -> None:
+        for item in files:
+            ccfold.fold_claude_code(item, make_estimator(), skip_invalid=True)
+
+    def loaded() -> None:
+        for item in files:
+            report_work(load(item, skip_invalid=True), options=options)
+
+    best = [float("inf")] * 3
+    for _ in range(repeat):
+        for k, run in enumerate((bare, fold, loaded)):
+            start = time.process_time()
+            run()
+            best[k] = min(best[k], time.process_time() - start)
+    return len(files), best[0], best[1], best[2]
 
 
 def main() -> None:
@@ -124,8 +174,17 @@ def main() -> None:
     for name, seconds in best.items():
         print(f"  {name:50} {seconds:6.3f} {seconds / base:5.2f}x")
     if CORPUS.is_dir():
-        files, total, taken = corpus_prefixes()
-        print(f"corpus: {files} Claude Code files, {total} prefixes, {taken} taken by the fold")
+        for skip_invalid in (False, True):
+            files, whole, total, taken = corpus_prefixes(skip_invalid)
+            print(
+                f"corpus{' (--skip-invalid)' if skip_invalid else ''}: {whole} of {files} Claude Code files and "
+                f"{taken} of {total} prefixes taken by the fold"
+            )
+        n, bare, fold, loaded = corpus_sessions(args.repeat)
+        print(
+            f"corpus, the {n} files only the tree fold takes: bare loop {bare:.3f} s, fold {fold:.3f} s "
+            f"({fold / bare:.2f}x), loader + build_report {loaded:.3f} s ({loaded / bare:.2f}x)"
+        )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError, build_report
-from windowfit.fitting.ccfold import fold_claude_code
+from windowfit.fitting.ccfold import fold_claude_code_all
 from windowfit.fitting.formats import Format, Input, load
 from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
 from windowfit.fitting.report import Report, fold_report
@@ -163,7 +163,7 @@ def report_stream(
     None for another format, or when the stream stops on an error (the file is then loaded, and the loader
     words the error)."""
     if chosen.name == CLAUDE_CODE:
-        return claude_code_fold(item, options)
+        return claude_code_fold(item, options, skip_invalid=skip_invalid)
     from windowfit.fitting.formats.messages import stream_messages  # not for a Claude Code session
 
     try:
@@ -192,27 +192,35 @@ FAST_FOLD_ENV = "WINDOWFIT_FASTFOLD"
 """Set to 0 to read every Claude Code file with the loader (the benchmarks compare the two paths)."""
 
 
-def claude_code_fold(item: Input, options: ReportOptions) -> list[Report] | None:
+def claude_code_fold(item: Input, options: ReportOptions, *, skip_invalid: bool = False) -> list[Report] | None:
     """``report_work``'s report of a Claude Code session, folded from its lines without building its messages
-    (``fitting.ccfold``); None for a file of a shape the fold leaves to the loader, or when it is turned off."""
+    (``fitting.ccfold``; unreadable lines skipped as the loader skips them with ``skip_invalid``); None for a
+    file of a shape the fold leaves to the loader, or when it is turned off."""
     if os.environ.get(FAST_FOLD_ENV) == "0":
         return None
     o = options
     est = estimator_from(o.estimator, o.overhead)
     try:
-        found = fold_claude_code(
-            item, est, budget=o.budget, window=o.window, top=o.top, size_mode=o.size.value, preamble=o.preamble
+        found = fold_claude_code_all(
+            item,
+            est,
+            budget=o.budget,
+            window=o.window,
+            top=o.top,
+            size_mode=o.size.value,
+            preamble=o.preamble,
+            skip_invalid=skip_invalid,
         )
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
-    return None if found is None else [found]
+    return found
 
 
-def report_file(item: Input, options: ReportOptions, *, fast: bool = True) -> list[Report]:
+def report_file(item: Input, options: ReportOptions, *, fast: bool = True, skip_invalid: bool = False) -> list[Report]:
     """One file's reports as ``report`` makes them in one process: from the fold where it vouches for the
     file (``fast``), else loaded (what ``bench_report.py --claude-code`` times both ways)."""
     if fast:
-        folded = claude_code_fold(item, options)
+        folded = claude_code_fold(item, options, skip_invalid=skip_invalid)
         if folded is not None:
             return folded
-    return report_work(load(item), options=options)
+    return report_work(load(item, skip_invalid=skip_invalid), options=options)

@@ -1,42 +1,78 @@
 """``report`` of a Claude Code session folded straight from its lines, without ``Message`` objects.
 
-For the shape most sessions have, one pass gives what ``claude_code.load`` and ``build_report`` give: message
-lines on one parentUuid chain (each message's parent the message before it, or bookkeeping lines such as
-progress that hang from it), all off the sidechain or all on it (a subagent's own file), blocks of the four
-kinds Claude Code writes, assistant replies split over lines that share a message id, and every round of
-tool calls answered by the message right after it. Parallel calls' result lines may hang from their call's
-line rather than the line before them, and the chain go on from one of them, as ``claude_code._select`` takes
-them in (each result line off its chain holds results only, hanging from a line it takes); blank and comment
-lines are passed over as ``LineReader`` passes them. Each line is read by the compiled scanner
-(fitting/_ccline.c, a chunk of lines at a time, where it is built) or else parsed with orjson and read by
-``_record`` (the reference, and the reader of every line the scanner is not sure of); each block is summed
-into its message (characters per script class, fixed tokens) and its tokens into its kind, calls and results
-are kept by id; the split replies and result lines are merged as ``claude_code._build`` merges the messages,
-and the sums of ``ReportFold`` and the predicted size are taken from them. Any line or shape this path cannot
-vouch for (an unreadable or too deep line, any other branch, a sidechain beside the main chain, a compaction, an empty
-message, a block of another kind, a call id used twice, a call without its result, a subagent folder, an
-estimator that is not a ``ScriptRule``, kept JSON text) gives None, and the caller loads the file as before:
-the report is the same either way (tests/test_ccfold.py compares the two on the corpus, every prefix of its
-sessions and generated sessions)."""
+For the shape most sessions have, one pass (``_fold_lines``) gives what ``claude_code.load`` and
+``build_report`` give: message lines on one parentUuid chain (each message's parent the message before it, or
+bookkeeping lines such as progress that hang from it), all off the sidechain or all on it (a subagent's own
+file), blocks of the kinds Claude Code writes, assistant replies split over lines that share a message id, and
+every round of tool calls answered by the message right after it. Parallel calls' result lines may hang from
+their call's line rather than the line before them, and the chain go on from one of them, as
+``claude_code._select`` takes them in (each result line off its chain holds results only, hanging from a line
+it takes); blank and comment lines are passed over as ``LineReader`` passes them. Each line is read by the
+compiled scanner (fitting/_ccline.c, a chunk of lines at a time, where it is built) or else parsed with orjson
+and read by ``_record`` (the reference, and the reader of every line the scanner is not sure of, such as a
+line with an image); each block is summed into its message (characters per script class, fixed tokens) and
+its tokens into its kind, calls and results are kept by id; the split replies and result lines are merged as
+``claude_code._build`` merges the messages, and the sums of ``ReportFold`` and the predicted size are taken
+from them.
+
+Where the one pass gives up (another branch, a second root, a parent not in the file, a broken line, a
+defective round, sidechains beside the main chain), ``_fold_tree`` reads the file again as the loader does: a
+record and a text-less ``claude_code._Node`` per line, unreadable lines skipped and their links recovered with
+``skip_invalid`` (without it the loader stops there, and so does the fold), the chain chosen by
+``claude_code._select``, the loader's defects and notes, and one fold per transcript (the main conversation,
+then each sidechain tree). ``fold_claude_code_all`` adds the files of a ``<session>/subagents/`` folder. What
+is still left to the loader (None, the first reason in ``why``): a compaction, an empty message, a block of
+another kind, a message line the loader skips as of an unknown shape, a call id used twice, an estimator that
+is not a ``ScriptRule``, kept JSON text. The report is the same either way (tests/test_ccfold.py compares the
+two on the corpus, every prefix of its sessions and generated sessions; benchmarks/probe_fold_coverage.py
+shows which files of a folder fold, and why the others do not)."""
 
 from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 import orjson
 
 from ._json import MAX_DEPTH, bracket_count, depth_error, dumps
-from .errors import Location
-from .estimate import _GROUP_CODES, _SEED_CLASSES, PURE_ENV, CharCounts, Estimator, ScriptRule, _check_classes, _groups
+from .errors import InputError, Location
+from .estimate import (
+    _GROUP_CODES,
+    _SEED_CLASSES,
+    PURE_ENV,
+    CharCounts,
+    Estimator,
+    ScriptRule,
+    _check_classes,
+    _groups,
+    image_tokens,
+)
+from .formats._jsonl import LineReader
 from .formats.base import Input
-from .formats.claude_code import NAME, NO_PREAMBLE_NOTE, subagent_files
-from .report import TOP_RESULTS, Report, ReportFold, UsageRow
+from .formats.claude_code import (
+    NAME,
+    NO_PREAMBLE_NOTE,
+    SUBAGENTS_DIR,
+    _entry,
+    _left_out,
+    _Node,
+    _recovered_node,
+    _select,
+    _shape_error,
+    _subagent_name,
+    _Tree,
+    broken_links,
+    message_defects,
+    subagent_files,
+)
+from .images import sniff_dimensions
+from .report import TOP_RESULTS, Report, ReportFold, UsageRow, _defects
 from .size import SIZE_MODES, PreambleSource, Size, SizeMode
-from .transcript import Skipped, Source, Transcript
+from .transcript import Block, Defect, Message, Role, Skipped, Source, Text, ToolCall, ToolResult, Transcript
 
 _NOWHERE = Location("<ccfold>")
 
@@ -111,20 +147,104 @@ def fold_claude_code(
     top: int = TOP_RESULTS,
     size_mode: SizeMode = "auto",
     preamble: int | None = None,
+    skip_invalid: bool = False,
+    why: list[str] | None = None,
 ) -> Report | None:
-    """The report ``build_report`` gives on the one transcript ``claude_code.load`` reads from ``source``,
-    or None when the file is not of the shape this path vouches for (see the module docstring)."""
+    """The report ``build_report`` gives on the one transcript ``claude_code.load`` reads from ``source``
+    (with ``skip_invalid`` as given to it), or None when the file is not of the shape this path vouches for
+    (see the module docstring); then the first reason is appended to ``why``, if given. The one pass
+    (``_fold_lines``) takes the common shape; where it gives up, ``_fold_tree`` reads the file again as
+    ``claude_code._select`` chooses its chain (branches, second roots, broken links, skipped lines)."""
     rule = estimator.rule
-    if type(rule) is not ScriptRule or source.keep_text or size_mode not in SIZE_MODES:
+    refused = _refused_options(estimator, source, size_mode, preamble)
+    if refused is None and source.data is None and subagent_files(source.path):
+        refused = "a subagents folder beside the file (several transcripts: fold_claude_code_all reads them)"
+    if refused is not None or type(rule) is not ScriptRule:
+        _no(why, refused or "")
         return None
-    if preamble is not None and preamble < 0:
-        return None  # predict_size words the error
-    if source.data is None and subagent_files(source.path):
+    found = _fold_file(source, estimator, rule, budget, window, top, size_mode, preamble, skip_invalid, why)
+    if found is not None and len(found) > 1:
+        _no(why, "sidechain lines beside the main chain (several transcripts: fold_claude_code_all reads them)")
         return None
+    return None if found is None else found[0]
+
+
+def _refused_options(estimator: Estimator, source: Input, size_mode: str, preamble: int | None) -> str | None:
+    """Why the fold leaves any file to the loader with these options, or None."""
+    if type(estimator.rule) is not ScriptRule:
+        return "the estimator is not a ScriptRule (the seed's kind)"
+    if source.keep_text:
+        return "kept JSON text"
+    if size_mode not in SIZE_MODES or (preamble is not None and preamble < 0):
+        return "an option predict_size refuses"  # it words the error
+    return None
+
+
+def fold_claude_code_all(
+    source: Input,
+    estimator: Estimator,
+    *,
+    budget: int | None = None,
+    window: int | None = None,
+    top: int = TOP_RESULTS,
+    size_mode: SizeMode = "auto",
+    preamble: int | None = None,
+    skip_invalid: bool = False,
+    why: list[str] | None = None,
+) -> list[Report] | None:
+    """The reports ``build_report`` gives on every transcript ``claude_code.load`` reads from ``source``: the
+    session's (as ``fold_claude_code`` folds it) and, for a ``<session>/subagents/`` folder beside it, each
+    subagent file's, named and noted as ``load`` names and notes them; None where the fold leaves any of the
+    files to the loader (the first reason in ``why``)."""
+    rule = estimator.rule
+    refused = _refused_options(estimator, source, size_mode, preamble)
+    if refused is not None or type(rule) is not ScriptRule:
+        _no(why, refused or "")
+        return None
+    subagents = subagent_files(source.path) if source.data is None else []
+    found: list[Report] = []
+    first = 0
+    for item in (source, *(Input(str(f), keep_text=source.keep_text) for f in subagents)):
+        reports = _fold_file(item, estimator, rule, budget, window, top, size_mode, preamble, skip_invalid, why)
+        if reports is None:
+            if item is not source and why:
+                why[0] = f"{Path(item.path).name} in {SUBAGENTS_DIR}/: {why[0]}"
+            return None
+        found.extend(reports)
+        first = first or len(found)
+    if subagents:  # as claude_code.load names the subagent files' transcripts and notes them on the session's
+        named = [r if r.name else replace(r, name=f"subagent {Path(r.path).stem}") for r in found[first:]]
+        names = ", ".join(r.name for r in named)
+        note = f"loaded {len(named)} subagent transcript(s) from {SUBAGENTS_DIR}/: {names}"
+        found = [replace(found[0], notes=(*found[0].notes, note)), *found[1:first], *named]
+    return found
+
+
+def _fold_file(
+    source: Input,
+    estimator: Estimator,
+    rule: ScriptRule,
+    budget: int | None,
+    window: int | None,
+    top: int,
+    size_mode: SizeMode,
+    preamble: int | None,
+    skip_invalid: bool,
+    why: list[str] | None,
+) -> list[Report] | None:
+    """The reports of the transcripts of the file ``source`` (its subagents folder aside), or None."""
     folded = _fold_lines(source, rule)
-    if folded is None:
+    found = [folded] if folded is not None else _fold_tree(source, rule, skip_invalid, why)
+    if found is None:
         return None
-    return _report(source.path, folded, estimator, budget, window, top, size_mode, preamble)
+    reports = [_report(source.path, f, estimator, budget, window, top, size_mode, preamble) for f in found]
+    return reports
+
+
+def _no(why: list[str] | None, reason: str) -> None:
+    """Keep ``reason``, why the fold leaves a file to the loader, in ``why`` (the first only)."""
+    if why is not None and not why:
+        why.append(reason)
 
 
 class _Folded:
@@ -133,17 +253,23 @@ class _Folded:
     __slots__ = (
         "agent",
         "attached",
+        "branches",
         "by_kind",
         "by_role",
         "calls",
         "counts",
+        "defects",
         "kinds",
         "leaf_line",
+        "name",
         "names",
+        "off_chain",
+        "path",
         "per_tool",
         "results",
         "roles",
         "rounds",
+        "skeleton",
         "skipped",
         "tokens",
         "turns",
@@ -175,6 +301,17 @@ class _Folded:
         self.agent: str | None = None
         """None for a main conversation; for a file that is one sidechain (a subagent's), the first agentId
         of its message lines ("" if none)."""
+        self.path = ""
+        """The file's path, as the stand-ins' sources name it."""
+        self.name: str | None = None
+        """The transcript's name where ``_fold_tree`` names it as the loader does (else from ``agent``)."""
+        self.off_chain = self.branches = 0
+        """Message lines the loader leaves out on other branches, and how many branches (``_fold_tree``)."""
+        self.defects: tuple[Defect, ...] = ()
+        """The loader's and the repair check's defects (``_fold_tree``; the one pass vouches there are none)."""
+        self.skeleton: list[Message] | None = None
+        """Each message's calls and results without text, kept by ``_Draft.close`` for the defects
+        (``_fold_tree``), else None."""
 
 
 def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, int]) -> _Line | None:
@@ -227,8 +364,14 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
                     a = c = o = 0
             elif type(inner) is list:
                 a = c = o = 0
-                for part in inner:  # text blocks only (an image's tokens are the loader's to work out)
-                    if type(part) is not dict or part.get("type") != "text":
+                for part in inner:  # text and image blocks (screenshots, pictures a tool read)
+                    if type(part) is not dict:
+                        return None
+                    part_kind = part.get("type")
+                    if part_kind == "image":
+                        fixed += bo + _image(rule, part)
+                        continue
+                    if part_kind != "text":
                         return None
                     text = part.get("text")
                     if type(text) is not str:
@@ -237,6 +380,9 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
                     a, c, o, fixed = a + a2, c + c2, o + o2, fixed + bo
             else:
                 return None
+        elif kind == "image":
+            a = c = o = 0
+            fixed = bo + _image(rule, b)
         else:
             return None
         tokens = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
@@ -245,6 +391,18 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
         if kind == "tool_call" or kind == "tool_result":
             special.append(cast(_Block, (kind, tokens, call_id, name)))
     return la, lc, lo, lf, special
+
+
+def _image(rule: ScriptRule, block: dict[str, object]) -> int:
+    """An image block's tokens (``wire.anthropic.image_from_json`` and ``Estimator.block_parts``): Anthropic's
+    rule from the size its base64 header gives, else the rule's tokens for an image of unknown size."""
+    found = block.get("source")
+    dims = None
+    if type(found) is dict and found.get("type") == "base64":
+        data = found.get("data")
+        if type(data) is str:
+            dims = sniff_dimensions(data)
+    return image_tokens(dims[0], dims[1], rule.image_tokens_unknown) if dims else rule.image_tokens_unknown
 
 
 _CHUNK = 1 << 20
@@ -497,6 +655,298 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
     return out
 
 
+def _fold_tree(
+    source: Input, rule: ScriptRule, skip_invalid: bool, why: list[str] | None = None
+) -> list[_Folded] | None:
+    """The fold of a file the one pass gives up on, read as the loader reads it: each line's record (the
+    scanner's, else ``_record``'s), each line of the tree a ``claude_code._Node`` with stand-ins for its
+    calls and results (no text), unreadable lines skipped and their links recovered as ``_read`` does (with
+    ``skip_invalid``), the chain and the lines it carries chosen by ``claude_code._select``, and the chosen
+    message lines merged in file order as ``_build`` merges them; the defects are the loader's
+    (``broken_links``, ``message_defects``, ``_left_out``) and the repair check's. One fold per transcript
+    the loader reads from the file: the main conversation, then each tree of sidechain lines beside it
+    (``_fold_group``), named as ``claude_code._transcripts`` names them. None, with the reason in ``why``,
+    for a shape it leaves to the loader."""
+    path = source.path
+    out = _Folded()
+    out.path = path
+    out.skeleton = []
+    by_kind, kinds = out.by_kind, out.kinds
+    loads = orjson.loads
+    scanner = _scanner(rule)
+    reader = LineReader(path, skip_invalid)
+    skipped = reader.skipped
+    nodes: list[_Node] = []
+    records: list[_Record | None] = []
+    text = Text("")
+    with source.open() as f:
+        for line, item in enumerate(_lines(f, scanner), start=1):
+            if isinstance(item, bytes):
+                raw = item
+                try:
+                    value = loads(raw)
+                except orjson.JSONDecodeError:
+                    before = len(skipped)
+                    try:
+                        entry = _entry(reader, line, raw)
+                    except InputError:
+                        _no(why, f"line {line}: not JSON (the loader stops there without --skip-invalid)")
+                        return None
+                    if entry is None:  # blank, a comment or skipped
+                        if len(skipped) > before and skipped[-1].reason != "comment line":
+                            recovered = _recovered_node(raw, line)
+                            if recovered is not None:
+                                nodes.append(recovered)
+                                records.append(None)
+                        continue
+                    value = entry[0]
+                else:
+                    if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH:
+                        deep = depth_error(value, Location(path, line))
+                        if deep is not None:
+                            if not skip_invalid:
+                                _no(why, f"line {line}: nested too deep (the loader stops there)")
+                                return None
+                            skipped.append(Skipped(Source(path, line), deep.message))
+                            recovered = _recovered_node(raw, line)
+                            if recovered is not None:
+                                nodes.append(recovered)
+                                records.append(None)
+                            continue
+                if type(value) is not dict:
+                    if not skip_invalid:
+                        _no(why, f"line {line}: not a JSON object (the loader stops there)")
+                        return None
+                    src = Source(path, line)
+                    error = _shape_error(src, "not a Claude Code line: expected a JSON object")
+                    skipped.append(Skipped(src, error.message))
+                    continue
+                read = _record(rule, value, by_kind)
+                if read is None:
+                    _no(why, f"line {line}: {_refused(value)}")
+                    return None
+                record = read
+            else:
+                record = item
+            kind, uuid, parent, side, agent, message_id, recorded, _, _, _, _, special, shape, _ = record
+            if kind == "user" or kind == "assistant":
+                assert special is not None
+                blocks: list[Block] = []
+                for block_kind, _, block_id, name in special:
+                    call = block_kind == "tool_call"
+                    blocks.append(ToolCall(block_id, name, "") if call else ToolResult(block_id, ()))
+                if not shape:
+                    blocks.append(text)  # the line's other blocks (a line of results only holds none)
+                assistant = kind == "assistant"
+                node_id = message_id if assistant and message_id is not None else f"line {line}"
+                usage = recorded if assistant else None
+                nodes.append(_Node(line, kind, uuid, parent, side, agent or "", node_id, tuple(blocks), usage))
+                records.append(record)
+                continue
+            kinds[kind] += 1
+            if uuid is not None:
+                nodes.append(_Node(line, kind, uuid, parent, side))
+                records.append(None)
+    out.skipped = skipped
+    if scanner is not None:
+        for block_kind, added in scanner.kinds():  # the tokens of the blocks of the lines it read
+            by_kind[block_kind] += added
+    tree = _Tree.build(nodes)
+    main = [i for i, n in enumerate(nodes) if n.is_message and not n.sidechain]
+    sides: dict[int, list[int]] = {}
+    memo: dict[int, int] = {}
+    for i, n in enumerate(nodes):
+        if n.is_message and n.sidechain:
+            sides.setdefault(tree.root(i, memo), []).append(i)
+    groups: list[tuple[list[int], str | None]] = [(main, None)] if main else []
+    stem = Path(path).stem
+    taken: Counter[str] = Counter()
+    for number, members in enumerate(sides.values(), start=1):  # as claude_code._transcripts names them
+        label = _subagent_name(tree, members, number, stem)
+        taken[label] += 1
+        groups.append((members, label if taken[label] == 1 else f"{label} #{taken[label]}"))
+    if not groups:
+        _no(why, "no message lines (the loader words the error)")
+        return None
+    found: list[_Folded] = []
+    for members, title in groups:
+        group = out if not found else _Folded()  # the first holds the file's skipped lines and line kinds
+        group.path = path
+        group.skeleton = []
+        group.name = title
+        if not _fold_group(source, rule, tree, records, members, group, why, not found):
+            return None
+        found.append(group)
+    return found
+
+
+def _fold_group(
+    source: Input,
+    rule: ScriptRule,
+    tree: _Tree,
+    records: list[_Record | None],
+    members: list[int],
+    out: _Folded,
+    why: list[str] | None,
+    first: bool,
+) -> bool:
+    """Fold into ``out`` the transcript of ``members`` (the message nodes of one group, as
+    ``claude_code._transcript`` takes them): its chain and the lines it carries (``_select``), merged as
+    ``_build`` merges them, with the loader's defects and the repair check's; False (the reason in ``why``) for
+    a shape left to the loader. The first transcript of the file has the scanner's sums of the blocks' tokens
+    in ``out.by_kind`` (``first``), less the message lines it leaves out; the others read their own again."""
+    path = source.path
+    nodes = tree.nodes
+    by_kind = out.by_kind
+    leaf = members[-1]
+    chain, selected = _select(tree, leaf)
+    if any(nodes[i].compact for i in selected):
+        _no(why, "a compaction")  # refused by ``_record`` already
+        return False
+    tokens, usage_rows = out.tokens, out.usage
+    names, per_tool, results = out.names, out.per_tool, out.results
+    calls_seen: set[str] = set()
+    answered: set[str] = set()
+    call_lines: dict[str, int] = {}
+    result_lines: dict[tuple[int, str], int] = {}
+    draft = _Draft(rule, out, strict=False)
+    order = sorted(selected)
+    for i in order:
+        kept = records[i]
+        if kept is None:
+            continue
+        record = kept
+        node = nodes[i]
+        line = node.line
+        kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found = record
+        assert special is not None
+        if kind == "assistant":
+            if draft.role != "assistant" or draft.message_id != node.message_id:
+                draft.close()
+                draft.open("assistant", line, node.message_id)
+                if recorded is not None:
+                    i_, w, r, o = recorded
+                    if i_ or w or r:
+                        usage_rows.append([len(tokens), i_, w, r, line, o])
+                    else:
+                        out.unmeasured += 1
+            elif (
+                recorded is not None
+                and usage_rows
+                and usage_rows[-1][0] == len(tokens)
+                and recorded[3] > usage_rows[-1][5]
+            ):
+                usage_rows[-1][5] = recorded[3]  # a split reply's output as it streamed: the largest is its own
+        elif not found or draft.role != "user" or not draft.results:
+            draft.close()
+            draft.open("user", line, "")
+        draft.a += la
+        draft.c += lc
+        draft.o += lo
+        draft.fixed += lf
+        for block_kind, block_tokens, block_id, name in special:
+            if block_kind == "tool_call":
+                if block_id in calls_seen:
+                    _no(why, f"line {line}: tool call id {block_id} used twice (the loader drops a copy)")
+                    return False
+                calls_seen.add(block_id)
+                draft.calls.append(block_id)
+                names[block_id] = name
+                per_tool[name] += 1
+                if kind == "assistant":
+                    call_lines[block_id] = line
+            else:
+                if block_id in answered:
+                    _no(why, f"line {line}: a second result for {block_id} (the loader drops a copy)")
+                    return False
+                answered.add(block_id)
+                draft.results.append(block_id)
+                results.append((block_id, name, block_tokens, len(tokens), draft.line))
+                result_lines[(len(tokens), block_id)] = line
+    draft.close()
+    out.calls = len(calls_seen)
+    if first:  # the scanner's sums, less the lines left out
+        left = [i for i, n in enumerate(nodes) if n.is_message and i not in selected]
+        if left and not _take_back(source, rule, {nodes[i].line for i in left}, by_kind):
+            _no(why, "blocks of zero tokens on a left-out branch (which kinds remain is not known)")
+            return False
+    else:  # the tokens of its own lines, read again
+        out.by_kind = _kinds_of(source, rule, {nodes[i].line for i in selected if nodes[i].is_message})
+    chosen = set(chain)
+    out.leaf_line = nodes[leaf].line
+    out.attached = sum(1 for i in selected if i not in chosen and nodes[i].is_message)
+    out.off_chain = sum(1 for i in members if i not in selected)
+    kept_ids = {nodes[i].message_id for i in selected if nodes[i].kind == "assistant"} | calls_seen
+    branches = _left_out(path, tree, members, selected, kept_ids)
+    out.branches = len(branches)
+    assert out.skeleton is not None
+    skeleton = tuple(out.skeleton)
+    defects = broken_links(path, tree, chain)
+    defects.extend(message_defects(path, skeleton, call_lines, result_lines))
+    defects.extend(branches)
+    defects.sort(key=lambda d: d.source.line or 0)
+    session = Transcript(system=(), tools=(), messages=skeleton, source=Source(path), defects=tuple(defects))
+    out.defects = _defects(session, session)
+    out.skeleton = None
+    return True
+
+
+def _take_back(source: Input, rule: ScriptRule, lines: set[int], by_kind: defaultdict[str, int]) -> bool:
+    """Take the tokens of the blocks of ``lines`` (message lines left out) back off ``by_kind``, dropping the
+    kinds none is left of; False where a kind comes to zero while its blocks count nothing (no overhead per
+    block), so that whether the kept lines hold one is not known."""
+    for kind, tokens in _kinds_of(source, rule, lines).items():
+        by_kind[kind] -= tokens
+        if by_kind[kind] == 0:
+            if not rule.block_overhead_tokens:
+                return False
+            del by_kind[kind]
+    return True
+
+
+def _kinds_of(source: Input, rule: ScriptRule, lines: set[int]) -> defaultdict[str, int]:
+    """The tokens of the blocks of the message lines ``lines`` of ``source`` by kind, read again."""
+    taken: defaultdict[str, int] = defaultdict(int)
+    with source.open() as f:
+        for line, raw in enumerate(f, start=1):
+            if line in lines:
+                try:
+                    value = orjson.loads(raw)
+                except orjson.JSONDecodeError:  # a byte order mark or NaN, which the lenient parse read
+                    entry = _entry(LineReader(source.path, True), line, raw)
+                    assert entry is not None
+                    value = entry[0]
+                _record(rule, value, taken)
+    return taken
+
+
+def _refused(value: dict[str, object]) -> str:
+    """Why ``_record`` refuses a line (``value``, an object)."""
+    kind = value.get("type")
+    if kind != "user" and kind != "assistant":
+        return "a compaction (compact_boundary)"
+    message = value.get("message")
+    if type(message) is not dict:
+        return "a message line without a message object"
+    if type(value.get("uuid")) is not str:
+        return "a message line without a uuid"
+    content = message.get("content")
+    if not content:
+        return "an empty message"
+    if type(content) is list:
+        for b in content:
+            if type(b) is not dict:
+                return "a content block that is not an object"
+            kind = b.get("type")
+            if kind not in ("text", "thinking", "tool_use", "tool_result", "image"):
+                return f"a {kind!r} block"
+            if kind == "tool_result" and type(b.get("content", "")) is list:
+                for part in b.get("content", ""):
+                    if type(part) is not dict or part.get("type") not in ("text", "image"):
+                        return "a tool result holding a block other than text or an image"
+    return "content of a shape the fold does not read"
+
+
 def _results_only(raw: object) -> bool:
     """Whether a user line's content is tool results only, each with a str ``tool_use_id`` (``_blocks``
     checks the rest of their shape; the fold whether each answers a call on the chain so far, as
@@ -552,10 +1002,27 @@ def _usage(recorded: dict[str, object]) -> tuple[int, int, int, int]:
 class _Draft:
     """The message being read (``claude_code._Draft``): its sums, and its calls and results by id."""
 
-    __slots__ = ("a", "c", "calls", "expect", "fixed", "line", "message_id", "o", "out", "results", "role", "rule")
+    __slots__ = (
+        "a",
+        "c",
+        "calls",
+        "expect",
+        "fixed",
+        "line",
+        "message_id",
+        "o",
+        "out",
+        "results",
+        "role",
+        "rule",
+        "strict",
+    )
 
-    def __init__(self, rule: ScriptRule, out: _Folded) -> None:
+    def __init__(self, rule: ScriptRule, out: _Folded, *, strict: bool = True) -> None:
         self.rule, self.out = rule, out
+        self.strict = strict
+        """Refuse a round with a defect (``close`` gives False); else keep the message's stand-in in
+        ``out.skeleton``, and ``claude_code.message_defects`` words the defects."""
         self.role = ""
         self.line = 0
         self.message_id = ""
@@ -588,7 +1055,13 @@ class _Draft:
         out.by_role[role] += tokens
         a, c, o = out.counts
         out.counts = (a + self.a, c + self.c, o + self.o)
-        if self.results:
+        if not self.strict:
+            if out.skeleton is not None:
+                names = out.names
+                kept: list[Block] = [ToolResult(r, ()) for r in self.results]
+                kept.extend(ToolCall(c, names[c], "") for c in self.calls)
+                out.skeleton.append(Message(cast(Role, role), tuple(kept), Source(out.path, self.line)))
+        elif self.results:
             if self.expect is None or len(self.results) != len(self.expect) or set(self.results) != self.expect:
                 return False
             self.expect = None
@@ -628,10 +1101,12 @@ def _report(
     fold.names = folded.names
     fold.calls_per_tool = folded.per_tool
     fold.results = folded.results
-    notes = [
-        NO_PREAMBLE_NOTE,
-        f"followed the parentUuid chain that ends at the last message (line {folded.leaf_line}); no other branches",
-    ]
+    followed = f"followed the parentUuid chain that ends at the last message (line {folded.leaf_line}); "
+    if folded.off_chain:
+        followed += f"left out {folded.off_chain} message line(s) on {folded.branches} other branch(es)"
+    else:
+        followed += "no other branches"
+    notes = [NO_PREAMBLE_NOTE, followed]
     if folded.attached:
         notes.append(
             f"took in {folded.attached} line(s) off the chain: parallel tool calls and their results, which point "
@@ -641,8 +1116,8 @@ def _report(
         notes.append(
             f"{folded.unmeasured} assistant message(s) record zero usage (e.g. model <synthetic>): not measured"
         )
-    name = ""
-    if folded.agent is not None:  # as claude_code._subagent_name names the one sidechain tree
+    name = folded.name or ""
+    if folded.name is None and folded.agent is not None:  # as claude_code._subagent_name names the one sidechain tree
         stem = Path(path).stem
         name = (
             f"subagent agent-{folded.agent}"
@@ -673,7 +1148,7 @@ def _report(
         top=top,
         usage=_usage_rows(folded.usage, tokens),
         session_tokens=None,
-        defects=(),
+        defects=folded.defects,
     )
 
 

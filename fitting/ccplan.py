@@ -68,8 +68,8 @@ def fits_plan(
         if measured is not None and measured > options.budget:
             return None  # over the budget already: the fold would be read for nothing
     report = fold_claude_code(source, estimator, top=0, size_mode=size_mode, preamble=preamble)
-    if report is None or report.size is None:
-        return None
+    if report is None or report.size is None or report.defects:
+        return None  # a defect (the fold reads branches and broken lines too): repair may change the request
     size = report.size
     # fit._plan with est.preamble(...) == 0 (no system prompt, no tools) and no notice or repairs.
     pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0

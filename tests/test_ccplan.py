@@ -27,6 +27,7 @@ from windowfit.fitting.ccplan import TAIL_BYTES, fits_plan, last_measured
 from windowfit.fitting.errors import InputError
 from windowfit.fitting.fit import DEFAULTS, OUTCOMES
 from windowfit.fitting.formats import Input, load
+from windowfit.fitting.report import Report
 
 
 def settings_of(
@@ -70,11 +71,17 @@ def compare(
         assert fast[0].plan.outcome == "fits"
         return True
     est = make_estimator(overhead=overhead)
-    vouched = fold_claude_code(item, est, size_mode=size.value, preamble=preamble) is not None
+    vouched = _plannable(fold_claude_code(item, est, size_mode=size.value, preamble=preamble))
     measured = last_measured(item) if size is SizeChoice.auto else None
     if vouched and (measured is None or measured <= budget):
         assert slow is not None and len(slow) == 1 and slow[0].plan.outcome != "fits"
     return False
+
+
+def _plannable(report: Report | None) -> bool:
+    """Whether ``fits_plan`` plans from the fold's ``report``: the fold vouched for the file and found no defect
+    (it reads defective sessions too, whose repairs may change the request)."""
+    return report is not None and not report.defects
 
 
 def loaded_size(item: Input, size: SizeChoice, preamble: int | None, overhead: float = 1.0) -> int:
@@ -93,7 +100,7 @@ def test_the_fast_check_is_the_loaded_one_on_the_corpus() -> None:
     taken = 0
     for path in files:
         item = Input(str(path), keep_text=False)
-        if fold_claude_code(item, make_estimator()) is None:
+        if not _plannable(fold_claude_code(item, make_estimator())):
             assert fast_check(item, settings_of(10**9, SizeChoice.auto, None)) is None
             continue
         for size, preamble in MODES:
@@ -112,7 +119,7 @@ def test_every_few_prefixes_of_a_corpus_session_check_as_loaded() -> None:
         lines = path.read_bytes().splitlines(keepends=True)
         for n in range(1, len(lines) + 1, max(1, len(lines) // 12)):
             item = Input(str(path), b"".join(lines[:n]), keep_text=False)
-            if fold_claude_code(item, make_estimator()) is None:
+            if not _plannable(fold_claude_code(item, make_estimator())):
                 continue
             tokens = loaded_size(item, SizeChoice.auto, None)
             for budget in (max(1, tokens - 1), tokens):
@@ -157,7 +164,7 @@ def test_the_fast_path_takes_most_generated_sessions_that_fit() -> None:
         item = Input("session.jsonl", data, keep_text=False)
         slow = loaded_check(item, settings_of(10**9, SizeChoice.auto, None))
         if slow:
-            taken.append(compare(item, slow[0].plan.tokens_before, SizeChoice.auto, None))
+            taken.append(compare(item, max(1, slow[0].plan.tokens_before), SizeChoice.auto, None))
 
     count()
     assert sum(taken) >= len(taken) // 5  # the fold vouches for about a third of them (test_ccfold)

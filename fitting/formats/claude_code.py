@@ -697,6 +697,22 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
             else:
                 last.blocks.append(b)
     messages = tuple(d.message(path) for d in drafts)
+    defects.extend(message_defects(path, messages, call_lines, result_lines))
+    if context_start >= len(messages):
+        context_start = 0
+    return _Built(messages, tuple(usage), defects, context_start, compacted_at, empty, unmeasured)
+
+
+def message_defects(
+    path: str,
+    messages: tuple[Message, ...],
+    call_lines: dict[str, int],
+    result_lines: dict[tuple[int, str], int],
+) -> list[Defect]:
+    """``check_messages``'s violations in the built messages as defects, each at the line of its call (by id,
+    ``call_lines``) or of its result (by message index and call id, ``result_lines``). ``ccfold`` calls it on
+    stand-ins for the messages (their calls and results, without text)."""
+    defects: list[Defect] = []
     for v in check_messages(messages, "anthropic"):
         line = (
             call_lines.get(v.call_id)
@@ -705,9 +721,26 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
         )
         detail = v.detail.replace("right after it", "in the file") if v.kind == "unanswered-call" else v.detail
         defects.append(Defect(Source(path, line or v.source.line), v.kind, detail))
-    if context_start >= len(messages):
-        context_start = 0
-    return _Built(messages, tuple(usage), defects, context_start, compacted_at, empty, unmeasured)
+    return defects
+
+
+def broken_links(path: str, tree: _Tree, chain: list[int]) -> list[Defect]:
+    """A ``broken-link`` defect for each line of the chain whose parent is not in the file."""
+    nodes = tree.nodes
+    defects: list[Defect] = []
+    for i in chain:
+        if tree.guessed[i]:
+            p = tree.parent[i]
+            after = f"continued with line {nodes[p].line}, the line before it" if p >= 0 else "the chain starts here"
+            defects.append(
+                Defect(
+                    Source(path, nodes[i].line),
+                    "broken-link",
+                    f"parentUuid {nodes[i].parent} is not in the file (its line is unreadable or cut off, "
+                    f"the id was redacted, or the file is an excerpt); {after}",
+                )
+            )
+    return defects
 
 
 def _lines_text(lines: list[int]) -> str:
@@ -775,19 +808,7 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
     built = _build(path, nodes, selected)
     if not built.messages:
         return None
-    defects: list[Defect] = []
-    for i in chain:
-        if tree.guessed[i]:
-            p = tree.parent[i]
-            after = f"continued with line {nodes[p].line}, the line before it" if p >= 0 else "the chain starts here"
-            defects.append(
-                Defect(
-                    Source(path, nodes[i].line),
-                    "broken-link",
-                    f"parentUuid {nodes[i].parent} is not in the file (its line is unreadable or cut off, "
-                    f"the id was redacted, or the file is an excerpt); {after}",
-                )
-            )
+    defects = broken_links(path, tree, chain)
     kept_ids = {nodes[i].message_id for i in selected if nodes[i].kind == "assistant"}
     kept_ids |= {b.id for m in built.messages for b in m.content if isinstance(b, ToolCall)}
     left = _left_out(path, tree, members, selected, kept_ids)
