@@ -141,8 +141,11 @@ def test_a_streamed_messages_file_plans_as_loaded(
     try:
         expected = _loaded_plan(path, options, rule, damaged)
     except WindowfitError:  # a file the loader refuses (a damaged line, no message): check loads it and says so
-        with pytest.raises((WindowfitError, ValueError)):
-            _streamed_plan(path, options, rule, damaged)
+        try:
+            streamed = _streamed_plan(path, options, rule, damaged)
+        except (WindowfitError, ValueError):
+            return
+        assert streamed is None  # not streamed (e.g. a broken first line): check loads it, and the loader says so
         return
     assert _streamed_plan(path, options, rule, damaged) == expected
 
