@@ -12,8 +12,24 @@ import pytest
 from conftest import DATA, require_shared
 
 from windowfit.fitting.errors import OptionError, UnknownFormat
-from windowfit.fitting.formats import FALLBACK, FORMATS, NAMES, SPECIFIC, Input, detect, format_of, load_path
-from windowfit.fitting.formats.registry import FALLBACK_NAME, SPECIFIC_NAMES, directory_format
+from windowfit.fitting.formats import (
+    FALLBACK,
+    FORMATS,
+    NAMES,
+    SPECIFIC,
+    Input,
+    detect,
+    discover,
+    format_of,
+    load_path,
+)
+from windowfit.fitting.formats.registry import (
+    DIRECTORY_NAMES,
+    FALLBACK_NAME,
+    SCAN_NAMES,
+    SPECIFIC_NAMES,
+    directory_format,
+)
 from windowfit.fitting.request import write_transcript
 from windowfit.fitting.wire.bodies import transcript_from_body
 
@@ -121,6 +137,35 @@ def test_each_name_is_its_module_s_format_and_names_every_format_in_order() -> N
         assert FORMATS[name].name == name
     assert [f.name for f in SPECIFIC] == list(SPECIFIC_NAMES)
     assert FALLBACK.name == FALLBACK_NAME
+
+
+def test_the_folder_scan_s_tables_are_the_formats_own_directory_readers_and_name_patterns() -> None:
+    """A folder walk asks ``DIRECTORY_NAMES`` of each folder and matches ``SCAN_NAMES`` without importing the
+    formats: they must say what the formats themselves say (a format added with a ``directory`` or
+    ``scan_names`` and left out of the tables would make the walk miss its inputs)."""
+    assert tuple(f.name for f in SPECIFIC if f.directory is not None) == DIRECTORY_NAMES
+    assert tuple(pattern for f in FORMATS.values() for pattern in f.scan_names) == SCAN_NAMES
+
+
+WALK_PROBE = """
+import sys
+from windowfit.fitting.formats import discover
+found = list(discover([sys.argv[1]]))
+print(len(found))
+package = "windowfit.fitting.formats."
+print(sorted(m[len(package) :] for m in sys.modules if m.startswith(package) and m[len(package) :] in NAMES))
+""".replace("in NAMES", "in " + repr(NAMES))
+
+
+def test_walking_a_folder_imports_only_the_formats_that_read_a_folder_and_the_session_rule() -> None:
+    """The walk of the test data (every format's files, aider's ``.md`` histories among them) finds what it
+    found when it imported every format to ask it, and imports opencode (which reads a folder) and
+    claude_code (whose subagent files are left out when their session is found), no other."""
+    result = subprocess.run([sys.executable, "-c", WALK_PROBE, str(DATA)], capture_output=True, text=True, check=True)
+    count, modules = result.stdout.splitlines()
+    assert int(count) == len(list(discover([DATA])))  # what it finds in a process that imported more
+    assert any(p.name.endswith(".chat.history.md") for p in discover([DATA]))  # a scan name was matched
+    assert modules == str(["claude_code", "opencode"])
 
 
 DETECT_PROBE = """
