@@ -193,19 +193,21 @@ class Scanned(Generic[T]):
 def start_scan(
     tasks: Sequence[Task[T]], *, workers: int, finished: Callable[[int], None] | None = None
 ) -> Iterator[tuple[Task[T], Done[T]]]:
-    """Each task with its result, in order: in this process, or over ``workers`` processes. With a pool every
-    task is submitted before this returns, so call it before any thread (a progress bar's) starts: the workers
-    are forked from this process where that is safe (Linux, one thread) and spawned otherwise; the tasks and
-    results are picklable either way. The pool works on the largest files first (``chunk_plan``); the results
-    still come out in the tasks' order, and ``finished`` is told how many files are done as they finish (a
-    progress bar's count: the files that come out next may have waited for a late run)."""
+    """Each task with its result, in order: in this process, or over ``workers`` processes, this one among
+    them: a pool of ``workers - 1`` is sent every run of files, and this process takes the next run no worker
+    has started yet whenever it waits for a result (``_collect``). Every task is submitted before this returns,
+    so call it before any thread (a progress bar's) starts: the workers are forked from this process where that
+    is safe (Linux, one thread) and spawned otherwise; the tasks and results are picklable either way. The
+    runs go out largest files first (``chunk_plan``); the results still come out in the tasks' order, and
+    ``finished`` is told how many files are done as they finish (a progress bar's count: the files that come
+    out next may have waited for a late run)."""
     if workers <= 1:
         return _in_process(tasks, finished)
     from concurrent.futures import ProcessPoolExecutor  # a pool's only: one process never imports it
 
     chunks = chunk_plan([_size(t.item) for t in tasks], workers)
     context = _context()
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=context)
     # Forked workers share the parent's objects: frozen, their collector never walks (or copies) them.
     gc.freeze()
     try:
@@ -233,6 +235,9 @@ def _collect(
     futures: list[Future[list[Done[T]]]],
     finished: Callable[[int], None] | None,
 ) -> Iterator[tuple[Task[T], Done[T]]]:
+    """The results in the tasks' order. While the run holding the next result is not done, this process
+    scans the first run no worker has started (its future cancelled, so no worker will), in the plan's order:
+    the workers and this process both go from the largest runs to the smallest, and meet at the small ones."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     where = {i: (c, k) for c, chunk in enumerate(chunks) for k, i in enumerate(chunk)}
@@ -241,10 +246,29 @@ def _collect(
     running = set(futures)
     sizes = {future: len(chunk) for future, chunk in zip(futures, chunks, strict=True)}
     files_done = 0
+    unclaimed = 0  # futures before this one are running, done or taken here
+
+    def take_one() -> bool:
+        """Scan the first run no worker has started, here; False when there is none left."""
+        nonlocal unclaimed, files_done
+        while unclaimed < len(futures):
+            c = unclaimed
+            unclaimed += 1
+            if futures[c].cancel():
+                running.discard(futures[c])
+                results[c] = _scan_here([tasks[i] for i in chunks[c]])
+                files_done += len(chunks[c])
+                if finished is not None:
+                    finished(files_done)
+                return True
+        return False
+
     try:
         for i, task in enumerate(tasks):
             c, k = where[i]
-            while futures[c] in running:  # count the runs that finish meanwhile, in whatever order
+            while c not in results and futures[c] in running:  # count the runs that finish meanwhile
+                if take_one():
+                    continue
                 ended, _ = wait(running, return_when=FIRST_COMPLETED)
                 running -= ended
                 files_done += sum(sizes[f] for f in ended)
@@ -262,6 +286,19 @@ def _collect(
             yield task, done
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def _scan_here(tasks: Sequence[Task[T]]) -> list[Done[T]]:
+    """``_scan_in_worker`` in the parent: a file that raises is scanned again when its turn comes, so that its
+    error follows the output of every file before it; an interrupt (Ctrl-C) is not caught."""
+    done: list[Done[T]] = []
+    for task in tasks:
+        try:
+            done.append(scan_one(task))
+        except Exception:  # typer.Exit included
+            done.append(Done(redo=True))
+            break
+    return done
 
 
 def _context() -> BaseContext:

@@ -116,3 +116,39 @@ def test_the_count_of_files_done_rises_to_every_file_while_results_keep_their_or
     out = [task.item.path for task, _ in start_scan(tasks, workers=workers, finished=counts.append)]
     assert out == paths
     assert counts == sorted(counts) and counts[-1] == len(paths)
+
+
+def _fails_on_marked(transcripts: tuple[object, ...], *, marked: str) -> list[str]:
+    """A work that raises on the file whose path ends with ``marked`` (module-level: a pool pickles it)."""
+    from windowfit.fitting import Transcript
+
+    names = [t.source.path for t in transcripts if isinstance(t, Transcript)]
+    if any(name.endswith(marked) for name in names):
+        raise ValueError(f"work failed on {marked}")
+    return names
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("position", [0, 0.5, 1])
+def test_a_file_that_raises_in_any_process_raises_after_every_result_before_it(
+    folder: Path, workers: int, position: float
+) -> None:
+    """The parent scans runs of files too (the ones no worker has started): whichever process a failing file
+    lands in, the results before it come out in order, then its error, raised by the parent, as with one job."""
+    from functools import partial
+
+    from windowfit.cli.scan import Task, start_scan
+    from windowfit.fitting.formats import Input
+
+    paths = sorted(str(p) for p in folder.glob("*.jsonl") if "broken" not in p.name and "empty" not in p.name)
+    assert len(paths) >= 3
+    marked = paths[round(position * (len(paths) - 1))]
+    work = partial(_fails_on_marked, marked=marked)
+    tasks = [Task(Input(p), None, False, True, False, work) for p in paths]
+    for jobs in (1, workers):
+        seen: list[str] = []
+        with pytest.raises(ValueError, match="work failed on"):
+            for task, done in start_scan(tasks, workers=jobs):
+                seen.append(task.item.path)
+                assert list(done.values) == [task.item.path]
+        assert seen == paths[: paths.index(marked)]
