@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA, require_shared
 
-from windowfit.fitting.errors import OptionError, UnknownFormat
+from windowfit.fitting.errors import InputError, OptionError, UnknownFormat
 from windowfit.fitting.formats import (
     FALLBACK,
     FORMATS,
@@ -193,6 +193,44 @@ def test_detection_imports_the_formats_it_tries_and_no_other(sample: str, import
     name, modules = result.stdout.splitlines()
     assert name == sample.split("/")[0]
     assert modules == str(imported)
+
+
+def test_a_jsonl_file_under_a_projects_folder_imports_claude_code_alone(tmp_path: Path) -> None:
+    """Where Claude Code keeps sessions (``.../projects/<project>/``) detection asks claude_code first: a
+    session there imports neither codex nor responses; the same file elsewhere imports both (above)."""
+    project = tmp_path / "projects" / "-home-dev-app"
+    project.mkdir(parents=True)
+    session = project / "branch.jsonl"
+    session.write_bytes((DATA / "claude_code" / "branch.jsonl").read_bytes())
+    result = subprocess.run(
+        [sys.executable, "-c", DETECT_PROBE, str(session)], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == ["claude_code", str(["claude_code"])]
+
+
+@pytest.mark.parametrize("root", ["data", "corpus"])
+def test_asking_claude_code_first_changes_no_file_s_format(root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test and corpus file (codex rollouts, Responses items and plain messages among them) detected as
+    if it lay under a ``projects`` folder gets the format the usual order gives it."""
+    from windowfit.fitting.formats import registry
+
+    folder = DATA if root == "data" else require_shared("corpus")
+    files = [p for p in transcript_files(folder) if p.suffix == ".jsonl"]
+    assert len(files) > 10
+
+    def detected() -> list[str]:
+        names = []
+        for path in files:
+            try:
+                names.append(detect(Input(str(path))).name)
+            except InputError as exc:  # an empty file, a foreign one: the same error either way
+                names.append(f"error: {exc}")
+        return names
+
+    usual = detected()
+    monkeypatch.setattr(registry, "_claude_code_place", lambda path: True)
+    assert detected() == usual
+    assert "claude_code" in usual and len(set(usual)) > 2
 
 
 def test_input_that_no_format_accepts_is_an_unknown_format(tmp_path: Path) -> None:

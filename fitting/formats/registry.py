@@ -172,6 +172,10 @@ def detect(source: Input) -> Format:
     head = source.head()
     if not head.strip():
         raise EmptyTranscript(Location(source.path), "the file is empty")
+    if _claude_code_place(source.path):
+        first = _format(CLAUDE_CODE_NAME)
+        if first.sniff(head):
+            return first
     for fmt in _specific():
         if fmt.sniff(head):
             return fmt
@@ -184,6 +188,18 @@ def detect(source: Input) -> Format:
         "not a transcript format windowfit knows",
         hint=f"pass --from with one of: {', '.join(NAMES)}",
     )
+
+
+CLAUDE_CODE_NAME = "claude_code"
+PROJECTS_DIR = "projects"
+"""A Claude Code session's folder above its project's: ``~/.claude/projects/<project>/<session>.jsonl``."""
+
+
+def _claude_code_place(path: str) -> bool:
+    """A ``.jsonl`` file somewhere under a ``projects`` folder, where Claude Code keeps its sessions: detection
+    asks claude_code first, so a session found there imports neither codex nor responses (tried before it
+    otherwise). The sniffers never overlap (``SPECIFIC_NAMES``), so the order changes no answer."""
+    return path.endswith(".jsonl") and f"{os.sep}{PROJECTS_DIR}{os.sep}" in path
 
 
 def get_format(name: str) -> Format:
