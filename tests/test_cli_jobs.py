@@ -74,6 +74,7 @@ def test_spawned_workers_print_what_one_job_prints(run_cli: Run, folder: Path, m
 
     from windowfit.cli import scan
 
+    monkeypatch.setattr(scan, "_can_fork", lambda: False)  # the pool, not the forked workers
     monkeypatch.setattr(scan, "_context", lambda: multiprocessing.get_context("spawn"))
     args = ("check", str(folder), "--budget", "5000", "--format", "json", "--skip-invalid")
     one = run_cli(*args, "--jobs", "1")
@@ -152,3 +153,33 @@ def test_a_file_that_raises_in_any_process_raises_after_every_result_before_it(
                 seen.append(task.item.path)
                 assert list(done.values) == [task.item.path]
         assert seen == paths[: paths.index(marked)]
+
+
+def _dies_in_a_worker(transcripts: tuple[object, ...], *, parent: int, marked: str) -> list[str]:
+    """A work that kills the worker process that reads ``marked`` (never the parent): a crash, not an error."""
+    import os
+
+    from windowfit.fitting import Transcript
+
+    names = [t.source.path for t in transcripts if isinstance(t, Transcript)]
+    if os.getpid() != parent and any(name.endswith(marked) for name in names):
+        os._exit(9)
+    return names
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_the_runs_of_a_worker_that_dies_are_scanned_by_the_parent(folder: Path, workers: int) -> None:
+    """Every file is read in a worker at least once, one of them kills it: the parent scans the runs that worker
+    had taken, and the results are every file's, in order, as with one job."""
+    import os
+    from functools import partial
+
+    from windowfit.cli.scan import Task, start_scan
+    from windowfit.fitting.formats import Input
+
+    paths = sorted(str(p) for p in folder.glob("*.jsonl") if "broken" not in p.name and "empty" not in p.name)
+    for marked in paths:
+        work = partial(_dies_in_a_worker, parent=os.getpid(), marked=marked)
+        tasks = [Task(Input(p), None, False, True, False, work) for p in paths]
+        out = [(task.item.path, list(done.values)) for task, done in start_scan(tasks, workers=workers)]
+        assert out == [(p, [p]) for p in paths]
