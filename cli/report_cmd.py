@@ -105,8 +105,10 @@ def report(
             progress=False,
             stream_work=partial(json_stream, stream=stream),
         )
-        document = report_json(documents.values, estimator=est.rule.name, skipped=documents.skipped)
-        sys.stdout.write(document.decode() + "\n")  # what print_json writes for the same document
+        # what print_json writes for the same document, a piece at a time
+        for part in report_json_parts(documents.values, estimator=est.rule.name, skipped=documents.skipped):
+            sys.stdout.write(part.decode())
+        sys.stdout.write("\n")
         return
     scanned = scan_all(
         files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=True, stream_work=stream
@@ -143,9 +145,15 @@ def report_fragment(report: TranscriptReportJson) -> bytes:
 
 def report_json(fragments: Sequence[bytes], *, estimator: str, skipped: Sequence[SkippedFile]) -> bytes:
     """``encode(report_document_of(reports, ...), indent=True, sort_keys=True)``, byte for byte, from the
-    reports' ``report_fragment``: the document is encoded with one placeholder in ``transcripts`` (its last
-    key, sorted: nothing is written after the placeholder but the brackets that close it), which the fragments
-    replace."""
+    reports' ``report_fragment``: ``report_json_parts`` joined."""
+    return b"".join(report_json_parts(fragments, estimator=estimator, skipped=skipped))
+
+
+def report_json_parts(fragments: Sequence[bytes], *, estimator: str, skipped: Sequence[SkippedFile]) -> list[bytes]:
+    """``report_json``'s document in pieces, to be written one after another (the command never holds the
+    whole document, a copy of every fragment, nor its text): the document is encoded with one placeholder in
+    ``transcripts`` (its last key, sorted: nothing is written after the placeholder but the brackets that close
+    it), and the fragments, separated as orjson separates an array's items there, take its place."""
     document = encode(
         report_document_of([_PLACEHOLDER], estimator=estimator, skipped=skipped),  # type: ignore[list-item]
         indent=True,
@@ -154,7 +162,13 @@ def report_json(fragments: Sequence[bytes], *, estimator: str, skipped: Sequence
     head, mark, tail = document.rpartition(encode(_PLACEHOLDER))
     if not mark or not fragments:  # pragma: no cover - the placeholder is always there; a scan finds a report
         raise ValueError("report_json needs the placeholder and at least one report")
-    return head + b",\n    ".join(fragments) + tail
+    parts = [head]
+    for i, fragment in enumerate(fragments):
+        if i:
+            parts.append(b",\n    ")
+        parts.append(fragment)
+    parts.append(tail)
+    return parts
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,12 +3,14 @@ worker, with a pool) and the parent joins the bytes; the document must be what e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from conftest import ROOT
 from hypothesis import given
 from hypothesis import strategies as st
+from typer.testing import Result
 
 from windowfit.cli.report_cmd import report_fragment, report_json
 from windowfit.fitting import build_report, make_estimator
@@ -53,3 +55,21 @@ def test_the_sample_sessions_reports_joined_are_the_whole_document() -> None:
     assert joined == whole(reports, "seed", skipped)
     # each object (and the skipped file's) opens at the arrays' indent
     assert joined.count(b'\n    {\n      "') == len(reports) + len(skipped)
+
+
+def test_report_json_prints_what_encoding_the_whole_document_prints(run_cli: Callable[..., Result]) -> None:
+    """The command writes the document a piece at a time: the same bytes as ``print_json`` of the whole
+    document, built in this process from the same files' reports (``report_file``, as one process makes them)."""
+    from windowfit.cli.report_cmd import ReportOptions, report_file
+    from windowfit.cli.shared import SizeChoice
+    from windowfit.fitting.formats import Input
+    from windowfit.fitting.serialize import report_document
+
+    folder = ROOT / "sample_transcripts"
+    result = run_cli("report", str(folder), "--json", "--jobs", "1")
+    assert result.exit_code == 0, result.stderr
+    options = ReportOptions("seed", 1.0, None, None, 10, SizeChoice.auto, None)
+    paths = sorted(str(p) for p in folder.glob("*.jsonl"))
+    reports = [r for p in paths for r in report_file(Input(p, keep_text=False), options)]
+    document = report_document(reports, estimator="seed")
+    assert result.stdout == encode(document, indent=True, sort_keys=True).decode() + "\n"
