@@ -96,13 +96,14 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         sources = {"this": export(None, Path(tmp) / "this"), options.ref: export(options.ref, Path(tmp) / "ref")}
-        best = {(name, label): (float("inf"), float("inf")) for name in sources for label in commands}
-        for _ in range(options.rounds):
+        runs: dict[tuple[str, str], list[tuple[float, float]]] = {(n, c): [] for n in sources for c in commands}
+        for turn in range(options.rounds):
             for label, args in commands.items():
-                for name, source in sources.items():
-                    wall, cpu = run(source, args)
-                    old_wall, old_cpu = best[name, label]
-                    best[name, label] = (min(wall, old_wall), min(cpu, old_cpu))
+                # each version first every other round
+                for name, source in list(sources.items())[:: 1 if turn % 2 else -1]:
+                    runs[name, label].append(run(source, args))
+    best = {key: (min(w for w, _ in got), min(c for _, c in got)) for key, got in runs.items()}
+    median = {key: sorted(w for w, _ in got)[len(got) // 2] for key, got in runs.items()}
     print(
         f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}; cores free to 2 processes: "
         f"{machine_parallelism(2):.2f}"
@@ -114,7 +115,11 @@ def main() -> None:
         print(f"{label:34} {rw:6.3f} / {rc:6.3f} {tw:6.3f} / {tc:6.3f} {tw / rw:6.2f} / {tc / rc:5.2f}")
     for name in (options.ref, "this"):
         one, two = best[name, "report DIR --json --jobs 1"][0], best[name, "report DIR --json --jobs 2"][0]
-        print(f"{name}: report DIR --jobs 2 is {one / two:.2f}x --jobs 1 (least wall times)")
+        one_m, two_m = median[name, "report DIR --json --jobs 1"], median[name, "report DIR --json --jobs 2"]
+        print(
+            f"{name}: report DIR --jobs 2 is {one / two:.2f}x --jobs 1 (least wall times; "
+            f"medians {one_m:.3f} and {two_m:.3f} s: {one_m / two_m:.2f}x)"
+        )
 
 
 if __name__ == "__main__":
