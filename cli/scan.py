@@ -197,10 +197,10 @@ def start_scan(
     tasks: Sequence[Task[T]], *, workers: int, finished: Callable[[int], None] | None = None
 ) -> Iterator[tuple[Task[T], Done[T]]]:
     """Each task with its result, in order: in this process, or over ``workers`` processes, this one among
-    them: a pool of ``workers - 1`` is sent every run of files, and this process takes the next run no worker
-    has started yet whenever it waits for a result (``_collect``). Every task is submitted before this returns,
-    so call it before any thread (a progress bar's) starts: the workers are forked from this process where that
-    is safe (Linux, one thread) and spawned otherwise; the tasks and results are picklable either way. The
+    them: ``workers - 1`` are forked (``_forked``) where that is safe (Linux, one thread), else spawned in a
+    pool (``_collect``), and this process takes the next run of files no worker has started whenever it waits
+    for a result. The workers are started before this returns, so call it before any thread (a progress
+    bar's) starts; the tasks and results are picklable (a spawned worker gets them as pickles). The
     runs go out largest files first (``chunk_plan``); the results still come out in the tasks' order, and
     ``finished`` is told how many files are done as they finish (a progress bar's count: the files that come
     out next may have waited for a late run)."""
@@ -354,6 +354,14 @@ def _forked(
                     os._exit(code)
             os.close(write_end)
             children[read_end] = pid
+    except BaseException:  # a fork refused (no memory, too many processes): no worker is left running
+        os.close(runs_read)
+        for fd, pid in children.items():
+            os.close(fd)
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            os.waitpid(pid, 0)
+        raise
     finally:
         gc.unfreeze()
     return _collect_forked(tasks, chunks, runs_read, children, finished, pickle.loads, select.select)

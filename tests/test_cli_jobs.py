@@ -183,3 +183,37 @@ def test_the_runs_of_a_worker_that_dies_are_scanned_by_the_parent(folder: Path, 
         tasks = [Task(Input(p), None, False, True, False, work) for p in paths]
         out = [(task.item.path, list(done.values)) for task, done in start_scan(tasks, workers=workers)]
         assert out == [(p, [p]) for p in paths]
+
+
+def test_a_fork_refused_leaves_no_worker_running(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first worker is forked, the second fork fails (no memory, too many processes): the error is raised
+    and the first worker is stopped and reaped, not left reading the runs."""
+    import os
+    from functools import partial
+
+    from windowfit.cli import scan
+    from windowfit.cli.report_cmd import ReportOptions, report_work
+    from windowfit.cli.shared import SizeChoice
+    from windowfit.fitting.formats import Input
+
+    forked: list[int] = []
+    real_fork = os.fork
+
+    def fork_once() -> int:
+        if forked:
+            raise OSError(11, "Resource temporarily unavailable")
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    work = partial(report_work, options=ReportOptions("seed", 1.0, None, None, 3, SizeChoice.auto, None))
+    paths = sorted(str(p) for p in folder.glob("*.jsonl") if "broken" not in p.name and "empty" not in p.name)
+    tasks = [scan.Task(Input(p), None, False, True, False, work) for p in paths]
+    monkeypatch.setattr(scan.os, "fork", fork_once)
+    monkeypatch.setattr(scan, "_can_fork", lambda: True)
+    with pytest.raises(OSError, match="Resource temporarily unavailable"):
+        scan.start_scan(tasks, workers=3)
+    assert len(forked) == 1
+    with pytest.raises(ProcessLookupError):  # reaped: no such process any more
+        os.kill(forked[0], 0)
