@@ -27,7 +27,7 @@ from sessions import benchmark_folder, folder_parser
 VARIANT_ENV = "WINDOWFIT_POOL_VARIANT"
 
 LAUNCH = f"""
-import gc, multiprocessing, os, sys
+import gc, os, sys
 import windowfit.cli.scan as scan
 variant = os.environ.get({VARIANT_ENV!r}, "")
 if variant in ("pin", "gc-off"):
@@ -38,7 +38,7 @@ if variant in ("pin", "gc-off"):
             started.append(True)
             if variant == "pin":
                 cpus = sorted(os.sched_getaffinity(0))
-                os.sched_setaffinity(0, {{cpus[(multiprocessing.current_process()._identity[0] - 1) % len(cpus)]}})
+                os.sched_setaffinity(0, {{cpus[os.getpid() % len(cpus)]}})  # forked workers have no pool identity
             else:
                 gc.freeze()
                 gc.disable()

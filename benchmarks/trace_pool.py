@@ -1,5 +1,6 @@
-"""Where a folder run's time goes with a pool: the parent's CPU before the pool starts and after it (the serial
-part), and each worker's runs, busy time, CPU and when it stopped (the imbalance at the end).
+"""Where a folder run's time goes with a pool: the parent's CPU before the workers start and after them (the
+serial part), and each job's runs (the parent's own among them), busy time, CPU and when it stopped (the
+imbalance at the end).
 
 Run ``python benchmarks/trace_pool.py report DIR --json --jobs 2 > /dev/null`` (any ``windowfit`` arguments);
 the trace goes to stderr. CPU seconds change less than wall seconds on a busy
@@ -32,6 +33,7 @@ import windowfit.cli.scan as scan  # noqa: E402 - the clock starts before window
 import windowfit.cli.shared as shared  # noqa: E402
 
 original_worker = scan._scan_in_worker
+original_here = scan._scan_here
 original_start = scan.start_scan
 
 
@@ -52,9 +54,23 @@ _scan_in_worker.__qualname__ = "_scan_in_worker"
 scan._scan_in_worker = _scan_in_worker  # type: ignore[assignment]
 
 
+def _scan_here(tasks: Sequence[Any]) -> list[Any]:
+    """The runs the parent takes itself (it is one of the jobs): logged as the workers' are, never pickled."""
+    start, cpu = time.perf_counter(), time.process_time()
+    done = original_here(tasks)
+    end, spent = time.perf_counter(), time.process_time() - cpu
+    with open(LOG, "a") as log:
+        log.write(f"{os.getpid()} {start - T0:.4f} {end - T0:.4f} {spent:.4f} {len(tasks)} 0\n")
+    return done
+
+
+scan._scan_here = _scan_here  # type: ignore[assignment]
+
+
 def start_scan(tasks: Sequence[Any], *, workers: int, **options: Any) -> Iterator[Any]:
     mark(f"pool of {workers} starts ({len(tasks)} files)")
     results = original_start(tasks, workers=workers, **options)
+    mark("workers started")
 
     def collected() -> Iterator[Any]:
         yield from results
@@ -87,13 +103,14 @@ def main() -> None:
     ends = []
     for pid, worker in runs.items():
         ends.append(worker[-1][1])
+        who = "parent" if int(pid) == os.getpid() else "worker"
         print(
-            f"worker {pid}: {len(worker)} runs, {sum(int(r[3]) for r in worker)} files, first at {worker[0][0]:.3f} s, "
+            f"{who} {pid}: {len(worker)} runs, {sum(int(r[3]) for r in worker)} files, first at {worker[0][0]:.3f} s, "
             f"last done at {worker[-1][1]:.3f} s, busy {sum(r[1] - r[0] for r in worker):.3f} s, "
             f"CPU {sum(r[2] for r in worker):.3f} s, pickling its results {sum(r[4] for r in worker):.3f} CPU-s",
             file=sys.stderr,
         )
-    print(f"workers stopped {max(ends) - min(ends):.3f} s apart", file=sys.stderr)
+    print(f"jobs stopped {max(ends) - min(ends):.3f} s apart", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import partial
@@ -11,8 +13,9 @@ from typing import Annotated
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError, build_report
+from windowfit.fitting._json import encode
 from windowfit.fitting.ccfold import fold_claude_code_all
-from windowfit.fitting.formats import Format, Input, load
+from windowfit.fitting.formats import Format, Input, SkippedFile, load
 from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
 from windowfit.fitting.report import Report, fold_report
 from windowfit.fitting.serialize import TranscriptReportJson, report_document_of, report_to_dict
@@ -34,7 +37,6 @@ from .shared import (
     Window,
     check_limits,
     estimator_from,
-    print_json,
     scan_all,
     size_of,
 )
@@ -103,7 +105,10 @@ def report(
             progress=False,
             stream_work=partial(json_stream, stream=stream),
         )
-        print_json(report_document_of(documents.values, estimator=est.rule.name, skipped=documents.skipped))
+        # what print_json writes for the same document, a piece at a time
+        for part in report_json_parts(documents.values, estimator=est.rule.name, skipped=documents.skipped):
+            sys.stdout.write(part.decode())
+        sys.stdout.write("\n")
         return
     scanned = scan_all(
         files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=True, stream_work=stream
@@ -114,17 +119,56 @@ def report(
     print_reports(out, scanned.values, details=details)
 
 
-def json_work(transcripts: tuple[Transcript, ...], *, work: Work[Report]) -> list[TranscriptReportJson]:
-    """``work``'s reports as ``report --json`` prints them."""
-    return [report_to_dict(r) for r in work(transcripts)]
+def json_work(transcripts: tuple[Transcript, ...], *, work: Work[Report]) -> list[bytes]:
+    """``work``'s reports as ``report --json`` prints them (``report_fragment``)."""
+    return [report_fragment(report_to_dict(r)) for r in work(transcripts)]
 
 
-def json_stream(
-    item: Input, chosen: Format, skip_invalid: bool, *, stream: Stream[Report]
-) -> list[TranscriptReportJson] | None:
+def json_stream(item: Input, chosen: Format, skip_invalid: bool, *, stream: Stream[Report]) -> list[bytes] | None:
     """``stream``'s reports as ``report --json`` prints them; None where it reads no stream."""
     reports = stream(item, chosen, skip_invalid)
-    return None if reports is None else [report_to_dict(r) for r in reports]
+    return None if reports is None else [report_fragment(report_to_dict(r)) for r in reports]
+
+
+FRAGMENT_INDENT = b"\n    "
+"""A line break inside one of the document's ``transcripts``: two levels of orjson's two-space indent."""
+_PLACEHOLDER = "windowfit: the transcripts go here"
+
+
+def report_fragment(report: TranscriptReportJson) -> bytes:
+    """One transcript's object as it stands in ``report --json``'s indented document, made where the report is
+    (in a worker, with a pool): the parent then only joins bytes, instead of unpickling every report's objects
+    and encoding the whole document alone. JSON strings hold no raw line break, so indenting every line break
+    of the object's own indented text is exact."""
+    return encode(report, indent=True, sort_keys=True).replace(b"\n", FRAGMENT_INDENT)
+
+
+def report_json(fragments: Sequence[bytes], *, estimator: str, skipped: Sequence[SkippedFile]) -> bytes:
+    """``encode(report_document_of(reports, ...), indent=True, sort_keys=True)``, byte for byte, from the
+    reports' ``report_fragment``: ``report_json_parts`` joined."""
+    return b"".join(report_json_parts(fragments, estimator=estimator, skipped=skipped))
+
+
+def report_json_parts(fragments: Sequence[bytes], *, estimator: str, skipped: Sequence[SkippedFile]) -> list[bytes]:
+    """``report_json``'s document in pieces, to be written one after another (the command never holds the
+    whole document, a copy of every fragment, nor its text): the document is encoded with one placeholder in
+    ``transcripts`` (its last key, sorted: nothing is written after the placeholder but the brackets that close
+    it), and the fragments, separated as orjson separates an array's items there, take its place."""
+    document = encode(
+        report_document_of([_PLACEHOLDER], estimator=estimator, skipped=skipped),  # type: ignore[list-item]
+        indent=True,
+        sort_keys=True,
+    )
+    head, mark, tail = document.rpartition(encode(_PLACEHOLDER))
+    if not mark or not fragments:  # pragma: no cover - the placeholder is always there; a scan finds a report
+        raise ValueError("report_json needs the placeholder and at least one report")
+    parts = [head]
+    for i, fragment in enumerate(fragments):
+        if i:
+            parts.append(b",\n    ")
+        parts.append(fragment)
+    parts.append(tail)
+    return parts
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
+import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Generic, TypeVar
@@ -193,19 +196,23 @@ class Scanned(Generic[T]):
 def start_scan(
     tasks: Sequence[Task[T]], *, workers: int, finished: Callable[[int], None] | None = None
 ) -> Iterator[tuple[Task[T], Done[T]]]:
-    """Each task with its result, in order: in this process, or over ``workers`` processes. With a pool every
-    task is submitted before this returns, so call it before any thread (a progress bar's) starts: the workers
-    are forked from this process where that is safe (Linux, one thread) and spawned otherwise; the tasks and
-    results are picklable either way. The pool works on the largest files first (``chunk_plan``); the results
-    still come out in the tasks' order, and ``finished`` is told how many files are done as they finish (a
-    progress bar's count: the files that come out next may have waited for a late run)."""
+    """Each task with its result, in order: in this process, or over ``workers`` processes, this one among
+    them: ``workers - 1`` are forked (``_forked``) where that is safe (Linux, one thread), else spawned in a
+    pool (``_collect``), and this process takes the next run of files no worker has started whenever it waits
+    for a result. The workers are started before this returns, so call it before any thread (a progress
+    bar's) starts; the tasks and results are picklable (a spawned worker gets them as pickles). The
+    runs go out largest files first (``chunk_plan``); the results still come out in the tasks' order, and
+    ``finished`` is told how many files are done as they finish (a progress bar's count: the files that come
+    out next may have waited for a late run)."""
     if workers <= 1:
         return _in_process(tasks, finished)
-    from concurrent.futures import ProcessPoolExecutor  # a pool's only: one process never imports it
-
     chunks = chunk_plan([_size(t.item) for t in tasks], workers)
+    if _can_fork() and len(chunks) <= MAX_FORKED_RUNS:
+        return _forked(tasks, chunks, workers - 1, finished)
+    from concurrent.futures import ProcessPoolExecutor  # a spawned pool's only
+
     context = _context()
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=context)
     # Forked workers share the parent's objects: frozen, their collector never walks (or copies) them.
     gc.freeze()
     try:
@@ -233,6 +240,9 @@ def _collect(
     futures: list[Future[list[Done[T]]]],
     finished: Callable[[int], None] | None,
 ) -> Iterator[tuple[Task[T], Done[T]]]:
+    """The results in the tasks' order. While the run holding the next result is not done, this process
+    scans the first run no worker has started (its future cancelled, so no worker will), in the plan's order:
+    the workers and this process both go from the largest runs to the smallest, and meet at the small ones."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     where = {i: (c, k) for c, chunk in enumerate(chunks) for k, i in enumerate(chunk)}
@@ -241,10 +251,29 @@ def _collect(
     running = set(futures)
     sizes = {future: len(chunk) for future, chunk in zip(futures, chunks, strict=True)}
     files_done = 0
+    unclaimed = 0  # futures before this one are running, done or taken here
+
+    def take_one() -> bool:
+        """Scan the first run no worker has started, here; False when there is none left."""
+        nonlocal unclaimed, files_done
+        while unclaimed < len(futures):
+            c = unclaimed
+            unclaimed += 1
+            if futures[c].cancel():
+                running.discard(futures[c])
+                results[c] = _scan_here([tasks[i] for i in chunks[c]])
+                files_done += len(chunks[c])
+                if finished is not None:
+                    finished(files_done)
+                return True
+        return False
+
     try:
         for i, task in enumerate(tasks):
             c, k = where[i]
-            while futures[c] in running:  # count the runs that finish meanwhile, in whatever order
+            while c not in results and futures[c] in running:  # count the runs that finish meanwhile
+                if take_one():
+                    continue
                 ended, _ = wait(running, return_when=FIRST_COMPLETED)
                 running -= ended
                 files_done += sum(sizes[f] for f in ended)
@@ -262,6 +291,208 @@ def _collect(
             yield task, done
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def _scan_here(tasks: Sequence[Task[T]]) -> list[Done[T]]:
+    """``_scan_in_worker`` in the parent: a file that raises is scanned again when its turn comes, so that its
+    error follows the output of every file before it; an interrupt (Ctrl-C) is not caught."""
+    done: list[Done[T]] = []
+    for task in tasks:
+        try:
+            done.append(scan_one(task))
+        except Exception:  # typer.Exit included
+            done.append(Done(redo=True))
+            break
+    return done
+
+
+MAX_FORKED_RUNS = 16_000
+"""The most runs ``_forked`` hands out: their numbers are written at once into a pipe (64 KiB, 4 bytes each)
+before any process reads one. A plan of more (a folder of tens of thousands of small files) goes to the pool."""
+_RUN = struct.Struct("<I")
+_FRAME = struct.Struct("<IQ")
+"""A worker's message: the run's number and the length of the pickle of its results that follows (0: the
+worker has taken the run, so that the parent knows which runs a worker that dies leaves undone)."""
+
+
+def _can_fork() -> bool:
+    """Forking is safe: Linux, and no thread in this process (a thread holding a lock would leave the child
+    stuck on it)."""
+    return hasattr(os, "fork") and sys.platform == "linux" and threading.active_count() == 1
+
+
+def _forked(
+    tasks: Sequence[Task[T]], chunks: list[list[int]], workers: int, finished: Callable[[int], None] | None
+) -> Iterator[tuple[Task[T], Done[T]]]:
+    """``_collect``'s results from ``workers`` forked processes and this one, without a pool: no
+    ``concurrent.futures`` or ``multiprocessing`` to import (about as long as the folder's walk), no threads
+    beside this process's own scanning. The runs' numbers wait in a pipe that every process reads four bytes
+    at a time, so each run is taken once, in the plan's order (largest first), by whichever process is free:
+    this one takes the next whenever the result it needs next is not there yet. Each worker sends its
+    results back through a pipe of its own; a worker that dies leaves its runs to this process."""
+    import pickle
+    import select
+
+    runs_read, runs_write = os.pipe()
+    os.write(runs_write, b"".join(_RUN.pack(c) for c in range(len(chunks))))
+    os.close(runs_write)  # every number written: a read past the last one is the end
+    children: dict[int, int] = {}  # result pipe -> pid
+    gc.freeze()  # the children share the parent's objects: frozen, their collector never walks (or copies) them
+    try:
+        for _ in range(workers):
+            read_end, write_end = os.pipe()
+            _widen(write_end)
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child (coverage does not follow a fork)
+                os.close(read_end)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends a worker at once, silently
+                code = 1
+                try:
+                    _work_forked(tasks, chunks, runs_read, write_end, pickle.dumps)
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(write_end)
+            children[read_end] = pid
+    except BaseException:  # a fork refused (no memory, too many processes): no worker is left running
+        os.close(runs_read)
+        for fd, pid in children.items():
+            os.close(fd)
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            os.waitpid(pid, 0)
+        raise
+    finally:
+        gc.unfreeze()
+    return _collect_forked(tasks, chunks, runs_read, children, finished, pickle.loads, select.select)
+
+
+PIPE_BYTES = 1 << 20
+"""A result pipe's buffer (Linux's most for a process without privileges): a worker that finishes a run while
+the parent is busy with one of its own writes up to this much without waiting for the parent to read it."""
+
+
+def _widen(fd: int) -> None:
+    import fcntl
+
+    with suppress(OSError, AttributeError):  # not Linux, or a lower limit: the default 64 KiB
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+
+
+def _work_forked(
+    tasks: Sequence[Task[T]],
+    chunks: list[list[int]],
+    runs: int,
+    out: int,
+    dumps: Callable[..., bytes],
+) -> None:  # pragma: no cover - runs in a forked child
+    """A forked worker: take run after run from the pipe of runs, and send each one's results."""
+    while len(taken := os.read(runs, _RUN.size)) == _RUN.size:
+        (c,) = _RUN.unpack(taken)
+        _write_all(out, _FRAME.pack(c, 0))
+        payload = dumps(_scan_in_worker([tasks[i] for i in chunks[c]]), -1)
+        _write_all(out, _FRAME.pack(c, len(payload)) + payload)
+
+
+def _write_all(fd: int, data: bytes) -> None:  # pragma: no cover - runs in a forked child
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _collect_forked(
+    tasks: Sequence[Task[T]],
+    chunks: list[list[int]],
+    runs: int,
+    children: dict[int, int],
+    finished: Callable[[int], None] | None,
+    loads: Callable[[bytes], list[Done[T]]],
+    wait_readable: Callable[..., tuple[list[int], list[int], list[int]]],
+) -> Iterator[tuple[Task[T], Done[T]]]:
+    where = {i: (c, k) for c, chunk in enumerate(chunks) for k, i in enumerate(chunk)}
+    left = [len(chunk) for chunk in chunks]
+    results: dict[int, list[Done[T]]] = {}
+    taken_by: dict[int, set[int]] = {fd: set() for fd in children}  # runs a worker took and has not sent
+    pending = {fd: bytearray() for fd in children}
+    open_pipes = set(children)
+    none_left = False
+    complete = False
+    files_done = 0
+
+    def done_with(c: int, got: list[Done[T]]) -> None:
+        nonlocal files_done
+        results[c] = got
+        files_done += len(chunks[c])
+        if finished is not None:
+            finished(files_done)
+
+    def take_one() -> bool:
+        """Scan the next run no process has taken, here; False when every run is taken."""
+        nonlocal none_left
+        if none_left:
+            return False
+        taken = os.read(runs, _RUN.size)
+        if len(taken) < _RUN.size:
+            none_left = True
+            return False
+        (c,) = _RUN.unpack(taken)
+        done_with(c, _scan_here([tasks[i] for i in chunks[c]]))
+        return True
+
+    def receive(fd: int) -> None:
+        """What worker ``fd`` has sent: runs taken, runs done; at its end, the runs it left undone."""
+        data = os.read(fd, 1 << 20)
+        if not data:
+            open_pipes.discard(fd)
+            os.close(fd)
+            for c in sorted(taken_by.pop(fd)):  # a worker that died: its runs are scanned here
+                done_with(c, _scan_here([tasks[i] for i in chunks[c]]))
+            return
+        buffer = pending[fd]
+        buffer += data
+        while len(buffer) >= _FRAME.size:
+            c, size = _FRAME.unpack_from(buffer)
+            if not size:
+                taken_by[fd].add(c)
+                del buffer[: _FRAME.size]
+                continue
+            if len(buffer) < _FRAME.size + size:
+                break
+            taken_by[fd].discard(c)
+            done_with(c, loads(bytes(buffer[_FRAME.size : _FRAME.size + size])))
+            del buffer[: _FRAME.size + size]
+
+    try:
+        for i, task in enumerate(tasks):
+            c, k = where[i]
+            while c not in results:
+                ready = wait_readable(list(open_pipes), [], [], 0)[0] if open_pipes else []
+                if not ready and take_one():
+                    continue
+                if not ready:  # every run taken: wait for the workers
+                    ready = wait_readable(list(open_pipes), [], [], None)[0] if open_pipes else []
+                    if not ready:  # pragma: no cover - a worker died between taking the run and saying so
+                        done_with(c, _scan_here([tasks[i] for i in chunks[c]]))
+                for fd in ready:
+                    receive(fd)
+            got = results[c]
+            done = got[k] if k < len(got) else Done(redo=True)  # after a file that raised
+            left[c] -= 1
+            if not left[c]:
+                del results[c]  # every file of the run given out: hold no result longer than needed
+            if done.redo:
+                done = scan_one(task)  # raises as one process would have
+            yield task, done
+        complete = True
+    finally:
+        os.close(runs)
+        for fd, pid in children.items():
+            if fd in open_pipes:
+                os.close(fd)
+                if not complete:  # stopped early (an error, Ctrl-C): the workers' runs are not wanted
+                    with suppress(ProcessLookupError):  # it may have just ended
+                        os.kill(pid, signal.SIGTERM)
+            os.waitpid(pid, 0)  # a worker ends when it finds no run left
 
 
 def _context() -> BaseContext:

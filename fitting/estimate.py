@@ -32,9 +32,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from importlib.resources import files
 from itertools import pairwise
 from operator import add, mul
+from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 
 from .errors import OptionError
@@ -967,7 +967,7 @@ def rule_from_data(name: str, data: Mapping[str, Any]) -> Rule:
 def load_rules(text: str | None = None) -> dict[str, Rule]:
     """The named rules of ``rules.json`` (or of ``text``, a document of the same shape)."""
     if text is None:
-        text = files(__package__ or "windowfit.fitting").joinpath(RULES_FILE).read_text(encoding="utf-8")
+        text = _rules_text()
     document = json.loads(text)
     return {name: rule_from_data(name, data) for name, data in document["rules"].items()}
 
@@ -993,8 +993,20 @@ class _Rules(Mapping[str, Rule]):
         return len(self._data)
 
 
+def _rules_text() -> str:
+    """``rules.json`` as shipped: read beside this module, where an installed package is (importlib.resources,
+    and the zip and tempfile modules it imports, only for a package that is not files: every command reads the
+    rules while it starts)."""
+    try:
+        return Path(__file__).with_name(RULES_FILE).read_text(encoding="utf-8")
+    except OSError:  # pragma: no cover - a zipped package
+        from importlib.resources import files
+
+        return files(__package__ or "windowfit.fitting").joinpath(RULES_FILE).read_text(encoding="utf-8")
+
+
 def _shipped_rules() -> _Rules:
-    text = files(__package__ or "windowfit.fitting").joinpath(RULES_FILE).read_text(encoding="utf-8")
+    text = _rules_text()
     rules: dict[str, Mapping[str, Any]] = json.loads(text)["rules"]
     return _Rules(rules)
 

@@ -12,7 +12,6 @@ from itertools import pairwise
 from .estimate import CharCounts, Estimator, MessageEstimate
 from .repair import repair_defects
 from .size import Size, SizeMode, predict_size
-from .store.base import PAGE_TOKENS
 from .transcript import (
     Block,
     Defect,
@@ -164,6 +163,8 @@ def _tool_row(name: str, calls: int, sizes: list[int]) -> ToolRow:
     """A tool's sizes; a data tool also gets what paging its output (``offload``) would have bounded it to."""
     if not _grows(sizes):
         return ToolRow(name, calls, len(sizes), sum(sizes), max(sizes), False)
+    from .store.base import PAGE_TOKENS  # a data tool's only: a report imports no store otherwise
+
     page = PAGE_TOKENS
     return ToolRow(
         name,

@@ -74,6 +74,7 @@ def test_spawned_workers_print_what_one_job_prints(run_cli: Run, folder: Path, m
 
     from windowfit.cli import scan
 
+    monkeypatch.setattr(scan, "_can_fork", lambda: False)  # the pool, not the forked workers
     monkeypatch.setattr(scan, "_context", lambda: multiprocessing.get_context("spawn"))
     args = ("check", str(folder), "--budget", "5000", "--format", "json", "--skip-invalid")
     one = run_cli(*args, "--jobs", "1")
@@ -116,3 +117,103 @@ def test_the_count_of_files_done_rises_to_every_file_while_results_keep_their_or
     out = [task.item.path for task, _ in start_scan(tasks, workers=workers, finished=counts.append)]
     assert out == paths
     assert counts == sorted(counts) and counts[-1] == len(paths)
+
+
+def _fails_on_marked(transcripts: tuple[object, ...], *, marked: str) -> list[str]:
+    """A work that raises on the file whose path ends with ``marked`` (module-level: a pool pickles it)."""
+    from windowfit.fitting import Transcript
+
+    names = [t.source.path for t in transcripts if isinstance(t, Transcript)]
+    if any(name.endswith(marked) for name in names):
+        raise ValueError(f"work failed on {marked}")
+    return names
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("position", [0, 0.5, 1])
+def test_a_file_that_raises_in_any_process_raises_after_every_result_before_it(
+    folder: Path, workers: int, position: float
+) -> None:
+    """The parent scans runs of files too (the ones no worker has started): whichever process a failing file
+    lands in, the results before it come out in order, then its error, raised by the parent, as with one job."""
+    from functools import partial
+
+    from windowfit.cli.scan import Task, start_scan
+    from windowfit.fitting.formats import Input
+
+    paths = sorted(str(p) for p in folder.glob("*.jsonl") if "broken" not in p.name and "empty" not in p.name)
+    assert len(paths) >= 3
+    marked = paths[round(position * (len(paths) - 1))]
+    work = partial(_fails_on_marked, marked=marked)
+    tasks = [Task(Input(p), None, False, True, False, work) for p in paths]
+    for jobs in (1, workers):
+        seen: list[str] = []
+        with pytest.raises(ValueError, match="work failed on"):
+            for task, done in start_scan(tasks, workers=jobs):
+                seen.append(task.item.path)
+                assert list(done.values) == [task.item.path]
+        assert seen == paths[: paths.index(marked)]
+
+
+def _dies_in_a_worker(transcripts: tuple[object, ...], *, parent: int, marked: str) -> list[str]:
+    """A work that kills the worker process that reads ``marked`` (never the parent): a crash, not an error."""
+    import os
+
+    from windowfit.fitting import Transcript
+
+    names = [t.source.path for t in transcripts if isinstance(t, Transcript)]
+    if os.getpid() != parent and any(name.endswith(marked) for name in names):
+        os._exit(9)
+    return names
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_the_runs_of_a_worker_that_dies_are_scanned_by_the_parent(folder: Path, workers: int) -> None:
+    """Every file is read in a worker at least once, one of them kills it: the parent scans the runs that worker
+    had taken, and the results are every file's, in order, as with one job."""
+    import os
+    from functools import partial
+
+    from windowfit.cli.scan import Task, start_scan
+    from windowfit.fitting.formats import Input
+
+    paths = sorted(str(p) for p in folder.glob("*.jsonl") if "broken" not in p.name and "empty" not in p.name)
+    for marked in paths:
+        work = partial(_dies_in_a_worker, parent=os.getpid(), marked=marked)
+        tasks = [Task(Input(p), None, False, True, False, work) for p in paths]
+        out = [(task.item.path, list(done.values)) for task, done in start_scan(tasks, workers=workers)]
+        assert out == [(p, [p]) for p in paths]
+
+
+def test_a_fork_refused_leaves_no_worker_running(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first worker is forked, the second fork fails (no memory, too many processes): the error is raised
+    and the first worker is stopped and reaped, not left reading the runs."""
+    import os
+    from functools import partial
+
+    from windowfit.cli import scan
+    from windowfit.cli.report_cmd import ReportOptions, report_work
+    from windowfit.cli.shared import SizeChoice
+    from windowfit.fitting.formats import Input
+
+    forked: list[int] = []
+    real_fork = os.fork
+
+    def fork_once() -> int:
+        if forked:
+            raise OSError(11, "Resource temporarily unavailable")
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    work = partial(report_work, options=ReportOptions("seed", 1.0, None, None, 3, SizeChoice.auto, None))
+    paths = sorted(str(p) for p in folder.glob("*.jsonl") if "broken" not in p.name and "empty" not in p.name)
+    tasks = [scan.Task(Input(p), None, False, True, False, work) for p in paths]
+    monkeypatch.setattr(scan.os, "fork", fork_once)
+    monkeypatch.setattr(scan, "_can_fork", lambda: True)
+    with pytest.raises(OSError, match="Resource temporarily unavailable"):
+        scan.start_scan(tasks, workers=3)
+    assert len(forked) == 1
+    with pytest.raises(ProcessLookupError):  # reaped: no such process any more
+        os.kill(forked[0], 0)

@@ -11,9 +11,25 @@ from pathlib import Path
 import pytest
 from conftest import DATA, require_shared
 
-from windowfit.fitting.errors import OptionError, UnknownFormat
-from windowfit.fitting.formats import FALLBACK, FORMATS, NAMES, SPECIFIC, Input, detect, format_of, load_path
-from windowfit.fitting.formats.registry import FALLBACK_NAME, SPECIFIC_NAMES, directory_format
+from windowfit.fitting.errors import InputError, OptionError, UnknownFormat
+from windowfit.fitting.formats import (
+    FALLBACK,
+    FORMATS,
+    NAMES,
+    SPECIFIC,
+    Input,
+    detect,
+    discover,
+    format_of,
+    load_path,
+)
+from windowfit.fitting.formats.registry import (
+    DIRECTORY_NAMES,
+    FALLBACK_NAME,
+    SCAN_NAMES,
+    SPECIFIC_NAMES,
+    directory_format,
+)
 from windowfit.fitting.request import write_transcript
 from windowfit.fitting.wire.bodies import transcript_from_body
 
@@ -123,6 +139,35 @@ def test_each_name_is_its_module_s_format_and_names_every_format_in_order() -> N
     assert FALLBACK.name == FALLBACK_NAME
 
 
+def test_the_folder_scan_s_tables_are_the_formats_own_directory_readers_and_name_patterns() -> None:
+    """A folder walk asks ``DIRECTORY_NAMES`` of each folder and matches ``SCAN_NAMES`` without importing the
+    formats: they must say what the formats themselves say (a format added with a ``directory`` or
+    ``scan_names`` and left out of the tables would make the walk miss its inputs)."""
+    assert tuple(f.name for f in SPECIFIC if f.directory is not None) == DIRECTORY_NAMES
+    assert tuple(pattern for f in FORMATS.values() for pattern in f.scan_names) == SCAN_NAMES
+
+
+WALK_PROBE = """
+import sys
+from windowfit.fitting.formats import discover
+found = list(discover([sys.argv[1]]))
+print(len(found))
+package = "windowfit.fitting.formats."
+print(sorted(m[len(package) :] for m in sys.modules if m.startswith(package) and m[len(package) :] in NAMES))
+""".replace("in NAMES", "in " + repr(NAMES))
+
+
+def test_walking_a_folder_imports_only_the_formats_that_read_a_folder_and_the_session_rule() -> None:
+    """The walk of the test data (every format's files, aider's ``.md`` histories among them) finds what it
+    found when it imported every format to ask it, and imports opencode (which reads a folder) and
+    claude_code (whose subagent files are left out when their session is found), no other."""
+    result = subprocess.run([sys.executable, "-c", WALK_PROBE, str(DATA)], capture_output=True, text=True, check=True)
+    count, modules = result.stdout.splitlines()
+    assert int(count) == len(list(discover([DATA])))  # what it finds in a process that imported more
+    assert any(p.name.endswith(".chat.history.md") for p in discover([DATA]))  # a scan name was matched
+    assert modules == str(["claude_code", "opencode"])
+
+
 DETECT_PROBE = """
 import sys
 from windowfit.fitting.formats import Input, NAMES, detect
@@ -148,6 +193,44 @@ def test_detection_imports_the_formats_it_tries_and_no_other(sample: str, import
     name, modules = result.stdout.splitlines()
     assert name == sample.split("/")[0]
     assert modules == str(imported)
+
+
+def test_a_jsonl_file_under_a_projects_folder_imports_claude_code_alone(tmp_path: Path) -> None:
+    """Where Claude Code keeps sessions (``.../projects/<project>/``) detection asks claude_code first: a
+    session there imports neither codex nor responses; the same file elsewhere imports both (above)."""
+    project = tmp_path / "projects" / "-home-dev-app"
+    project.mkdir(parents=True)
+    session = project / "branch.jsonl"
+    session.write_bytes((DATA / "claude_code" / "branch.jsonl").read_bytes())
+    result = subprocess.run(
+        [sys.executable, "-c", DETECT_PROBE, str(session)], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == ["claude_code", str(["claude_code"])]
+
+
+@pytest.mark.parametrize("root", ["data", "corpus"])
+def test_asking_claude_code_first_changes_no_file_s_format(root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test and corpus file (codex rollouts, Responses items and plain messages among them) detected as
+    if it lay under a ``projects`` folder gets the format the usual order gives it."""
+    from windowfit.fitting.formats import registry
+
+    folder = DATA if root == "data" else require_shared("corpus")
+    files = [p for p in transcript_files(folder) if p.suffix == ".jsonl"]
+    assert len(files) > 10
+
+    def detected() -> list[str]:
+        names = []
+        for path in files:
+            try:
+                names.append(detect(Input(str(path))).name)
+            except InputError as exc:  # an empty file, a foreign one: the same error either way
+                names.append(f"error: {exc}")
+        return names
+
+    usual = detected()
+    monkeypatch.setattr(registry, "_claude_code_place", lambda path: True)
+    assert detected() == usual
+    assert "claude_code" in usual and len(set(usual)) > 2
 
 
 def test_input_that_no_format_accepts_is_an_unknown_format(tmp_path: Path) -> None:

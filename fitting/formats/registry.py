@@ -41,6 +41,15 @@ anthropic_log split request bodies and conversations by the same tests (``_sniff
 corpus transcript is claimed by at most one. A module is imported when detection first tries it, or when
 ``SPECIFIC`` or ``FORMATS`` is read: a Claude Code file loads three formats, not sixteen."""
 
+DIRECTORY_NAMES: tuple[str, ...] = ("opencode",)
+"""The formats of ``SPECIFIC_NAMES`` that read a folder as one input (``Format.directory``), in detection order:
+a folder scan asks only these of each folder it enters, so walking a folder imports no other format.
+tests/test_formats_registry.py checks it against every format's ``directory``."""
+
+SCAN_NAMES: tuple[str, ...] = ("*.chat.history.md", "*chat-history.md", "*.llm.history")
+"""Every format's ``Format.scan_names`` (aider's, aider_llm's), for the same reason: a folder scan matches file
+names against these without importing the formats that declare them (checked by the same test)."""
+
 FALLBACK_NAME = "messages"
 """The fallback's name (``FALLBACK``)."""
 
@@ -138,7 +147,11 @@ def refuse_binary(source: Input, head: bytes) -> None:
 def directory_format(path: Path) -> Format | None:
     """The format that reads this folder as one input (opencode storage), by its layout; None for an ordinary
     folder, which is scanned for files."""
-    return next((f for f in _specific() if f.directory is not None and f.directory(path)), None)
+    for name in DIRECTORY_NAMES:
+        fmt = _format(name)
+        if fmt.directory is not None and fmt.directory(path):
+            return fmt
+    return None
 
 
 def _folder(source: Input) -> bool:
@@ -159,6 +172,10 @@ def detect(source: Input) -> Format:
     head = source.head()
     if not head.strip():
         raise EmptyTranscript(Location(source.path), "the file is empty")
+    if _claude_code_place(source.path):
+        first = _format(CLAUDE_CODE_NAME)
+        if first.sniff(head):
+            return first
     for fmt in _specific():
         if fmt.sniff(head):
             return fmt
@@ -171,6 +188,18 @@ def detect(source: Input) -> Format:
         "not a transcript format windowfit knows",
         hint=f"pass --from with one of: {', '.join(NAMES)}",
     )
+
+
+CLAUDE_CODE_NAME = "claude_code"
+PROJECTS_DIR = "projects"
+"""A Claude Code session's folder above its project's: ``~/.claude/projects/<project>/<session>.jsonl``."""
+
+
+def _claude_code_place(path: str) -> bool:
+    """A ``.jsonl`` file somewhere under a ``projects`` folder, where Claude Code keeps its sessions: detection
+    asks claude_code first, so a session found there imports neither codex nor responses (tried before it
+    otherwise). The sniffers never overlap (``SPECIFIC_NAMES``), so the order changes no answer."""
+    return path.endswith(".jsonl") and f"{os.sep}{PROJECTS_DIR}{os.sep}" in path
 
 
 def get_format(name: str) -> Format:
@@ -233,7 +262,7 @@ def load_path(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = 
 
 def _scanned(name: str) -> bool:
     """Whether a folder scan picks up a file of this name: the JSON suffixes, or a format's own names."""
-    return Path(name).suffix in SUFFIXES or any(fnmatch(name, pattern) for f in _specific() for pattern in f.scan_names)
+    return Path(name).suffix in SUFFIXES or any(fnmatch(name, pattern) for pattern in SCAN_NAMES)
 
 
 def _walk(root: Path) -> Iterator[Path]:
