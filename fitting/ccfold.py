@@ -35,15 +35,19 @@ from .estimate import _GROUP_CODES, _SEED_CLASSES, PURE_ENV, CharCounts, Estimat
 from .formats.base import Input
 from .formats.claude_code import NAME, NO_PREAMBLE_NOTE, subagent_files
 from .report import TOP_RESULTS, Report, ReportFold, UsageRow
-from .size import SIZE_MODES, PreambleSource, Size, SizeMode
+from .size import FLOOR_RULE, SIZE_MODES, PreambleSource, Size, SizeMode
 from .transcript import Skipped, Source, Transcript
 
 _NOWHERE = Location("<ccfold>")
 
 _Block = tuple[str, int, str, str]
 """A call's or a result's record: its kind (``tool_call`` or ``tool_result``), its tokens, its id and name."""
-_Line = tuple[int, int, int, int, "tuple[()] | list[_Block]"]
-"""One line's content: its ascii, CJK and other characters, fixed tokens, and its calls and results."""
+_Part = tuple[int, int, int, int, int]
+"""A tool result's ascii, CJK and other characters, fixed tokens and floor (``_floor``): what ``ccplan`` needs
+to estimate its message once the result is cleared."""
+_Line = tuple[int, int, int, int, "tuple[()] | list[_Block]", int, "tuple[()] | list[_Part]"]
+"""One line's content: its ascii, CJK and other characters, fixed tokens, its calls and results, its floor
+(``_floor`` of each block's text, summed) and each of its results' ``_Part``."""
 _Record = tuple[
     str,
     "str | None",
@@ -59,13 +63,16 @@ _Record = tuple[
     "tuple[()] | list[_Block] | None",
     bool,
     bool,
+    int,
+    "tuple[()] | list[_Part] | None",
 ]
 """What the fold reads from one line (``_record``, or the compiled ``_ccline.Scanner.scan``): its kind (the
 line kind it is counted under, for a line other than a message), uuid and parentUuid (None where not a str),
 whether it is on the sidechain; for a message line its agentId ("" where not a str), message id (None where
 not a str), usage (input, cache write, cache read and output tokens; None where not a dict), its content as
 ``_blocks`` sums it (None for a line other than a message), whether it is a user line of tool results only
-and whether it holds a tool result."""
+and whether it holds a tool result; its floor and its results' parts (``_Line``; 0 and None for a line other
+than a message)."""
 
 if TYPE_CHECKING:
     from ._ccline import Scanner, Table
@@ -97,7 +104,7 @@ def _scanner(rule: ScriptRule) -> Scanner | None:
         _TABLE.append(_Table(len(_SEED_CLASSES), fallback, [(a, b, i) for i, (a, b) in explicit], groups))
     wa, wc, wo, denominator = rule._weights
     try:
-        return _Scanner(_TABLE[0], wa, wc, wo, denominator, rule.block_overhead_tokens)
+        return _Scanner(_TABLE[0], wa, wc, wo, denominator, rule.block_overhead_tokens, *FLOOR_RULE._weights)
     except (OverflowError, ValueError):
         return None
 
@@ -136,10 +143,15 @@ class _Folded:
         "by_kind",
         "by_role",
         "calls",
+        "calls_of",
+        "chars",
         "counts",
+        "floors",
         "kinds",
         "leaf_line",
+        "lines",
         "names",
+        "parts",
         "per_tool",
         "results",
         "roles",
@@ -175,6 +187,17 @@ class _Folded:
         self.agent: str | None = None
         """None for a main conversation; for a file that is one sidechain (a subagent's), the first agentId
         of its message lines ("" if none)."""
+        # For ccplan's plan of the fold (each message's, or each result's, as ``results``):
+        self.lines: list[int] = []
+        """Each message's line (its first)."""
+        self.chars: list[tuple[int, int, int, int]] = []
+        """Each message's ascii, CJK and other characters and fixed tokens (``Estimator._script_blocks``')."""
+        self.floors: list[int] = []
+        """Each message's floor (``size.floor_tokens`` under ``size.FLOOR_RULE``)."""
+        self.calls_of: list[list[str]] = []
+        """Each message's calls' ids, in order (names in ``names``)."""
+        self.parts: list[_Part] = []
+        """Each result's characters, fixed tokens and floor, as ``results``."""
 
 
 def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, int]) -> _Line | None:
@@ -189,11 +212,12 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
             return None
         a, c, o = _groups(raw)
         by_kind["text"] += -(-(a * wa + c * wc + o * wo) // denominator) + bo
-        return a, c, o, bo, ()
+        return a, c, o, bo, (), _floor(a, c, o), ()
     if type(raw) is not list or not raw:
         return None
-    la = lc = lo = lf = 0
+    la = lc = lo = lf = floor = 0
     special: list[_Block] = []
+    parts: list[_Part] = []
     for b in raw:
         if type(b) is not dict:
             return None
@@ -204,6 +228,7 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
             if type(text) is not str:
                 return None
             a, c, o = _groups(text)
+            block_floor = _floor(a, c, o)
         elif kind == "tool_use":
             call_id = b.get("id")
             name = b.get("name", "")
@@ -212,6 +237,7 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
             a, c, o = _groups(name)
             a2, c2, o2 = _groups(dumps(b.get("input", {})))
             a, c, o = a + a2, c + c2, o + o2
+            block_floor = _floor(a, c, o)
             kind = "tool_call"
         elif kind == "tool_result" and not assistant:
             call_id = b.get("tool_use_id")
@@ -219,10 +245,12 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
             if type(call_id) is not str:
                 return None
             name = ""
+            block_floor = 0
             if type(inner) is str:
                 if inner:
                     a, c, o = _groups(inner)
                     fixed = bo + bo
+                    block_floor = _floor(a, c, o)
                 else:
                     a = c = o = 0
             elif type(inner) is list:
@@ -235,16 +263,26 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
                         return None
                     a2, c2, o2 = _groups(text)
                     a, c, o, fixed = a + a2, c + c2, o + o2, fixed + bo
+                    block_floor += _floor(a2, c2, o2)
             else:
                 return None
         else:
             return None
         tokens = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
         by_kind[kind] += tokens
-        la, lc, lo, lf = la + a, lc + c, lo + o, lf + fixed
+        la, lc, lo, lf, floor = la + a, lc + c, lo + o, lf + fixed, floor + block_floor
         if kind == "tool_call" or kind == "tool_result":
             special.append(cast(_Block, (kind, tokens, call_id, name)))
-    return la, lc, lo, lf, special
+            if kind == "tool_result":
+                parts.append((a, c, o, fixed, block_floor))
+    return la, lc, lo, lf, special, floor, parts
+
+
+def _floor(a: int, c: int, o: int) -> int:
+    """The tokens of a text of these characters under ``size.FLOOR_RULE`` (``Estimator.block`` of it, which
+    has no overheads): what ``size.floor_tokens`` sums, block by block and part by part of a result."""
+    fa, fc, fo, denominator = FLOOR_RULE._weights
+    return -(-(a * fa + c * fc + o * fo) // denominator)
 
 
 _CHUNK = 1 << 20
@@ -298,7 +336,7 @@ def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record
         if uuid is not None and kind == "system" and value.get("subtype") == "compact_boundary":
             return None  # a compaction: the loader starts the live context there
         key = kind if type(kind) is str and kind else "unknown"
-        return key, uuid, parent, side, None, None, None, 0, 0, 0, 0, None, False, False
+        return key, uuid, parent, side, None, None, None, 0, 0, 0, 0, None, False, False, 0, None
     message = value.get("message")
     if type(message) is not dict or uuid is None:
         return None
@@ -312,9 +350,11 @@ def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record
     agent = value.get("agentId")
     message_id = message.get("id")
     recorded = message.get("usage")
-    la, lc, lo, lf, special = summed
+    la, lc, lo, lf, special, floor, parts = summed
     if not special:
         special = ()  # as the scanner gives it
+    if not parts:
+        parts = ()
     return (
         kind,
         uuid,
@@ -330,6 +370,8 @@ def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record
         special,
         results_shape,
         has_results,
+        floor,
+        parts,
     )
 
 
@@ -381,7 +423,10 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
                 if read is None:
                     return None
                 record = read
-            kind, uuid, parent, on_side, agent, message_id, recorded, la, lc, lo, lf, special, shape, found = record
+            kind, uuid, parent, on_side, agent, message_id, recorded, la, lc, lo, lf, special, shape, found = record[
+                :14
+            ]
+            floor, parts = record[14], record[15]
             message = kind == "user" or kind == "assistant"
             if not message:
                 kinds[kind] += 1
@@ -468,6 +513,9 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
             draft.c += lc
             draft.o += lo
             draft.fixed += lf
+            draft.floor += floor
+            if parts:
+                out.parts.extend(parts)
             for block_kind, block_tokens, block_id, name in special:
                 if block_kind == "tool_call":
                     if block_id in calls_seen:
@@ -552,14 +600,28 @@ def _usage(recorded: dict[str, object]) -> tuple[int, int, int, int]:
 class _Draft:
     """The message being read (``claude_code._Draft``): its sums, and its calls and results by id."""
 
-    __slots__ = ("a", "c", "calls", "expect", "fixed", "line", "message_id", "o", "out", "results", "role", "rule")
+    __slots__ = (
+        "a",
+        "c",
+        "calls",
+        "expect",
+        "fixed",
+        "floor",
+        "line",
+        "message_id",
+        "o",
+        "out",
+        "results",
+        "role",
+        "rule",
+    )
 
     def __init__(self, rule: ScriptRule, out: _Folded) -> None:
         self.rule, self.out = rule, out
         self.role = ""
         self.line = 0
         self.message_id = ""
-        self.a = self.c = self.o = self.fixed = 0
+        self.a = self.c = self.o = self.fixed = self.floor = 0
         self.calls: list[str] = []
         self.results: list[str] = []
         self.expect: set[str] | None = None
@@ -567,7 +629,7 @@ class _Draft:
 
     def open(self, role: str, line: int, message_id: str) -> None:
         self.role, self.line, self.message_id = role, line, message_id
-        self.a = self.c = self.o = 0
+        self.a = self.c = self.o = self.floor = 0
         self.fixed = self.rule.message_overhead_tokens
         self.calls = []
         self.results = []
@@ -588,6 +650,10 @@ class _Draft:
         out.by_role[role] += tokens
         a, c, o = out.counts
         out.counts = (a + self.a, c + self.c, o + self.o)
+        out.lines.append(self.line)
+        out.chars.append((self.a, self.c, self.o, self.fixed))
+        out.floors.append(self.floor)
+        out.calls_of.append(self.calls)
         if self.results:
             if self.expect is None or len(self.results) != len(self.expect) or set(self.results) != self.expect:
                 return False
