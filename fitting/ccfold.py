@@ -707,16 +707,7 @@ def _report(
         notes.append(
             f"{folded.unmeasured} assistant message(s) record zero usage (e.g. model <synthetic>): not measured"
         )
-    name = ""
-    if folded.agent is not None:  # as claude_code._subagent_name names the one sidechain tree
-        stem = Path(path).stem
-        name = (
-            f"subagent agent-{folded.agent}"
-            if folded.agent
-            else f"subagent {stem}"
-            if stem.startswith("agent-")
-            else "subagent 1"
-        )
+    name = subagent_name(path, folded.agent)
     header = Transcript(
         system=(),
         tools=(),
@@ -741,6 +732,15 @@ def _report(
         session_tokens=None,
         defects=(),
     )
+
+
+def subagent_name(path: str, agent: str | None) -> str:
+    """The transcript's name, as ``claude_code._subagent_name`` names the one sidechain tree of a file
+    (``_Folded.agent``); "" for a main conversation."""
+    if agent is None:
+        return ""
+    stem = Path(path).stem
+    return f"subagent agent-{agent}" if agent else f"subagent {stem}" if stem.startswith("agent-") else "subagent 1"
 
 
 def _usage_rows(usage: list[list[int]], tokens: list[int]) -> tuple[UsageRow, ...]:

@@ -28,11 +28,13 @@ from dataclasses import dataclass
 
 import orjson
 
-from .ccfold import fold_claude_code
-from .estimate import Estimator
-from .fit import FitOptions, Plan
+from .ccfold import _fold_lines, _Folded, _size, fold_claude_code, subagent_name
+from .estimate import CharCounts, Estimator, ScriptRule
+from .fit import FitOptions, Plan, _plan
 from .formats.base import Input
-from .size import SizeMode
+from .formats.claude_code import NAME, subagent_files
+from .size import FLOOR_RULE, SIZE_MODES, Size, SizeMode
+from .transcript import Block, Message, Source, Text, ToolCall, ToolResult, Transcript, Usage
 
 TAIL_BYTES = 256 * 1024
 """How much of a file's end is read for its last measured request (``last_measured``)."""
@@ -132,3 +134,158 @@ def last_measured(source: Input) -> int | None:
                 total += n
         return total
     return None
+
+
+# ------------------------------------------------------------------------------------------------------------
+# fit and check of a session over its budget: the plan of a skeleton of the fold
+
+
+@dataclass(frozen=True, slots=True)
+class _Chars(Text):
+    """A stand-in for text the fold counted but did not keep: its characters per class, fixed tokens and floor
+    (``size.FLOOR_RULE``'s tokens, block by block). Only ``_Counted`` and ``_Floored`` read them; to anything
+    else it is an empty text."""
+
+    a: int = 0
+    c: int = 0
+    o: int = 0
+    fixed: int = 0
+    floor: int = 0
+
+
+@dataclass(slots=True)
+class _Counted(Estimator):
+    """The estimator of a skeleton: a ``_Chars`` counts as the characters and fixed tokens it carries, every
+    other block as ``Estimator`` counts it (a stub, the note, a call's name)."""
+
+    def block_parts(self, block: Block) -> tuple[CharCounts, int]:
+        if type(block) is _Chars:
+            return CharCounts(block.a, block.c, block.o), block.fixed
+        return Estimator.block_parts(self, block)
+
+
+@dataclass(slots=True)
+class _Floored(Estimator):
+    """The floor estimator of a skeleton (``fit._plan``'s ``floor``): a ``_Chars`` is the floor it carries."""
+
+    def block(self, block: Block) -> int:
+        if type(block) is _Chars:
+            return block.floor
+        return Estimator.block(self, block)
+
+
+@dataclass(frozen=True, slots=True)
+class FoldedPlan:
+    """A session ``fold_plan`` planned: its skeleton (one message per message of the loaded transcript, with
+    its role, line, calls and results, and stand-ins for the rest: what ``render_plan``, ``plan_document``
+    and ``check_request`` read of it) and the plan, the one ``plan_fit`` makes of the loaded transcript."""
+
+    path: str
+    name: str
+    plan: Plan
+    skeleton: Transcript | None
+    """None for a session that fits: its plan has no detail to show (check's summary)."""
+
+
+def fold_plan(
+    source: Input,
+    estimator: Estimator,
+    options: FitOptions,
+    *,
+    size_mode: SizeMode = "auto",
+    preamble: int | None = None,
+    summary: bool = False,
+) -> FoldedPlan | None:
+    """``fit._plan``'s plan of the one transcript ``claude_code.load`` reads from ``source`` (its size predicted
+    with ``size_mode`` and ``preamble``, as ``fit`` and ``check`` predict it) made from the fold of its lines,
+    fitting or not; None where the fold leaves the file to the loader, or for options it does not plan for
+    (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
+    rule = estimator.rule
+    if options.add_notice or options.page_tokens is not None:
+        return None  # the notice changes the system prompt; a store's handles are of the results' content
+    if type(rule) is not ScriptRule or source.keep_text or size_mode not in SIZE_MODES:
+        return None
+    if preamble is not None and preamble < 0:
+        return None  # predict_size words the error
+    if source.data is None and subagent_files(source.path):
+        return None
+    folded = _fold_lines(source, rule)
+    if folded is None:
+        return None
+    size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
+    name = subagent_name(source.path, folded.agent)
+    if summary and options.carried_cut is None:
+        pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
+        before = size.tokens if size.anchored else pre + size.estimated_tokens
+        if before <= options.budget:
+            return FoldedPlan(source.path, name, _fits(options, before, pre, size), None)
+    skeleton = _skeleton(source.path, name, folded, rule)
+    est = _Counted(rule)
+    plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), _Floored(FLOOR_RULE))
+    if plan.repairs or plan.message_tokens[: len(folded.tokens)] != tuple(folded.tokens):
+        raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
+    return FoldedPlan(source.path, name, plan, skeleton)
+
+
+def _fits(options: FitOptions, before: int, preamble: int, size: Size) -> Plan:
+    """``fit._plan``'s plan of a session that fits, without the detail check leaves out (``summary_plan``)."""
+    return Plan(
+        options=options,
+        outcome="fits",
+        tokens_before=before,
+        tokens_after=before,
+        stages=(),
+        message_tokens=(),
+        preamble_tokens=preamble,
+        results=(),
+        protected=(),
+        too_small=(),
+        candidates=(),
+        batches=(),
+        size=size,
+    )
+
+
+def _skeleton(path: str, name: str, folded: _Folded, rule: ScriptRule) -> Transcript:
+    """The transcript ``claude_code.load`` reads, with each message's role, line, calls (their ids and names)
+    and results (their ids, in order, first in their message as the loader puts them), each result's content a
+    ``_Chars`` of its own counts and the rest of the message one ``_Chars`` (what it holds beyond its results
+    and its calls' names): ``_Counted`` estimates each message, and each result, as the loaded one, and
+    ``_Floored`` floors them alike."""
+    parts = _Counted(rule)
+    floor = _Floored(FLOOR_RULE)
+    names = folded.names
+    results_of: dict[int, list[int]] = {}
+    for k, result in enumerate(folded.results):
+        results_of.setdefault(result[3], []).append(k)
+    overhead = rule.message_overhead_tokens
+    messages = []
+    for i, (role, line, (a, c, o, fixed), floor_left, calls) in enumerate(
+        zip(folded.roles, folded.lines, folded.chars, folded.floors, folded.calls_of, strict=True)
+    ):
+        blocks: list[Block] = []
+        fixed -= overhead
+        for k in results_of.get(i, ()):
+            ra, rc, ro, rf, rfl = folded.parts[k]
+            bo = rule.block_overhead_tokens
+            blocks.append(ToolResult(folded.results[k][0], (_Chars("", a=ra, c=rc, o=ro, fixed=rf - bo, floor=rfl),)))
+            a, c, o, fixed, floor_left = a - ra, c - rc, o - ro, fixed - rf, floor_left - rfl
+        for call_id in calls:
+            call = ToolCall(call_id, names[call_id], "{}")
+            ca, cc, co, cf = parts._script_parts(rule, call)
+            blocks.append(call)
+            a, c, o, fixed, floor_left = a - ca, c - cc, o - co, fixed - cf, floor_left - floor.block(call)
+        if a or c or o or fixed or floor_left or not blocks:
+            blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed, floor=floor_left))
+        messages.append(Message("user" if role == "user" else "assistant", tuple(blocks), Source(path, line)))
+    usage = tuple(Usage(u[0], u[1], u[2], u[3], Source(path, u[4]), u[5]) for u in folded.usage)
+    return Transcript(
+        system=(),
+        tools=(),
+        messages=tuple(messages),
+        source=Source(path),
+        format=NAME,
+        dialect="anthropic",
+        usage=usage,
+        name=name,
+    )

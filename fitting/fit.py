@@ -548,10 +548,13 @@ def _plan(
     est: Estimator,
     size: Size | None,
     tokens_of: Callable[[Sequence[Message]], tuple[int, ...]],
+    floor: Estimator | None = None,
 ) -> Plan:
     """``plan_fit``'s work. ``tokens_of`` gives each message's estimate, of the messages as repaired:
     ``est.message`` of each, or, for a columnar conversation (``fitting.columns``), the estimates it
-    holds for the messages it holds no ``Message`` of (those that stand in for plain text)."""
+    holds for the messages it holds no ``Message`` of (those that stand in for plain text). ``floor``
+    counts what an anchored fit removes (``size.FLOOR_RULE``'s estimator unless given: ``fitting.ccplan``
+    gives one that reads the counts its stand-ins carry)."""
     budget, batch_size, batch_tokens = options.budget, options.batch_size, options.batch_tokens
     protected_fraction, min_clear_ratio = options.protected_fraction, options.min_clear_ratio
     page_tokens, cut_step, carried_cut = options.page_tokens, options.cut_step, options.carried_cut
@@ -565,7 +568,7 @@ def _plan(
         preamble += size.preamble_tokens - est.preamble(transcript)  # what the file does not record
     before = preamble + sum(message_tokens)
     anchored = size is not None and size.anchored
-    floor = Estimator(FLOOR_RULE)
+    floor = floor or Estimator(FLOOR_RULE)
     if size is not None and size.anchored:
         # The notice and repairs change the request after it was measured: add their estimate.
         before = size.tokens + before - est.request(transcript) - preamble + est.preamble(source)
