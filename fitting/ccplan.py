@@ -24,12 +24,12 @@ a plan, since the loaded path gives the same plan."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 
 from .ccfold import _fold_lines, _Folded, _size, fold_claude_code, subagent_name
-from .estimate import CharCounts, Estimator, ScriptRule
+from .estimate import CharCounts, Estimator, MessageEstimate, ScriptRule
 from .fit import FitOptions, Plan, _plan
 from .formats.base import Input
 from .formats.claude_code import NAME, subagent_files
@@ -156,12 +156,29 @@ class _Chars(Text):
 @dataclass(slots=True)
 class _Counted(Estimator):
     """The estimator of a skeleton: a ``_Chars`` counts as the characters and fixed tokens it carries, every
-    other block as ``Estimator`` counts it (a stub, the note, a call's name)."""
+    other block as ``Estimator`` counts it (a stub, the note, a call's name). The skeleton's own messages
+    come with their estimates (``known``, by identity: no message is hashed), as ``_script_blocks`` makes them
+    of those blocks."""
+
+    known: dict[int, tuple[Message, MessageEstimate]] = field(default_factory=dict)
+    whole: tuple[tuple[Message, ...], tuple[int, ...]] | None = None
+    """The skeleton's messages and their tokens (``message_tokens`` of them)."""
 
     def block_parts(self, block: Block) -> tuple[CharCounts, int]:
         if type(block) is _Chars:
             return CharCounts(block.a, block.c, block.o), block.fixed
         return Estimator.block_parts(self, block)
+
+    def message(self, message: Message) -> MessageEstimate:
+        hit = self.known.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        return Estimator.message(self, message)
+
+    def message_tokens(self, messages: tuple[Message, ...]) -> tuple[int, ...]:
+        if self.whole is not None and messages is self.whole[0]:
+            return self.whole[1]
+        return Estimator.message_tokens(self, messages)
 
 
 @dataclass(slots=True)
@@ -219,10 +236,10 @@ def fold_plan(
         before = size.tokens if size.anchored else pre + size.estimated_tokens
         if before <= options.budget:
             return FoldedPlan(source.path, name, _fits(options, before, pre, size), None)
-    skeleton = _skeleton(source.path, name, folded, rule)
     est = _Counted(rule)
+    skeleton = _skeleton(source.path, name, folded, est)
     plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), _Floored(FLOOR_RULE))
-    if plan.repairs or plan.message_tokens[: len(folded.tokens)] != tuple(folded.tokens):
+    if plan.repairs:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
     return FoldedPlan(source.path, name, plan, skeleton)
 
@@ -246,43 +263,57 @@ def _fits(options: FitOptions, before: int, preamble: int, size: Size) -> Plan:
     )
 
 
-def _skeleton(path: str, name: str, folded: _Folded, rule: ScriptRule) -> Transcript:
+def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcript:
     """The transcript ``claude_code.load`` reads, with each message's role, line, calls (their ids and names)
     and results (their ids, in order, first in their message as the loader puts them), each result's content a
     ``_Chars`` of its own counts and the rest of the message one ``_Chars`` (what it holds beyond its results
     and its calls' names): ``_Counted`` estimates each message, and each result, as the loaded one, and
-    ``_Floored`` floors them alike."""
-    parts = _Counted(rule)
+    ``_Floored`` floors them alike. Each message's estimate goes into ``est.known``, the tokens into
+    ``est.whole``."""
+    rule = est.rule
+    assert type(rule) is ScriptRule
+    wa, wc, wo, denominator = rule._weights
     floor = _Floored(FLOOR_RULE)
+    known = est.known
     names = folded.names
     results_of: dict[int, list[int]] = {}
     for k, result in enumerate(folded.results):
         results_of.setdefault(result[3], []).append(k)
     overhead = rule.message_overhead_tokens
     messages = []
-    for i, (role, line, (a, c, o, fixed), floor_left, calls) in enumerate(
-        zip(folded.roles, folded.lines, folded.chars, folded.floors, folded.calls_of, strict=True)
+    bo = rule.block_overhead_tokens
+    for i, (role, line, counts, floor_left, calls, tokens) in enumerate(
+        zip(folded.roles, folded.lines, folded.chars, folded.floors, folded.calls_of, folded.tokens, strict=True)
     ):
+        a, c, o, fixed = counts
         blocks: list[Block] = []
+        each: list[int] = []
         fixed -= overhead
         for k in results_of.get(i, ()):
             ra, rc, ro, rf, rfl = folded.parts[k]
-            bo = rule.block_overhead_tokens
-            blocks.append(ToolResult(folded.results[k][0], (_Chars("", a=ra, c=rc, o=ro, fixed=rf - bo, floor=rfl),)))
+            result = folded.results[k]
+            blocks.append(ToolResult(result[0], (_Chars("", a=ra, c=rc, o=ro, fixed=rf - bo, floor=rfl),)))
+            each.append(result[2])
             a, c, o, fixed, floor_left = a - ra, c - rc, o - ro, fixed - rf, floor_left - rfl
         for call_id in calls:
             call = ToolCall(call_id, names[call_id], "{}")
-            ca, cc, co, cf = parts._script_parts(rule, call)
+            ca, cc, co, cf = est._script_parts(rule, call)
             blocks.append(call)
+            each.append(-(-(ca * wa + cc * wc + co * wo) // denominator) + cf)
             a, c, o, fixed, floor_left = a - ca, c - cc, o - co, fixed - cf, floor_left - floor.block(call)
         if a or c or o or fixed or floor_left or not blocks:
             blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed, floor=floor_left))
-        messages.append(Message("user" if role == "user" else "assistant", tuple(blocks), Source(path, line)))
+            each.append(-(-(a * wa + c * wc + o * wo) // denominator) + fixed)
+        m = Message("user" if role == "user" else "assistant", tuple(blocks), Source(path, line))
+        messages.append(m)
+        known[id(m)] = (m, MessageEstimate(tokens, CharCounts(*counts[:3]), counts[3], tuple(each)))
     usage = tuple(Usage(u[0], u[1], u[2], u[3], Source(path, u[4]), u[5]) for u in folded.usage)
+    whole = tuple(messages)
+    est.whole = (whole, tuple(folded.tokens))
     return Transcript(
         system=(),
         tools=(),
-        messages=tuple(messages),
+        messages=whole,
         source=Source(path),
         format=NAME,
         dialect="anthropic",
