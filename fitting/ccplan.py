@@ -24,6 +24,7 @@ a plan, since the loaded path gives the same plan."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import orjson
@@ -33,7 +34,7 @@ from .estimate import CharCounts, Estimator, MessageEstimate, ScriptRule
 from .fit import FitOptions, Plan, _plan
 from .formats.base import Input
 from .formats.claude_code import NAME, subagent_files
-from .size import FLOOR_RULE, SIZE_MODES, Size, SizeMode
+from .size import SIZE_MODES, Size, SizeMode
 from .transcript import Block, Message, Source, Text, ToolCall, ToolResult, Transcript, Usage
 
 TAIL_BYTES = 256 * 1024
@@ -142,15 +143,13 @@ def last_measured(source: Input) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class _Chars(Text):
-    """A stand-in for text the fold counted but did not keep: its characters per class, fixed tokens and floor
-    (``size.FLOOR_RULE``'s tokens, block by block). Only ``_Counted`` and ``_Floored`` read them; to anything
-    else it is an empty text."""
+    """A stand-in for text the fold counted but did not keep: its characters per class and fixed tokens. Only
+    ``_Counted`` reads them; to anything else it is an empty text."""
 
     a: int = 0
     c: int = 0
     o: int = 0
     fixed: int = 0
-    floor: int = 0
 
 
 @dataclass(slots=True)
@@ -179,16 +178,6 @@ class _Counted(Estimator):
         if self.whole is not None and messages is self.whole[0]:
             return self.whole[1]
         return Estimator.message_tokens(self, messages)
-
-
-@dataclass(slots=True)
-class _Floored(Estimator):
-    """The floor estimator of a skeleton (``fit._plan``'s ``floor``): a ``_Chars`` is the floor it carries."""
-
-    def block(self, block: Block) -> int:
-        if type(block) is _Chars:
-            return block.floor
-        return Estimator.block(self, block)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +227,18 @@ def fold_plan(
             return FoldedPlan(source.path, name, _fits(options, before, pre, size), None)
     est = _Counted(rule)
     skeleton = _skeleton(source.path, name, folded, est)
-    plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), _Floored(FLOOR_RULE))
+
+    def floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int], int]) -> Sequence[int]:
+        """``fit._floors`` of the skeleton: the fold's floors (each result's block is its place among them)."""
+        assert messages is skeleton.messages
+        at = -1
+        for k, result in enumerate(folded.results):
+            index = result[3]
+            at = at + 1 if k and folded.results[k - 1][3] == index else 0
+            result_floors[(index, at)] = folded.parts[k][4]
+        return folded.floors
+
+    plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), floors_of)
     if plan.repairs:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
     return FoldedPlan(source.path, name, plan, skeleton)
@@ -267,13 +267,12 @@ def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcrip
     """The transcript ``claude_code.load`` reads, with each message's role, line, calls (their ids and names)
     and results (their ids, in order, first in their message as the loader puts them), each result's content a
     ``_Chars`` of its own counts and the rest of the message one ``_Chars`` (what it holds beyond its results
-    and its calls' names): ``_Counted`` estimates each message, and each result, as the loaded one, and
-    ``_Floored`` floors them alike. Each message's estimate goes into ``est.known``, the tokens into
-    ``est.whole``."""
+    and its calls' names): ``_Counted`` estimates each message, and each result, as the loaded one (its floors
+    are the fold's, ``fold_plan``'s ``floors_of``). Each message's estimate goes into ``est.known``, the tokens
+    into ``est.whole``."""
     rule = est.rule
     assert type(rule) is ScriptRule
     wa, wc, wo, denominator = rule._weights
-    floor = _Floored(FLOOR_RULE)
     known = est.known
     names = folded.names
     results_of: dict[int, list[int]] = {}
@@ -282,27 +281,32 @@ def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcrip
     overhead = rule.message_overhead_tokens
     messages = []
     bo = rule.block_overhead_tokens
-    for i, (role, line, counts, floor_left, calls, tokens) in enumerate(
-        zip(folded.roles, folded.lines, folded.chars, folded.floors, folded.calls_of, folded.tokens, strict=True)
+    by_name: dict[str, tuple[int, int, int, int, int]] = {}
+    for i, (role, line, counts, calls, tokens) in enumerate(
+        zip(folded.roles, folded.lines, folded.chars, folded.calls_of, folded.tokens, strict=True)
     ):
         a, c, o, fixed = counts
         blocks: list[Block] = []
         each: list[int] = []
         fixed -= overhead
         for k in results_of.get(i, ()):
-            ra, rc, ro, rf, rfl = folded.parts[k]
+            ra, rc, ro, rf, _ = folded.parts[k]
             result = folded.results[k]
-            blocks.append(ToolResult(result[0], (_Chars("", a=ra, c=rc, o=ro, fixed=rf - bo, floor=rfl),)))
+            blocks.append(ToolResult(result[0], (_Chars("", a=ra, c=rc, o=ro, fixed=rf - bo),)))
             each.append(result[2])
-            a, c, o, fixed, floor_left = a - ra, c - rc, o - ro, fixed - rf, floor_left - rfl
+            a, c, o, fixed = a - ra, c - rc, o - ro, fixed - rf
         for call_id in calls:
             call = ToolCall(call_id, names[call_id], "{}")
-            ca, cc, co, cf = est._script_parts(rule, call)
+            counted = by_name.get(call.name)
+            if counted is None:  # a call's counts are its name's (and its input's, "{}" here)
+                ca, cc, co, cf = est._script_parts(rule, call)
+                counted = by_name[call.name] = (ca, cc, co, cf, -(-(ca * wa + cc * wc + co * wo) // denominator) + cf)
+            ca, cc, co, cf, call_tokens = counted
             blocks.append(call)
-            each.append(-(-(ca * wa + cc * wc + co * wo) // denominator) + cf)
-            a, c, o, fixed, floor_left = a - ca, c - cc, o - co, fixed - cf, floor_left - floor.block(call)
-        if a or c or o or fixed or floor_left or not blocks:
-            blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed, floor=floor_left))
+            each.append(call_tokens)
+            a, c, o, fixed = a - ca, c - cc, o - co, fixed - cf
+        if a or c or o or fixed or not blocks:
+            blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed))
             each.append(-(-(a * wa + c * wc + o * wo) // denominator) + fixed)
         m = Message("user" if role == "user" else "assistant", tuple(blocks), Source(path, line))
         messages.append(m)
