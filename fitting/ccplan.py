@@ -1,26 +1,23 @@
-"""``check``'s plan of a Claude Code session that fits its budget, from the fold of its lines
-(``ccfold.fold_claude_code``), without loading it.
+"""The plan of a Claude Code session from the fold of its lines (``ccfold``), without loading it: ``check``'s
+(fitting or not) and ``fit``'s without ``-o`` or ``--store`` (its diff and ``--json``).
 
 Where the fold vouches for a session, the loader would give one transcript with no system prompt, no tools and
-no compaction whose rounds ``repair`` leaves as they are (the fold refuses a defective round), and check asks
-for no notice. ``fit._plan`` then computes, for that transcript and the fold's predicted size:
+no compaction whose rounds ``repair`` leaves as they are (the fold refuses a defective round). ``fold_plan``
+runs ``fit._plan`` itself on a skeleton of that transcript: one ``Message`` per message with its role, line,
+calls (id and name) and results (id, first in their message as the loader puts them), each result's content and
+the rest of the message stand-ins (``_Chars``) of the characters per class and fixed tokens the fold counted.
+The skeleton's estimator (``_Counted``) counts a stand-in as what it carries, so each message, each result and
+each message with some results stubbed estimate as the loaded ones; the floors an anchored fit removes are the
+fold's (counted per block by the scanner). The plan is then ``plan_fit``'s of the loaded transcript, field for
+field, and the skeleton holds what the diff, ``--json`` and ``check_request`` read of it (tests/test_fitfold.py
+compares them on the corpus, its prefixes and generated sessions; tests/test_ccplan.py compares check's output).
+The notice (it changes the system prompt) and a store's pages (handles of the results' content) are left to the
+loader: ``fold_plan`` returns None for them, as for a shape the fold refuses, and the caller loads the file.
 
-- ``preamble_tokens``: the estimate of the (empty) system prompt and tools, 0, plus, for an ``inferred`` or
-  ``given`` preamble, the size's preamble less that recorded estimate: ``size.preamble_tokens``; else 0;
-- ``tokens_before``: with an anchored size, ``size.tokens`` plus what the notice and repairs add (nothing);
-  else ``preamble_tokens`` plus the messages' estimates, which are ``size.estimated_tokens``;
-
-and, when that is within the budget (and no carried cut), returns at once with ``outcome="fits"``,
-``tokens_after == tokens_before``, no stages, no repairs and the size; ``check`` keeps only its summary
-(``cli.fit_cmd.summary_plan``: no per-message or per-result detail). ``fits_plan`` builds that summary from
-the fold's report. For anything else (the fold returns None, the session does not fit, options that change
-the transcript) it returns None and the caller loads the file and plans it as before: the plan is the same
-either way (tests/test_ccplan.py compares the two, and check's output, on the corpus and generated sessions).
-
-A session over the budget is not worth folding: the fold would be thrown away and the file loaded after it.
-When the last measured request the file's tail records is over the budget already (an anchored size is at
-least that request), ``fits_plan`` returns None without folding. That test only saves time: it never changes
-a plan, since the loaded path gives the same plan."""
+``fits_plan`` is the earlier, narrower path: check's summary plan of a session that fits, from the fold's report
+alone (for a session that fits, ``fit._plan`` returns ``fits`` at once, with ``tokens_before`` the predicted
+size). When the last measured request the file's tail records is over the budget already, it returns None
+without folding (``last_measured``)."""
 
 from __future__ import annotations
 
