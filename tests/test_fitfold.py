@@ -238,22 +238,51 @@ def test_results_of_text_parts_plan_as_loaded(
     compare(item, options_of(int(first.tokens_before * share), variant), size_mode, preamble)
 
 
-def test_generated_sessions_meet_every_outcome() -> None:
-    """The properties above compare plans where the fold takes a session: make sure they reach each stage."""
-    outcomes: set[str] = set()
+def _rounds_session(turn_every: int) -> bytes:
+    """A prompt and 8 rounds of two calls whose results are 2,000 to 9,000 characters (Latin, Cyrillic, CJK), a
+    new user turn after every ``turn_every`` rounds (0: one long turn, a subagent's shape)."""
+    lines = []
+    parent: str | None = None
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-    @given(data=part_sessions())
-    def count(data: bytes) -> None:
-        item = Input("session.jsonl", data, keep_text=False)
+    def line(kind: str, content: Any, **rest: Any) -> None:
+        nonlocal parent
+        uuid = f"u{len(lines)}"
+        envelope = {"parentUuid": parent, "isSidechain": False, "userType": "external", "sessionId": "s"}
+        message = {"role": kind, "content": content, **rest}
+        lines.append(orjson.dumps({**envelope, "type": kind, "uuid": uuid, "message": message}))
+        parent = uuid
+
+    line("user", "Read the files.")
+    for r in range(8):
+        calls = [f"toolu_{r}_{k}" for k in range(2)]
+        blocks: list[Any] = [{"type": "text", "text": f"Round {r}."}]
+        blocks += [{"type": "tool_use", "id": c, "name": "Read", "input": {"p": f"f{r}"}} for c in calls]
+        line("assistant", blocks, id=f"msg_{r}")
+        texts_of = (
+            "a" * (2000 + 900 * r),
+            [{"type": "text", "text": "Жук " * (500 + 200 * r)}, {"type": "text", "text": "字" * 700}],
+        )
+        line(
+            "user",
+            [{"type": "tool_result", "tool_use_id": c, "content": t} for c, t in zip(calls, texts_of, strict=True)],
+        )
+        if turn_every and r % turn_every == turn_every - 1:
+            line("user", f"Now turn {r}.")
+    return b"\n".join(lines) + b"\n"
+
+
+def test_the_plans_compared_reach_every_outcome() -> None:
+    """The properties above compare plans where the fold takes a session: these fixed sessions reach each
+    outcome, under both size modes."""
+    outcomes: set[str] = set()
+    for turn_every in (0, 2):
+        item = Input("session.jsonl", _rounds_session(turn_every), keep_text=False)
         first = compare(item, options_of(10**9, {}), "estimate")
         assert first is not None
-        for share in SHARES:
+        for share in (*SHARES, 0.15):  # 0.15: stage 3 in the long turn
             plan = compare(item, options_of(int(first.tokens_before * share), {}), "estimate")
             assert plan is not None
             outcomes.add(plan.outcome)
-
-    count()
     assert outcomes == {"fits", "cleared", "turns-dropped", "rounds-dropped", "too-long"}
 
 
