@@ -5,9 +5,11 @@ Run ``python benchmarks/bench_fit.py`` (``--quick`` for 20,000 messages).
 The transcript is generated once into ``benchmarks/out/``.
 
 ``--claude-code`` (``--megabytes``, default 50) times ``fit FILE --budget B`` on a real-shaped Claude Code
-session (benchmarks/sessions.py) against ``report`` on it, which folds the lines (fitting/ccfold.py) where
-``fit`` loads them: in-process (what each command does once its options are parsed) and as commands, CPU
-time, best of N, in turns; and the loader alone against the bare orjson loop.
+session (benchmarks/sessions.py) against ``report`` on it, which folds the lines (fitting/ccfold.py), as
+``fit`` now plans from the fold too (fitting/ccplan.py ``fold_plan``), and against ``fit`` with the fold off
+(``WINDOWFIT_FASTFOLD=0``: it loads them, as before issue 15): in-process (what each command does once its
+options are parsed) and as commands, CPU time, best of N, in turns; and the loader alone against the bare
+orjson loop.
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ def claude_code(args: argparse.Namespace, console: Console) -> None:
     """``fit`` against ``report`` on one Claude Code session: in-process, as commands, and the loader alone."""
     from bench_report import MB, ensure_claude_session, parse_lines
 
+    from windowfit.cli.fit_cmd import FAST_FOLD_ENV
     from windowfit.cli.fit_cmd import fit as fit_command
     from windowfit.cli.report_cmd import ReportOptions, report_file
     from windowfit.cli.shared import SizeChoice
@@ -125,12 +128,21 @@ def claude_code(args: argparse.Namespace, console: Console) -> None:
             fit_command(str(path), budget=args.budget)  # SystemExit: too-long exits 1 after its work
         return shown
 
+    def fit_loaded() -> object:
+        """``fit_in_process`` with the fold off (``WINDOWFIT_FASTFOLD=0``): it loads the file, as before issue 15."""
+        os.environ[FAST_FOLD_ENV] = "0"
+        try:
+            return fit_in_process()
+        finally:
+            del os.environ[FAST_FOLD_ENV]
+
     works: dict[str, Callable[[], object]] = {
         "baseline": lambda: parse_lines(path),
         "loader": lambda: collector_off(lambda: load(Input(str(path), keep_text=False))),
         "loader_text": lambda: collector_off(lambda: load(Input(str(path), keep_text=True))),
         "report": lambda: collector_off(lambda: report_file(Input(str(path), keep_text=False), options)),
         "fit": fit_in_process,
+        "fit_loaded": fit_loaded,
     }
     with console.status("in-process: baseline, loaders, report, fit, in turns"):
         cpu = cpu_best(args.repeat, works)
@@ -143,15 +155,18 @@ def claude_code(args: argparse.Namespace, console: Console) -> None:
         "loader": "loader: claude_code.load (collector off), as fit without -o",
         "loader_text": "loader with the file's text (keep_text), as fit -o",
         "report": "report in-process: report_file (the fold)",
-        "fit": "fit in-process: the fit command's function",
+        "fit": "fit in-process: the fit command's function (the fold's plan)",
+        "fit_loaded": "fit in-process, WINDOWFIT_FASTFOLD=0 (loads the file)",
     }
     for key, name in names.items():
         table.add_row(name, f"{cpu[key]:.2f}", f"{cpu[key] / cpu['baseline']:.2f}", f"{cpu[key] / cpu['report']:.2f}")
     if not args.no_cli:
         windowfit = str(Path(sys.executable).with_name("windowfit"))
+        fit_argv = [windowfit, "fit", str(path), "--budget", str(args.budget)]
         commands = {
             "report": child_cpu([windowfit, "report", str(path)]),
-            "fit": child_cpu([windowfit, "fit", str(path), "--budget", str(args.budget)]),
+            "fit": child_cpu(fit_argv),
+            "fit_loaded": child_cpu(["env", f"{FAST_FOLD_ENV}=0", *fit_argv]),
         }
         best = {name: float("inf") for name in commands}
         with console.status("commands: report, fit, in turns"):
@@ -164,6 +179,12 @@ def claude_code(args: argparse.Namespace, console: Console) -> None:
             f"{best['fit']:.2f}",
             "",
             f"{best['fit'] / best['report']:.2f}",
+        )
+        table.add_row(
+            f"{FAST_FOLD_ENV}=0 windowfit fit FILE --budget {args.budget} (command)",
+            f"{best['fit_loaded']:.2f}",
+            "",
+            f"{best['fit_loaded'] / best['report']:.2f}",
         )
     console.print(f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min)")
     console.print(table)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from functools import partial, wraps
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
 
 import typer
 
@@ -51,6 +51,9 @@ from windowfit.fitting.size import Size, predict_size
 from windowfit.fitting.store import PAGE_TOKENS, Entry, ResultStore, open_store
 from windowfit.fitting.transcript import Dialect
 from windowfit.fitting.validate import Violation, check_request, new_violations, unsendable
+
+if TYPE_CHECKING:
+    from windowfit.fitting.ccplan import FoldedPlan  # imported where a Claude Code file is fitted
 
 from .exit_codes import ExitCode
 from .render_fit import OUTCOME_STYLE, render_plan
@@ -342,12 +345,16 @@ def fit(
     streams = (
         not all_ and index is None and name is None and carried_cut is None and store is None
         and system is None and tools is None and model is None and max_tokens is None
-        and to in (Target.auto, Target.same) and not json_ and diff is DiffMode.summary and from_ is None
-        and file != "-" and Path(file).is_file()
+        and to in (Target.auto, Target.same) and (not json_ or output is None) and diff is DiffMode.summary
+        and from_ is None and file != "-" and Path(file).is_file()
     )  # fmt: skip
     if streams:
-        work = partial(fit_stream, estimator=est, size=size, preamble=preamble)
+        work = partial(fit_stream, estimator=est, size=size, preamble=preamble, options=options, json_=json_)
         found = scan_all([file], _loaded, fmt=None, skip_invalid=skip_invalid, keep_text=keep_text, stream_work=work)
+        value = found.values[0] if len(found.values) == 1 else None
+        if value is not None and not isinstance(value, (Transcript, Streamed)):  # a FoldedPlan
+            _fit_folded(value, est, json_=json_, window=window, budget=budget)
+            return
         if len(found.values) == 1 and isinstance(found.values[0], Streamed):
             if _fit_streamed(found.values[0], est, options, output=output, file=file, window=window, budget=budget):
                 return
@@ -495,7 +502,7 @@ class Streamed:
     stamp: tuple[int, ...]
 
 
-def _loaded(transcripts: tuple[Transcript, ...]) -> list[Transcript | Streamed]:
+def _loaded(transcripts: tuple[Transcript, ...]) -> list[Transcript | Streamed | FoldedPlan]:
     return list(transcripts)
 
 
@@ -506,11 +513,27 @@ def _stamp(path: str) -> tuple[int, ...]:
 
 
 def fit_stream(
-    item: Input, chosen: Format, skip_invalid: bool, *, estimator: Estimator, size: SizeChoice, preamble: int | None
-) -> list[Transcript | Streamed] | None:
+    item: Input,
+    chosen: Format,
+    skip_invalid: bool,
+    *,
+    estimator: Estimator,
+    size: SizeChoice,
+    preamble: int | None,
+    options: FitOptions | None = None,
+    json_: bool = False,
+) -> list[Transcript | Streamed | FoldedPlan] | None:
     """``fit``'s reading of a messages file of JSON Lines without a system prompt into columns (as
     ``check_stream``), with each plain message's line and the check of its text; None where it loads the
-    file instead. Raises ``FileChanged`` when the file changed while it was read."""
+    file instead. Raises ``FileChanged`` when the file changed while it was read. A Claude Code session
+    (without -o: ``item`` keeps no text) is planned from the fold of its lines (``fitting.ccplan.fold_plan``,
+    with ``options``), for the diff or ``--json``; the columns are for the diff only."""
+    from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE  # loaded with the format registry
+
+    if chosen.name == CLAUDE_CODE:
+        return _fold_planned(item, estimator, options, size, preamble)
+    if json_:
+        return None
     stamp = _stamp(item.path)
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid, keep_text=True, plain=is_plain)
@@ -529,6 +552,38 @@ def fit_stream(
         raise file_changed(item.path, None, "its size, modification time or inode is not what it was")
     predicted = replace(predicted, tokens=predicted.tokens + columns.total, estimated_tokens=columns.total)
     return [Streamed(item, chosen.name, columns, lines, checks, predicted, stamp)]
+
+
+def _fold_planned(
+    item: Input, est: Estimator, options: FitOptions | None, size: SizeChoice, preamble: int | None
+) -> list[Transcript | Streamed | FoldedPlan] | None:
+    """``fit``'s plan of a Claude Code session from the fold of its lines; None to load it (a shape the fold
+    leaves to the loader, an option it does not plan for, the file's text kept for -o, or the fold turned off)."""
+    if options is None or os.environ.get(FAST_FOLD_ENV) == "0":
+        return None
+    from windowfit.fitting.ccplan import fold_plan  # only a Claude Code file needs it
+
+    try:
+        found = fold_plan(item, est, options, size_mode=size.value, preamble=preamble)
+    except (WindowfitError, ValueError, RecursionError, OSError):
+        return None  # the loader words it
+    return None if found is None else [found]
+
+
+def _fit_folded(folded: FoldedPlan, est: Estimator, *, json_: bool, window: int | None, budget: int) -> None:
+    """``fit`` of a session ``fold_plan`` planned: the diff or ``--json`` of the loaded transcript, from its
+    skeleton (which holds every message's role and line, and every call and result: what they read)."""
+    skeleton = folded.skeleton
+    assert skeleton is not None
+    fitted = apply_plan(skeleton, folded.plan)
+    before = check_request(skeleton)
+    after = check_request(fitted, fitted.dialect)
+    del fitted
+    added = new_violations(before, after)
+    if added:  # a bug in windowfit, not bad input: crash loudly
+        raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))
+    _show(folded.plan, skeleton, before, after, 0, None, output=None, json_=json_, diff=DiffMode.summary,
+          window=window, budget=budget, est=est, store=None)  # fmt: skip
 
 
 def _fit_streamed(
@@ -993,16 +1048,16 @@ def _folded_check(
     size: SizeChoice,
     preamble: int | None,
 ) -> list[Checked] | None:
-    """``check_work``'s check of a Claude Code session that fits, from the fold of its lines without loading it
-    (``fitting.ccplan.fits_plan``: the same summary plan); None to load the file (a shape the fold leaves to
-    the loader, a session over the budget, or the fold turned off)."""
+    """``check_work``'s check of a Claude Code session, from the fold of its lines without loading it
+    (``fitting.ccplan.fold_plan``: the same summary plan, fitting or not); None to load the file (a shape the
+    fold leaves to the loader, an option it does not plan for, or the fold turned off)."""
     if os.environ.get(FAST_FOLD_ENV) == "0":
         return None
-    from windowfit.fitting.ccplan import fits_plan  # only a folder of Claude Code sessions needs it
+    from windowfit.fitting.ccplan import fold_plan  # only a folder of Claude Code sessions needs it
 
     est = estimator_from(estimator, overhead)
     try:
-        found = fits_plan(item, est, fit_options, size_mode=size.value, preamble=preamble)
+        found = fold_plan(item, est, fit_options, size_mode=size.value, preamble=preamble, summary=True)
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
     return None if found is None else [_checked_at(found.path, found.name, found.plan, window, threshold)]

@@ -153,6 +153,7 @@ typedef struct {
     PyObject_HEAD
     Table *table;
     int64_t wa, wc, wo, den, bo;
+    int64_t fa, fc, fo, fden; /* the floor rule's weights (size.FLOOR_RULE), for ccplan: 0 0 0 1 counts none */
     int64_t sums[KINDS];
     uint8_t present[KINDS];
     Span *keys; /* the keys of the objects open inside a tool input, for duplicates */
@@ -169,24 +170,27 @@ Scanner_dealloc(Scanner *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Scanner(table, wa, wc, wo, denominator, block_overhead): ScriptRule._weights and block_overhead_tokens. */
+/* Scanner(table, wa, wc, wo, denominator, block_overhead, fa=0, fc=0, fo=0, fden=1): ScriptRule._weights and
+ * block_overhead_tokens, and the floor rule's weights (each block's floor: ccfold._floor). */
 static int
 Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"table", "wa", "wc", "wo", "denominator", "block_overhead", NULL};
+    static char *kwlist[] = {"table", "wa", "wc", "wo", "denominator", "block_overhead", "fa", "fc", "fo", "fden", NULL};
     PyObject *table;
-    long long wa, wc, wo, den, bo;
+    long long wa, wc, wo, den, bo, fa = 0, fc = 0, fo = 0, fden = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "O!LLLLL", kwlist, &TableType, &table, &wa, &wc, &wo, &den, &bo)) {
+            args, kwds, "O!LLLLL|LLLL", kwlist, &TableType, &table, &wa, &wc, &wo, &den, &bo, &fa, &fc, &fo, &fden)) {
         return -1;
     }
-    if (((Table *)table)->group == NULL || wa < 0 || wc < 0 || wo < 0 || den <= 0 || bo < 0) {
+    if (((Table *)table)->group == NULL || wa < 0 || wc < 0 || wo < 0 || den <= 0 || bo < 0 || fa < 0 || fc < 0 ||
+        fo < 0 || fden <= 0) {
         PyErr_SetString(PyExc_ValueError, "a built table, weights >= 0, a denominator > 0, an overhead >= 0");
         return -1;
     }
     Py_INCREF(table);
     Py_XSETREF(self->table, (Table *)table);
     self->wa = wa, self->wc = wc, self->wo = wo, self->den = den, self->bo = bo;
+    self->fa = fa, self->fc = fc, self->fo = fo, self->fden = fden;
     memset(self->sums, 0, sizeof self->sums);
     memset(self->present, 0, sizeof self->present);
     if (self->keys == NULL) {
@@ -812,6 +816,16 @@ usage_member(P *x, const uint8_t *key, Py_ssize_t n, void *state)
     return skip(x);
 }
 
+/* ceil((a*fa + c*fc + o*fo) / fden): the floor rule's tokens of a text (no overheads), as Estimator.block
+ * gives them under size.FLOOR_RULE; capped far below overflow (a count past it is no real line's). */
+static int64_t
+floor_of(const Scanner *s, const int64_t cnt[3])
+{
+    __int128 t = (__int128)cnt[0] * s->fa + (__int128)cnt[1] * s->fc + (__int128)cnt[2] * s->fo;
+    t = (t + s->fden - 1) / s->fden;
+    return t > INT64_MAX / 4 ? INT64_MAX / 4 : (int64_t)t;
+}
+
 /* a tool_result's content part: {"type": "text", "text": ...} */
 typedef struct {
     StrSlot type;
@@ -836,6 +850,7 @@ typedef struct {
     int seen, kind; /* 0 absent or another type, 1 str, 2 a list of text parts, 3 a list of something else */
     int64_t cnt[3];
     Py_ssize_t n, parts;
+    int64_t floor; /* the floor of its text, part by part */
 } Inner;
 
 static int
@@ -856,6 +871,7 @@ inner_slot(P *x, Inner *in)
         }
         in->kind = 1;
         in->n = span.n;
+        in->floor = floor_of(x->s, in->cnt);
         return 0;
     }
     if (*x->p != '[') {
@@ -881,6 +897,7 @@ inner_slot(P *x, Inner *in)
             }
             if (part.type.is_str && span_is(&part.type.span, "text") && part.text.is_str) {
                 in->cnt[0] += part.text.cnt[0], in->cnt[1] += part.text.cnt[1], in->cnt[2] += part.text.cnt[2];
+                in->floor += floor_of(x->s, part.text.cnt);
                 in->parts++;
             }
             else {
@@ -976,6 +993,8 @@ typedef struct {
     int64_t add[KINDS];
     uint8_t present[KINDS];
     PyObject *special; /* a list of (kind, tokens, id, name), or NULL for none */
+    int64_t floor;     /* the floor of its blocks' text, block by block (ccfold._floor) */
+    PyObject *parts;   /* a list of (a, c, o, fixed, floor) per tool result, in special's order, or NULL */
 } Content;
 
 /* ceil((a*wa + c*wc + o*wo) / den) + fixed, or DEFER if it leaves 64 bits. */
@@ -1073,6 +1092,8 @@ add_block(Scanner *s, Content *ct, Block *b)
     if (tokens_of(s, cnt, fixed, &tokens)) {
         return DEFER;
     }
+    int64_t floor = kind == K_RESULT ? (b->inner.kind == 1 || b->inner.kind == 2 ? b->inner.floor : 0) : floor_of(s, cnt);
+    ct->floor += floor;
     ct->add[kind] += tokens;
     ct->present[kind] = 1;
     ct->a += cnt[0], ct->c += cnt[1], ct->o += cnt[2], ct->fixed += fixed;
@@ -1090,6 +1111,18 @@ add_block(Scanner *s, Content *ct, Block *b)
             return -2;
         }
         Py_DECREF(item);
+        if (kind == K_RESULT) {
+            if (ct->parts == NULL && (ct->parts = PyList_New(0)) == NULL) {
+                return -2;
+            }
+            item = Py_BuildValue("(LLLLL)", (long long)cnt[0], (long long)cnt[1], (long long)cnt[2], (long long)fixed,
+                                 (long long)floor);
+            if (item == NULL || PyList_Append(ct->parts, item) < 0) {
+                Py_XDECREF(item);
+                return -2;
+            }
+            Py_DECREF(item);
+        }
     }
     return 0;
 }
@@ -1119,6 +1152,7 @@ content_slot(P *x, Content *ct)
             return DEFER;
         }
         ct->a = cnt[0], ct->c = cnt[1], ct->o = cnt[2], ct->fixed = s->bo;
+        ct->floor = floor_of(s, cnt);
         ct->add[K_TEXT] = tokens;
         ct->present[K_TEXT] = 1;
         return 0;
@@ -1314,8 +1348,8 @@ scan_line(Scanner *self, const uint8_t *data, Py_ssize_t size)
         }
         PyObject *uuid = str_or_none(&l.uuid), *parent = uuid ? str_or_none(&l.parent) : NULL;
         if (uuid && parent) {
-            result = Py_BuildValue("(NOOOOOOiiiiOOO)", kind, uuid, parent, l.side ? Py_True : Py_False, Py_None,
-                                   Py_None, Py_None, 0, 0, 0, 0, Py_None, Py_False, Py_False);
+            result = Py_BuildValue("(NOOOOOOiiiiOOOiO)", kind, uuid, parent, l.side ? Py_True : Py_False, Py_None,
+                                   Py_None, Py_None, 0, 0, 0, 0, Py_None, Py_False, Py_False, 0, Py_None);
         }
         else {
             Py_DECREF(kind);
@@ -1343,12 +1377,13 @@ scan_line(Scanner *self, const uint8_t *data, Py_ssize_t size)
                                                            (long long)l.message.usage.v[3])
                                            : Py_NewRef(Py_None);
     if (uuid && parent && agent && message_id && usage) {
-        result = Py_BuildValue("(OOOOOOOLLLLOOO)", user ? S_user : S_assistant, uuid, parent,
+        result = Py_BuildValue("(OOOOOOOLLLLOOOLO)", user ? S_user : S_assistant, uuid, parent,
                                l.side ? Py_True : Py_False, agent, message_id, usage, (long long)ct->a,
                                (long long)ct->c, (long long)ct->o, (long long)ct->fixed,
                                ct->special ? ct->special : S_empty_tuple,
                                user && ct->results_shape ? Py_True : Py_False,
-                               user && ct->has_results ? Py_True : Py_False);
+                               user && ct->has_results ? Py_True : Py_False, (long long)ct->floor,
+                               ct->parts ? ct->parts : S_empty_tuple);
     }
     Py_XDECREF(uuid);
     Py_XDECREF(parent);
@@ -1365,6 +1400,7 @@ scan_line(Scanner *self, const uint8_t *data, Py_ssize_t size)
     }
 done:
     Py_XDECREF(ct->special);
+    Py_XDECREF(ct->parts);
     return result;
 }
 

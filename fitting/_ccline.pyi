@@ -17,6 +17,8 @@ _Record = tuple[
     tuple[()] | list[tuple[str, int, str, str]] | None,
     bool,
     bool,
+    int,
+    tuple[()] | list[tuple[int, int, int, int, int]] | None,
 ]
 
 class Table:
@@ -24,7 +26,19 @@ class Table:
     def groups(self, text: str, /) -> tuple[int, int, int]: ...
 
 class Scanner:
-    def __init__(self, table: Table, wa: int, wc: int, wo: int, denominator: int, block_overhead: int) -> None: ...
+    def __init__(
+        self,
+        table: Table,
+        wa: int,
+        wc: int,
+        wo: int,
+        denominator: int,
+        block_overhead: int,
+        fa: int = 0,
+        fc: int = 0,
+        fo: int = 0,
+        fden: int = 1,
+    ) -> None: ...
     def scan(self, line: bytes, /) -> _Record | None: ...
     def scan_lines(self, data: bytes | memoryview, final: bool, /) -> tuple[list[bytes | _Record], int]: ...
     def kinds(self) -> list[tuple[str, int]]: ...

@@ -71,15 +71,19 @@ from .formats.claude_code import (
 )
 from .images import sniff_dimensions
 from .report import TOP_RESULTS, Report, ReportFold, UsageRow, _defects
-from .size import SIZE_MODES, PreambleSource, Size, SizeMode
+from .size import FLOOR_RULE, SIZE_MODES, PreambleSource, Size, SizeMode
 from .transcript import Block, Defect, Message, Role, Skipped, Source, Text, ToolCall, ToolResult, Transcript
 
 _NOWHERE = Location("<ccfold>")
 
 _Block = tuple[str, int, str, str]
 """A call's or a result's record: its kind (``tool_call`` or ``tool_result``), its tokens, its id and name."""
-_Line = tuple[int, int, int, int, "tuple[()] | list[_Block]"]
-"""One line's content: its ascii, CJK and other characters, fixed tokens, and its calls and results."""
+_Part = tuple[int, int, int, int, int]
+"""A tool result's ascii, CJK and other characters, fixed tokens and floor (``_floor``): what ``ccplan`` needs
+to estimate its message once the result is cleared."""
+_Line = tuple[int, int, int, int, "tuple[()] | list[_Block]", int, "tuple[()] | list[_Part]"]
+"""One line's content: its ascii, CJK and other characters, fixed tokens, its calls and results, its floor
+(``_floor`` of each block's text, summed) and each of its results' ``_Part``."""
 _Record = tuple[
     str,
     "str | None",
@@ -95,13 +99,16 @@ _Record = tuple[
     "tuple[()] | list[_Block] | None",
     bool,
     bool,
+    int,
+    "tuple[()] | list[_Part] | None",
 ]
 """What the fold reads from one line (``_record``, or the compiled ``_ccline.Scanner.scan``): its kind (the
 line kind it is counted under, for a line other than a message), uuid and parentUuid (None where not a str),
 whether it is on the sidechain; for a message line its agentId ("" where not a str), message id (None where
 not a str), usage (input, cache write, cache read and output tokens; None where not a dict), its content as
 ``_blocks`` sums it (None for a line other than a message), whether it is a user line of tool results only
-and whether it holds a tool result."""
+and whether it holds a tool result; its floor and its results' parts (``_Line``; 0 and None for a line other
+than a message)."""
 
 if TYPE_CHECKING:
     from ._ccline import Scanner, Table
@@ -133,7 +140,7 @@ def _scanner(rule: ScriptRule) -> Scanner | None:
         _TABLE.append(_Table(len(_SEED_CLASSES), fallback, [(a, b, i) for i, (a, b) in explicit], groups))
     wa, wc, wo, denominator = rule._weights
     try:
-        return _Scanner(_TABLE[0], wa, wc, wo, denominator, rule.block_overhead_tokens)
+        return _Scanner(_TABLE[0], wa, wc, wo, denominator, rule.block_overhead_tokens, *FLOOR_RULE._weights)
     except (OverflowError, ValueError):
         return None
 
@@ -257,13 +264,18 @@ class _Folded:
         "by_kind",
         "by_role",
         "calls",
+        "calls_of",
+        "chars",
         "counts",
         "defects",
+        "floors",
         "kinds",
         "leaf_line",
+        "lines",
         "name",
         "names",
         "off_chain",
+        "parts",
         "path",
         "per_tool",
         "results",
@@ -312,6 +324,17 @@ class _Folded:
         self.skeleton: list[Message] | None = None
         """Each message's calls and results without text, kept by ``_Draft.close`` for the defects
         (``_fold_tree``), else None."""
+        # For ccplan's plan of the fold (each message's, or each result's, as ``results``):
+        self.lines: list[int] = []
+        """Each message's line (its first)."""
+        self.chars: list[tuple[int, int, int, int]] = []
+        """Each message's ascii, CJK and other characters and fixed tokens (``Estimator._script_blocks``')."""
+        self.floors: list[int] = []
+        """Each message's floor (``size.floor_tokens`` under ``size.FLOOR_RULE``)."""
+        self.calls_of: list[list[str]] = []
+        """Each message's calls' ids, in order (names in ``names``)."""
+        self.parts: list[_Part] = []
+        """Each result's characters, fixed tokens and floor, as ``results``."""
 
 
 def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, int]) -> _Line | None:
@@ -326,11 +349,12 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
             return None
         a, c, o = _groups(raw)
         by_kind["text"] += -(-(a * wa + c * wc + o * wo) // denominator) + bo
-        return a, c, o, bo, ()
+        return a, c, o, bo, (), _floor(a, c, o), ()
     if type(raw) is not list or not raw:
         return None
-    la = lc = lo = lf = 0
+    la = lc = lo = lf = floor = 0
     special: list[_Block] = []
+    parts: list[_Part] = []
     for b in raw:
         if type(b) is not dict:
             return None
@@ -341,6 +365,7 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
             if type(text) is not str:
                 return None
             a, c, o = _groups(text)
+            block_floor = _floor(a, c, o)
         elif kind == "tool_use":
             call_id = b.get("id")
             name = b.get("name", "")
@@ -349,6 +374,7 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
             a, c, o = _groups(name)
             a2, c2, o2 = _groups(dumps(b.get("input", {})))
             a, c, o = a + a2, c + c2, o + o2
+            block_floor = _floor(a, c, o)
             kind = "tool_call"
         elif kind == "tool_result" and not assistant:
             call_id = b.get("tool_use_id")
@@ -356,10 +382,12 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
             if type(call_id) is not str:
                 return None
             name = ""
+            block_floor = 0
             if type(inner) is str:
                 if inner:
                     a, c, o = _groups(inner)
                     fixed = bo + bo
+                    block_floor = _floor(a, c, o)
                 else:
                     a = c = o = 0
             elif type(inner) is list:
@@ -378,19 +406,30 @@ def _blocks(rule: ScriptRule, raw: object, assistant: bool, by_kind: dict[str, i
                         return None
                     a2, c2, o2 = _groups(text)
                     a, c, o, fixed = a + a2, c + c2, o + o2, fixed + bo
+                    block_floor += _floor(a2, c2, o2)
             else:
                 return None
         elif kind == "image":
             a = c = o = 0
             fixed = bo + _image(rule, b)
+            block_floor = 0  # an image has no text: ``size.floor_tokens`` counts none
         else:
             return None
         tokens = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
         by_kind[kind] += tokens
-        la, lc, lo, lf = la + a, lc + c, lo + o, lf + fixed
+        la, lc, lo, lf, floor = la + a, lc + c, lo + o, lf + fixed, floor + block_floor
         if kind == "tool_call" or kind == "tool_result":
             special.append(cast(_Block, (kind, tokens, call_id, name)))
-    return la, lc, lo, lf, special
+            if kind == "tool_result":
+                parts.append((a, c, o, fixed, block_floor))
+    return la, lc, lo, lf, special, floor, parts
+
+
+def _floor(a: int, c: int, o: int) -> int:
+    """The tokens of a text of these characters under ``size.FLOOR_RULE`` (``Estimator.block`` of it, which
+    has no overheads): what ``size.floor_tokens`` sums, block by block and part by part of a result."""
+    fa, fc, fo, denominator = FLOOR_RULE._weights
+    return -(-(a * fa + c * fc + o * fo) // denominator)
 
 
 def _image(rule: ScriptRule, block: dict[str, object]) -> int:
@@ -456,7 +495,7 @@ def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record
         if uuid is not None and kind == "system" and value.get("subtype") == "compact_boundary":
             return None  # a compaction: the loader starts the live context there
         key = kind if type(kind) is str and kind else "unknown"
-        return key, uuid, parent, side, None, None, None, 0, 0, 0, 0, None, False, False
+        return key, uuid, parent, side, None, None, None, 0, 0, 0, 0, None, False, False, 0, None
     message = value.get("message")
     if type(message) is not dict or uuid is None:
         return None
@@ -470,9 +509,11 @@ def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record
     agent = value.get("agentId")
     message_id = message.get("id")
     recorded = message.get("usage")
-    la, lc, lo, lf, special = summed
+    la, lc, lo, lf, special, floor, parts = summed
     if not special:
         special = ()  # as the scanner gives it
+    if not parts:
+        parts = ()
     return (
         kind,
         uuid,
@@ -488,6 +529,8 @@ def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record
         special,
         results_shape,
         has_results,
+        floor,
+        parts,
     )
 
 
@@ -539,7 +582,10 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
                 if read is None:
                     return None
                 record = read
-            kind, uuid, parent, on_side, agent, message_id, recorded, la, lc, lo, lf, special, shape, found = record
+            kind, uuid, parent, on_side, agent, message_id, recorded, la, lc, lo, lf, special, shape, found = record[
+                :14
+            ]
+            floor, parts = record[14], record[15]
             message = kind == "user" or kind == "assistant"
             if not message:
                 kinds[kind] += 1
@@ -626,6 +672,9 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
             draft.c += lc
             draft.o += lo
             draft.fixed += lf
+            draft.floor += floor
+            if parts:
+                out.parts.extend(parts)
             for block_kind, block_tokens, block_id, name in special:
                 if block_kind == "tool_call":
                     if block_id in calls_seen:
@@ -728,7 +777,7 @@ def _fold_tree(
                 record = read
             else:
                 record = item
-            kind, uuid, parent, side, agent, message_id, recorded, _, _, _, _, special, shape, _ = record
+            kind, uuid, parent, side, agent, message_id, recorded, _, _, _, _, special, shape, _ = record[:14]
             if kind == "user" or kind == "assistant":
                 assert special is not None
                 blocks: list[Block] = []
@@ -818,7 +867,8 @@ def _fold_group(
         record = kept
         node = nodes[i]
         line = node.line
-        kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found = record
+        kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found = record[:14]
+        floor, parts = record[14], record[15]
         assert special is not None
         if kind == "assistant":
             if draft.role != "assistant" or draft.message_id != node.message_id:
@@ -844,6 +894,9 @@ def _fold_group(
         draft.c += lc
         draft.o += lo
         draft.fixed += lf
+        draft.floor += floor
+        if parts:
+            out.parts.extend(parts)
         for block_kind, block_tokens, block_id, name in special:
             if block_kind == "tool_call":
                 if block_id in calls_seen:
@@ -1008,6 +1061,7 @@ class _Draft:
         "calls",
         "expect",
         "fixed",
+        "floor",
         "line",
         "message_id",
         "o",
@@ -1026,7 +1080,7 @@ class _Draft:
         self.role = ""
         self.line = 0
         self.message_id = ""
-        self.a = self.c = self.o = self.fixed = 0
+        self.a = self.c = self.o = self.fixed = self.floor = 0
         self.calls: list[str] = []
         self.results: list[str] = []
         self.expect: set[str] | None = None
@@ -1034,7 +1088,7 @@ class _Draft:
 
     def open(self, role: str, line: int, message_id: str) -> None:
         self.role, self.line, self.message_id = role, line, message_id
-        self.a = self.c = self.o = 0
+        self.a = self.c = self.o = self.floor = 0
         self.fixed = self.rule.message_overhead_tokens
         self.calls = []
         self.results = []
@@ -1055,6 +1109,10 @@ class _Draft:
         out.by_role[role] += tokens
         a, c, o = out.counts
         out.counts = (a + self.a, c + self.c, o + self.o)
+        out.lines.append(self.line)
+        out.chars.append((self.a, self.c, self.o, self.fixed))
+        out.floors.append(self.floor)
+        out.calls_of.append(self.calls)
         if not self.strict:
             if out.skeleton is not None:
                 names = out.names
@@ -1117,15 +1175,8 @@ def _report(
             f"{folded.unmeasured} assistant message(s) record zero usage (e.g. model <synthetic>): not measured"
         )
     name = folded.name or ""
-    if folded.name is None and folded.agent is not None:  # as claude_code._subagent_name names the one sidechain tree
-        stem = Path(path).stem
-        name = (
-            f"subagent agent-{folded.agent}"
-            if folded.agent
-            else f"subagent {stem}"
-            if stem.startswith("agent-")
-            else "subagent 1"
-        )
+    if folded.name is None:
+        name = subagent_name(path, folded.agent)
     header = Transcript(
         system=(),
         tools=(),
@@ -1150,6 +1201,15 @@ def _report(
         session_tokens=None,
         defects=folded.defects,
     )
+
+
+def subagent_name(path: str, agent: str | None) -> str:
+    """The transcript's name, as ``claude_code._subagent_name`` names the one sidechain tree of a file
+    (``_Folded.agent``); "" for a main conversation."""
+    if agent is None:
+        return ""
+    stem = Path(path).stem
+    return f"subagent agent-{agent}" if agent else f"subagent {stem}" if stem.startswith("agent-") else "subagent 1"
 
 
 def _usage_rows(usage: list[list[int]], tokens: list[int]) -> tuple[UsageRow, ...]:

@@ -1,38 +1,38 @@
-"""``check``'s plan of a Claude Code session that fits its budget, from the fold of its lines
-(``ccfold.fold_claude_code``), without loading it.
+"""The plan of a Claude Code session from the fold of its lines (``ccfold``), without loading it: ``check``'s
+(fitting or not) and ``fit``'s without ``-o`` or ``--store`` (its diff and ``--json``).
 
 Where the fold vouches for a session, the loader would give one transcript with no system prompt, no tools and
-no compaction whose rounds ``repair`` leaves as they are (the fold refuses a defective round), and check asks
-for no notice. ``fit._plan`` then computes, for that transcript and the fold's predicted size:
+no compaction whose rounds ``repair`` leaves as they are (the fold refuses a defective round). ``fold_plan``
+runs ``fit._plan`` itself on a skeleton of that transcript: one ``Message`` per message with its role, line,
+calls (id and name) and results (id, first in their message as the loader puts them), each result's content and
+the rest of the message stand-ins (``_Chars``) of the characters per class and fixed tokens the fold counted.
+The skeleton's estimator (``_Counted``) counts a stand-in as what it carries, so each message, each result and
+each message with some results stubbed estimate as the loaded ones; the floors an anchored fit removes are the
+fold's (counted per block by the scanner). The plan is then ``plan_fit``'s of the loaded transcript, field for
+field, and the skeleton holds what the diff, ``--json`` and ``check_request`` read of it (tests/test_fitfold.py
+compares them on the corpus, its prefixes and generated sessions; tests/test_ccplan.py compares check's output).
+The notice (it changes the system prompt) and a store's pages (handles of the results' content) are left to the
+loader: ``fold_plan`` returns None for them, as for a shape the fold refuses, and the caller loads the file.
 
-- ``preamble_tokens``: the estimate of the (empty) system prompt and tools, 0, plus, for an ``inferred`` or
-  ``given`` preamble, the size's preamble less that recorded estimate: ``size.preamble_tokens``; else 0;
-- ``tokens_before``: with an anchored size, ``size.tokens`` plus what the notice and repairs add (nothing);
-  else ``preamble_tokens`` plus the messages' estimates, which are ``size.estimated_tokens``;
-
-and, when that is within the budget (and no carried cut), returns at once with ``outcome="fits"``,
-``tokens_after == tokens_before``, no stages, no repairs and the size; ``check`` keeps only its summary
-(``cli.fit_cmd.summary_plan``: no per-message or per-result detail). ``fits_plan`` builds that summary from
-the fold's report. For anything else (the fold returns None, the session does not fit, options that change
-the transcript) it returns None and the caller loads the file and plans it as before: the plan is the same
-either way (tests/test_ccplan.py compares the two, and check's output, on the corpus and generated sessions).
-
-A session over the budget is not worth folding: the fold would be thrown away and the file loaded after it.
-When the last measured request the file's tail records is over the budget already (an anchored size is at
-least that request), ``fits_plan`` returns None without folding. That test only saves time: it never changes
-a plan, since the loaded path gives the same plan."""
+``fits_plan`` is the earlier, narrower path: check's summary plan of a session that fits, from the fold's report
+alone (for a session that fits, ``fit._plan`` returns ``fits`` at once, with ``tokens_before`` the predicted
+size). When the last measured request the file's tail records is over the budget already, it returns None
+without folding (``last_measured``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import orjson
 
-from .ccfold import fold_claude_code
-from .estimate import Estimator
-from .fit import FitOptions, Plan
+from .ccfold import _fold_lines, _Folded, _size, fold_claude_code, subagent_name
+from .estimate import CharCounts, Estimator, MessageEstimate, ScriptRule
+from .fit import FitOptions, Plan, _plan
 from .formats.base import Input
-from .size import SizeMode
+from .formats.claude_code import NAME, subagent_files
+from .size import SIZE_MODES, Size, SizeMode
+from .transcript import Block, Message, Source, Text, ToolCall, ToolResult, Transcript, Usage
 
 TAIL_BYTES = 256 * 1024
 """How much of a file's end is read for its last measured request (``last_measured``)."""
@@ -135,3 +135,192 @@ def last_measured(source: Input) -> int | None:
                 total += n
         return total
     return None
+
+
+# ------------------------------------------------------------------------------------------------------------
+# fit and check of a session over its budget: the plan of a skeleton of the fold
+
+
+@dataclass(frozen=True, slots=True)
+class _Chars(Text):
+    """A stand-in for text the fold counted but did not keep: its characters per class and fixed tokens. Only
+    ``_Counted`` reads them; to anything else it is an empty text."""
+
+    a: int = 0
+    c: int = 0
+    o: int = 0
+    fixed: int = 0
+
+
+@dataclass(slots=True)
+class _Counted(Estimator):
+    """The estimator of a skeleton: a ``_Chars`` counts as the characters and fixed tokens it carries, every
+    other block as ``Estimator`` counts it (a stub, the note, a call's name). The skeleton's own messages
+    come with their estimates (``known``, by identity: no message is hashed), as ``_script_blocks`` makes them
+    of those blocks."""
+
+    known: dict[int, tuple[Message, MessageEstimate]] = field(default_factory=dict)
+    whole: tuple[tuple[Message, ...], tuple[int, ...]] | None = None
+    """The skeleton's messages and their tokens (``message_tokens`` of them)."""
+
+    def block_parts(self, block: Block) -> tuple[CharCounts, int]:
+        if type(block) is _Chars:
+            return CharCounts(block.a, block.c, block.o), block.fixed
+        return Estimator.block_parts(self, block)
+
+    def message(self, message: Message) -> MessageEstimate:
+        hit = self.known.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        return Estimator.message(self, message)
+
+    def message_tokens(self, messages: tuple[Message, ...]) -> tuple[int, ...]:
+        if self.whole is not None and messages is self.whole[0]:
+            return self.whole[1]
+        return Estimator.message_tokens(self, messages)
+
+
+@dataclass(frozen=True, slots=True)
+class FoldedPlan:
+    """A session ``fold_plan`` planned: its skeleton (one message per message of the loaded transcript, with
+    its role, line, calls and results, and stand-ins for the rest: what ``render_plan``, ``plan_document``
+    and ``check_request`` read of it) and the plan, the one ``plan_fit`` makes of the loaded transcript."""
+
+    path: str
+    name: str
+    plan: Plan
+    skeleton: Transcript | None
+    """None for a session that fits: its plan has no detail to show (check's summary)."""
+
+
+def fold_plan(
+    source: Input,
+    estimator: Estimator,
+    options: FitOptions,
+    *,
+    size_mode: SizeMode = "auto",
+    preamble: int | None = None,
+    summary: bool = False,
+) -> FoldedPlan | None:
+    """``fit._plan``'s plan of the one transcript ``claude_code.load`` reads from ``source`` (its size predicted
+    with ``size_mode`` and ``preamble``, as ``fit`` and ``check`` predict it) made from the fold of its lines,
+    fitting or not; None where the fold leaves the file to the loader, or for options it does not plan for
+    (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
+    rule = estimator.rule
+    if options.add_notice or options.page_tokens is not None:
+        return None  # the notice changes the system prompt; a store's handles are of the results' content
+    if type(rule) is not ScriptRule or source.keep_text or size_mode not in SIZE_MODES:
+        return None
+    if preamble is not None and preamble < 0:
+        return None  # predict_size words the error
+    if source.data is None and subagent_files(source.path):
+        return None
+    folded = _fold_lines(source, rule)
+    if folded is None:
+        return None
+    size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
+    name = subagent_name(source.path, folded.agent)
+    if summary and options.carried_cut is None:
+        pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
+        before = size.tokens if size.anchored else pre + size.estimated_tokens
+        if before <= options.budget:
+            return FoldedPlan(source.path, name, _fits(options, before, pre, size), None)
+    est = _Counted(rule)
+    skeleton = _skeleton(source.path, name, folded, est)
+
+    def floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int], int]) -> Sequence[int]:
+        """``fit._floors`` of the skeleton: the fold's floors (each result's block is its place among them)."""
+        assert messages is skeleton.messages
+        at = -1
+        for k, result in enumerate(folded.results):
+            index = result[3]
+            at = at + 1 if k and folded.results[k - 1][3] == index else 0
+            result_floors[(index, at)] = folded.parts[k][4]
+        return folded.floors
+
+    plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), floors_of)
+    if plan.repairs:
+        raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
+    return FoldedPlan(source.path, name, plan, skeleton)
+
+
+def _fits(options: FitOptions, before: int, preamble: int, size: Size) -> Plan:
+    """``fit._plan``'s plan of a session that fits, without the detail check leaves out (``summary_plan``)."""
+    return Plan(
+        options=options,
+        outcome="fits",
+        tokens_before=before,
+        tokens_after=before,
+        stages=(),
+        message_tokens=(),
+        preamble_tokens=preamble,
+        results=(),
+        protected=(),
+        too_small=(),
+        candidates=(),
+        batches=(),
+        size=size,
+    )
+
+
+def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcript:
+    """The transcript ``claude_code.load`` reads, with each message's role, line, calls (their ids and names)
+    and results (their ids, in order, first in their message as the loader puts them), each result's content a
+    ``_Chars`` of its own counts and the rest of the message one ``_Chars`` (what it holds beyond its results
+    and its calls' names): ``_Counted`` estimates each message, and each result, as the loaded one (its floors
+    are the fold's, ``fold_plan``'s ``floors_of``). Each message's estimate goes into ``est.known``, the tokens
+    into ``est.whole``."""
+    rule = est.rule
+    assert type(rule) is ScriptRule
+    wa, wc, wo, denominator = rule._weights
+    known = est.known
+    names = folded.names
+    results_of: dict[int, list[int]] = {}
+    for k, result in enumerate(folded.results):
+        results_of.setdefault(result[3], []).append(k)
+    overhead = rule.message_overhead_tokens
+    messages = []
+    bo = rule.block_overhead_tokens
+    by_name: dict[str, tuple[int, int, int, int, int]] = {}
+    for i, (role, line, counts, calls, tokens) in enumerate(
+        zip(folded.roles, folded.lines, folded.chars, folded.calls_of, folded.tokens, strict=True)
+    ):
+        a, c, o, fixed = counts
+        blocks: list[Block] = []
+        each: list[int] = []
+        fixed -= overhead
+        for k in results_of.get(i, ()):
+            ra, rc, ro, rf, _ = folded.parts[k]
+            result = folded.results[k]
+            blocks.append(ToolResult(result[0], (_Chars("", a=ra, c=rc, o=ro, fixed=rf - bo),)))
+            each.append(result[2])
+            a, c, o, fixed = a - ra, c - rc, o - ro, fixed - rf
+        for call_id in calls:
+            call = ToolCall(call_id, names[call_id], "{}")
+            counted = by_name.get(call.name)
+            if counted is None:  # a call's counts are its name's (and its input's, "{}" here)
+                ca, cc, co, cf = est._script_parts(rule, call)
+                counted = by_name[call.name] = (ca, cc, co, cf, -(-(ca * wa + cc * wc + co * wo) // denominator) + cf)
+            ca, cc, co, cf, call_tokens = counted
+            blocks.append(call)
+            each.append(call_tokens)
+            a, c, o, fixed = a - ca, c - cc, o - co, fixed - cf
+        if a or c or o or fixed or not blocks:
+            blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed))
+            each.append(-(-(a * wa + c * wc + o * wo) // denominator) + fixed)
+        m = Message("user" if role == "user" else "assistant", tuple(blocks), Source(path, line))
+        messages.append(m)
+        known[id(m)] = (m, MessageEstimate(tokens, CharCounts(*counts[:3]), counts[3], tuple(each)))
+    usage = tuple(Usage(u[0], u[1], u[2], u[3], Source(path, u[4]), u[5]) for u in folded.usage)
+    whole = tuple(messages)
+    est.whole = (whole, tuple(folded.tokens))
+    return Transcript(
+        system=(),
+        tools=(),
+        messages=whole,
+        source=Source(path),
+        format=NAME,
+        dialect="anthropic",
+        usage=usage,
+        name=name,
+    )

@@ -548,10 +548,13 @@ def _plan(
     est: Estimator,
     size: Size | None,
     tokens_of: Callable[[Sequence[Message]], tuple[int, ...]],
+    floors_of: Callable[[Sequence[Message], dict[tuple[int, int], int]], Sequence[int]] | None = None,
 ) -> Plan:
     """``plan_fit``'s work. ``tokens_of`` gives each message's estimate, of the messages as repaired:
     ``est.message`` of each, or, for a columnar conversation (``fitting.columns``), the estimates it
-    holds for the messages it holds no ``Message`` of (those that stand in for plain text)."""
+    holds for the messages it holds no ``Message`` of (those that stand in for plain text). ``floors_of``
+    gives what an anchored fit removes, as ``_floors`` does (each message's floor, and each result's in the
+    dict, by message and block index): ``fitting.ccplan`` gives the floors the fold counted."""
     budget, batch_size, batch_tokens = options.budget, options.batch_size, options.batch_tokens
     protected_fraction, min_clear_ratio = options.protected_fraction, options.min_clear_ratio
     page_tokens, cut_step, carried_cut = options.page_tokens, options.cut_step, options.carried_cut
@@ -602,8 +605,9 @@ def _plan(
     working = list(messages)
     tokens = list(message_tokens)
     result_floors: dict[tuple[int, int], int] = {}
+    known = floors_of(messages, result_floors) if anchored and floors_of is not None else None
     sizer = _Sizer.of(
-        messages, message_tokens, floor if anchored else None, _usage_in(transcript, messages), result_floors
+        messages, message_tokens, floor if anchored else None, _usage_in(transcript, messages), result_floors, known
     )
     total = before
     batches: list[ClearBatch] = []
@@ -882,11 +886,13 @@ class _Sizer:
         floor: Estimator | None,
         usage: Sequence[Usage],
         result_floors: dict[tuple[int, int], int] | None = None,
+        floors: Sequence[int] | None = None,
     ) -> _Sizer:
         """With a ``floor``, ``result_floors`` (if given) gets the floor of each tool result's content, by
-        message and block index (what clearing it takes off the floor), counted once with its message's."""
+        message and block index (what clearing it takes off the floor), counted once with its message's; or,
+        with ``floors`` too, those are each message's floor, and ``result_floors`` holds the results' already."""
         n = len(messages)
-        each = estimates if floor is None else _floors(messages, floor, result_floors)
+        each = estimates if floor is None else floors if floors is not None else _floors(messages, floor, result_floors)
         held = array("q", [0])
         for tokens in each:
             held.append(held[-1] + tokens)

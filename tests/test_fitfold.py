@@ -1,0 +1,348 @@
+"""``fit`` and ``check`` of a Claude Code session planned from the fold of its lines (``fitting.ccplan.fold_plan``),
+against the loaded path (``claude_code.load``, ``predict_size`` and ``plan_fit``: the ground truth): wherever the
+fold vouches for a file its plan is the loaded one, field for field, under budgets that force each stage and
+too-long, batch options, protected fractions, cut steps, carried cuts and both size modes; its skeleton has the
+loaded messages' roles and lines; and ``fit``'s diff and ``--json`` are the same with the fold and without it
+(``WINDOWFIT_FASTFOLD=0``). On the corpus's Claude Code files and their prefixes, the test data, and generated
+sessions (test_ccfold's, and sessions whose results are lists of text parts in every script)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import DATA, require_shared
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import texts
+from test_ccfold import _example, sessions
+
+from windowfit.cli import fit_cmd
+from windowfit.cli.report_cmd import FAST_FOLD_ENV
+from windowfit.fitting import make_estimator
+from windowfit.fitting.ccfold import _fold_lines, fold_claude_code
+from windowfit.fitting.ccplan import fold_plan
+from windowfit.fitting.errors import InputError, OptionError
+from windowfit.fitting.fit import DEFAULTS, FitOptions, Plan, plan_fit
+from windowfit.fitting.formats import Input, load
+from windowfit.fitting.formats.claude_code import subagent_files
+from windowfit.fitting.size import SizeMode, predict_size
+
+SHARES = (2.0, 1.0, 0.9, 0.6, 0.3, 0.1, 0.02, 0.001)
+"""Budgets as shares of the loaded size: fits, at it, stage 1, stages 2 and 3, too long."""
+
+VARIANTS: tuple[dict[str, Any], ...] = (
+    {},
+    {"batch_size": 1},
+    {"batch_size": 3, "protected_fraction": 0.0},
+    {"protected_fraction": 1.0},
+    {"min_clear_ratio": 0.0, "protected_fraction": 0.05},
+    {"batch_size": 0, "batch_tokens": 700},
+    {"cut_step": "quarter"},
+)
+"""Options besides the budget (``cut_step`` "quarter": a quarter of the budget)."""
+
+
+def loaded_plan(item: Input, options: FitOptions, size_mode: SizeMode, preamble: int | None) -> Plan | None:
+    """What ``fit`` plans of the loaded file (``fit_cmd.fit``: the live context, its predicted size)."""
+    try:
+        (session,) = load(item)
+    except (InputError, ValueError):
+        return None
+    est = make_estimator()
+    size = predict_size(session, est, mode=size_mode, preamble=preamble)
+    o = options
+    return plan_fit(
+        session.live(), budget=o.budget, estimator=est, size=size, batch_size=o.batch_size,
+        protected_fraction=o.protected_fraction, min_clear_ratio=o.min_clear_ratio, batch_tokens=o.batch_tokens,
+        cut_step=o.cut_step, carried_cut=o.carried_cut,
+    )  # fmt: skip
+
+
+def compare(item: Input, options: FitOptions, size_mode: SizeMode = "auto", preamble: int | None = None) -> Plan | None:
+    """The fold's plan of ``item``, asserted equal to the loaded one (and its skeleton to the loaded messages'
+    roles and lines); None where the fold leaves the file to the loader, which it does only where the one pass
+    (``_fold_lines``) does: the tree fold's sessions, which report takes, are loaded here."""
+    est = make_estimator()
+    found = fold_plan(item, est, options, size_mode=size_mode, preamble=preamble)
+    if found is None:
+        # a session with a subagents folder is several transcripts: fit loads it
+        assert (item.data is None and subagent_files(item.path)) or _fold_lines(item, est.rule) is None  # type: ignore[arg-type]
+        return None
+    want = loaded_plan(item, options, size_mode, preamble)
+    assert want is not None
+    assert found.plan == want
+    (session,) = load(item)
+    assert found.skeleton is not None
+    assert [(m.role, m.source.line) for m in found.skeleton.messages] == [
+        (m.role, m.source.line) for m in session.messages
+    ]
+    assert (found.skeleton.name, found.skeleton.source.path) == (session.name, session.source.path)
+    summary = fold_plan(item, est, options, size_mode=size_mode, preamble=preamble, summary=True)
+    assert summary is not None and fit_cmd.summary_plan(summary.plan) == fit_cmd.summary_plan(want)
+    return want
+
+
+def options_of(budget: int, variant: dict[str, Any]) -> FitOptions:
+    v = dict(variant)
+    if v.get("cut_step") == "quarter":
+        v["cut_step"] = max(1, budget // 4)
+    return replace(DEFAULTS, budget=max(1, budget), **v)
+
+
+def sweep(item: Input, modes: tuple[tuple[SizeMode, int | None], ...] = (("auto", None),)) -> set[str]:
+    """``compare`` over every share of the size and every variant; the outcomes met."""
+    outcomes: set[str] = set()
+    for size_mode, preamble in modes:
+        first = compare(item, options_of(10**9, {}), size_mode, preamble)
+        if first is None:
+            return outcomes
+        for share in SHARES:
+            budget = int(first.tokens_before * share)
+            for variant in VARIANTS:
+                plan = compare(item, options_of(budget, variant), size_mode, preamble)
+                assert plan is not None
+                outcomes.add(plan.outcome)
+                if plan.cut is not None and variant.get("cut_step") is None:
+                    carried = replace(options_of(budget, variant), carried_cut=plan.cut)
+                    assert compare(item, carried, size_mode, preamble) is not None
+    return outcomes
+
+
+def corpus_files() -> list[Path]:
+    files = sorted(require_shared("corpus", "transcripts", "claude_code").rglob("*.jsonl"))
+    return files + sorted(DATA.joinpath("claude_code").rglob("*.jsonl"))
+
+
+def test_the_fold_plans_the_corpus_as_loaded() -> None:
+    taken = 0
+    outcomes: set[str] = set()
+    for path in corpus_files():
+        met = sweep(Input(str(path), keep_text=False), (("auto", None), ("estimate", None), ("auto", 7_000)))
+        taken += bool(met)
+        outcomes |= met
+    assert taken >= 4  # the files the fold vouches for (4 of the corpus's on 2026-12-02)
+    # They are subagents (one turn): no turns to drop. Generated sessions drop turns (below).
+    assert outcomes >= {"fits", "cleared", "rounds-dropped", "too-long"}
+
+
+def test_prefixes_of_the_corpus_sessions_plan_as_loaded() -> None:
+    """The corpus's main sessions are shapes the fold leaves to the loader; their prefixes are real lines it
+    takes (see test_ccfold)."""
+    taken = 0
+    for path in sorted(require_shared("corpus", "transcripts", "claude_code").rglob("*.jsonl")):
+        lines = path.read_bytes().splitlines(keepends=True)
+        for n in range(1, len(lines) + 1, max(1, len(lines) // 6)):
+            item = Input(str(path), b"".join(lines[:n]), keep_text=False)
+            first = compare(item, options_of(10**9, {}))
+            if first is None:
+                continue
+            taken += 1
+            for share in (0.9, 0.3, 0.05):
+                compare(item, options_of(int(first.tokens_before * share), {}))
+    assert taken >= 20
+
+
+def test_a_carried_cut_the_transcript_cannot_have_is_refused_in_the_loader_s_words(tmp_path: Path) -> None:
+    item = Input("s.jsonl", _example(tmp_path), keep_text=False)
+    (session,) = load(item)
+    bad = replace(DEFAULTS, budget=10, carried_cut=len(session.messages) + 5)
+    with pytest.raises(OptionError) as folded:
+        fold_plan(item, make_estimator(), bad)
+    with pytest.raises(OptionError) as loaded:
+        loaded_plan(item, bad, "auto", None)
+    assert str(folded.value) == str(loaded.value)
+
+
+def test_options_the_fold_does_not_plan_for_are_left_to_the_loader(tmp_path: Path) -> None:
+    item = Input("s.jsonl", _example(tmp_path), keep_text=False)
+    est = make_estimator()
+    over = replace(DEFAULTS, budget=100)
+    assert fold_plan(item, est, over) is not None
+    assert fold_plan(item, est, replace(over, add_notice=True)) is None
+    assert fold_plan(item, est, replace(over, page_tokens=500)) is None
+    assert fold_plan(Input("s.jsonl", item.data, keep_text=True), est, over) is None
+    assert fold_plan(item, make_estimator("safe"), over) is None
+
+
+BUDGET_SHARE = st.sampled_from(SHARES)
+VARIANT = st.sampled_from(VARIANTS)
+MODE = st.sampled_from([("auto", None), ("estimate", None), ("auto", 3_000), ("estimate", 0)])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=sessions(), share=BUDGET_SHARE, variant=VARIANT, mode=MODE)
+def test_generated_sessions_plan_as_loaded(
+    data: bytes, share: float, variant: dict[str, Any], mode: tuple[SizeMode, int | None]
+) -> None:
+    item = Input("session.jsonl", data, keep_text=False)
+    size_mode, preamble = mode
+    first = compare(item, options_of(10**9, {}), size_mode, preamble)
+    if first is not None:
+        compare(item, options_of(int(first.tokens_before * share), variant), size_mode, preamble)
+
+
+@st.composite
+def part_sessions(draw: st.DrawFn) -> bytes:
+    """A prompt, then rounds of one reply line (text and calls) and one user line of their results, each a
+    str or a list of text parts (empty ones too) in every script (what the floor counts part by part), and
+    now and then a new user turn."""
+    lines = []
+    parent: str | None = None
+
+    def line(kind: str, content: Any, **rest: Any) -> None:
+        nonlocal parent
+        uuid = f"u{len(lines)}"
+        message = {"role": kind, "content": content, **rest}
+        envelope = {"parentUuid": parent, "isSidechain": False, "userType": "external", "sessionId": "s"}
+        lines.append(orjson.dumps({**envelope, "type": kind, "uuid": uuid, "message": message}))
+        parent = uuid
+
+    line("user", draw(texts(1, 200)))
+    cached = draw(st.integers(0, 3000))
+    for r in range(draw(st.integers(1, 8))):
+        calls = [f"toolu_{r}_{k}" for k in range(draw(st.integers(1, 3)))]
+        blocks: list[Any] = [{"type": "text", "text": draw(texts(1, 60))}]
+        blocks += [{"type": "tool_use", "id": c, "name": "Read", "input": {"p": draw(texts(0, 30))}} for c in calls]
+        usage = {"input_tokens": 3, "cache_creation_input_tokens": draw(st.integers(0, 2000)), "output_tokens": 7}
+        usage["cache_read_input_tokens"] = cached
+        cached += draw(st.integers(0, 4000))
+        line("assistant", blocks, id=f"msg_{r}", usage=usage if draw(st.integers(0, 3)) else {})
+        results = []
+        for c in calls:
+            # Repeated, so that most results are worth clearing (a stub's tokens twice over).
+            if draw(st.booleans()):
+                inner: Any = draw(texts(1, 40)) * draw(st.integers(1, 300))
+            else:
+                inner = [
+                    {"type": "text", "text": draw(texts(0, 40)) * draw(st.integers(0, 150))}
+                    for _ in range(draw(st.integers(1, 4)))
+                ]
+            results.append({"type": "tool_result", "tool_use_id": c, "content": inner})
+        line("user", results)
+        if draw(st.integers(0, 2)) == 0:
+            line("user", draw(texts(1, 100)))
+    return b"\n".join(lines) + b"\n"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=part_sessions(), share=BUDGET_SHARE, variant=VARIANT, mode=MODE)
+def test_results_of_text_parts_plan_as_loaded(
+    data: bytes, share: float, variant: dict[str, Any], mode: tuple[SizeMode, int | None]
+) -> None:
+    item = Input("session.jsonl", data, keep_text=False)
+    size_mode, preamble = mode
+    first = compare(item, options_of(10**9, {}), size_mode, preamble)
+    assert first is not None  # a shape the fold vouches for
+    compare(item, options_of(int(first.tokens_before * share), variant), size_mode, preamble)
+
+
+def _rounds_session(turn_every: int) -> bytes:
+    """A prompt and 8 rounds of two calls whose results are 2,000 to 9,000 characters (Latin, Cyrillic, CJK), a
+    new user turn after every ``turn_every`` rounds (0: one long turn, a subagent's shape)."""
+    lines = []
+    parent: str | None = None
+
+    def line(kind: str, content: Any, **rest: Any) -> None:
+        nonlocal parent
+        uuid = f"u{len(lines)}"
+        envelope = {"parentUuid": parent, "isSidechain": False, "userType": "external", "sessionId": "s"}
+        message = {"role": kind, "content": content, **rest}
+        lines.append(orjson.dumps({**envelope, "type": kind, "uuid": uuid, "message": message}))
+        parent = uuid
+
+    line("user", "Read the files.")
+    for r in range(8):
+        calls = [f"toolu_{r}_{k}" for k in range(2)]
+        blocks: list[Any] = [{"type": "text", "text": f"Round {r}."}]
+        blocks += [{"type": "tool_use", "id": c, "name": "Read", "input": {"p": f"f{r}"}} for c in calls]
+        line("assistant", blocks, id=f"msg_{r}")
+        texts_of = (
+            "a" * (2000 + 900 * r),
+            [{"type": "text", "text": "Жук " * (500 + 200 * r)}, {"type": "text", "text": "字" * 700}],
+        )
+        line(
+            "user",
+            [{"type": "tool_result", "tool_use_id": c, "content": t} for c, t in zip(calls, texts_of, strict=True)],
+        )
+        if turn_every and r % turn_every == turn_every - 1:
+            line("user", f"Now turn {r}.")
+    return b"\n".join(lines) + b"\n"
+
+
+def test_the_plans_compared_reach_every_outcome() -> None:
+    """The properties above compare plans where the fold takes a session: these fixed sessions reach each
+    outcome, under both size modes."""
+    outcomes: set[str] = set()
+    for turn_every in (0, 2):
+        item = Input("session.jsonl", _rounds_session(turn_every), keep_text=False)
+        first = compare(item, options_of(10**9, {}), "estimate")
+        assert first is not None
+        for share in (*SHARES, 0.15):  # 0.15: stage 3 in the long turn
+            plan = compare(item, options_of(int(first.tokens_before * share), {}), "estimate")
+            assert plan is not None
+            outcomes.add(plan.outcome)
+    assert outcomes == {"fits", "cleared", "turns-dropped", "rounds-dropped", "too-long"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("--json",),
+        ("--batch-size", "1", "--protected-fraction", "0.1"),
+        ("--json", "--cut-step", "2000", "--size", "estimate"),
+        ("--window", "{window}", "--preamble", "500"),
+        ("--batch-tokens", "3000", "--batch-size", "0", "--json"),
+    ],
+)
+def test_fit_prints_the_same_with_the_fold_off(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(_example(tmp_path))
+    (session,) = load(Input(str(path), keep_text=False))
+    size = predict_size(session, make_estimator()).tokens
+    planned = fit_cmd._fold_planned
+    taken: list[bool] = []
+
+    def counted(*a: Any, **k: Any) -> Any:
+        found = planned(*a, **k)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(fit_cmd, "_fold_planned", counted)
+    for share in SHARES:
+        budget = max(1, int(size * share))
+        argv = ["fit", str(path), "--budget", str(budget), *(a.format(window=2 * size + 1) for a in args)]
+        monkeypatch.delenv(FAST_FOLD_ENV, raising=False)
+        fast = run_cli(*argv)
+        monkeypatch.setenv(FAST_FOLD_ENV, "0")
+        general = run_cli(*argv)
+        assert (fast.exit_code, fast.stdout, fast.stderr) == (general.exit_code, general.stdout, general.stderr)
+        assert fast.exit_code in (0, 1), fast.stderr
+    assert sum(taken) == len(SHARES)  # with the fold on, every time; with it off, never asked
+
+
+def test_fit_of_a_corpus_session_prints_the_same_with_the_fold_off(
+    run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compared = 0
+    for path in corpus_files():
+        item = Input(str(path), keep_text=False)
+        if fold_claude_code(item, make_estimator()) is None:
+            continue
+        (session,) = load(item)
+        size = predict_size(session, make_estimator()).tokens
+        for share, extra in ((0.6, ()), (0.1, ("--json",)), (0.01, ())):
+            argv = ["fit", str(path), "--budget", str(max(1, int(size * share))), *extra]
+            monkeypatch.delenv(FAST_FOLD_ENV, raising=False)
+            fast = run_cli(*argv)
+            monkeypatch.setenv(FAST_FOLD_ENV, "0")
+            general = run_cli(*argv)
+            assert (fast.exit_code, fast.stdout, fast.stderr) == (general.exit_code, general.stdout, general.stderr)
+            compared += 1
+    assert compared >= 12
