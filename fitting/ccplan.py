@@ -191,6 +191,8 @@ class FoldedPlan:
     plan: Plan
     skeleton: Transcript | None
     """None for a session that fits: its plan has no detail to show (check's summary)."""
+    messages: int = 0
+    """How many messages the loaded transcript has (a row of it, ``fitting.rows``)."""
 
 
 def fold_plan(
@@ -224,7 +226,7 @@ def fold_plan(
         pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
         before = size.tokens if size.anchored else pre + size.estimated_tokens
         if before <= options.budget:
-            return FoldedPlan(source.path, name, _fits(options, before, pre, size), None)
+            return FoldedPlan(source.path, name, _fits(options, before, pre, size), None, len(folded.tokens))
     est = _Counted(rule)
     skeleton = _skeleton(source.path, name, folded, est)
 
@@ -241,7 +243,7 @@ def fold_plan(
     plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), floors_of)
     if plan.repairs:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
-    return FoldedPlan(source.path, name, plan, skeleton)
+    return FoldedPlan(source.path, name, plan, skeleton, len(folded.tokens))
 
 
 def _fits(options: FitOptions, before: int, preamble: int, size: Size) -> Plan:

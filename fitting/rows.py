@@ -2,10 +2,11 @@
 path (or bytes and a name), so that a pool, Ray Data or any engine can map it over millions of sessions and
 DuckDB can query what it writes (JSONL or Parquet).
 
-A Claude Code session the fold of its lines vouches for (``ccfold.fold_claude_code``; with a budget, a session
-that fits it, ``ccplan.fits_plan``) is made into its row from the fold, without loading the file: the row is the
-one the load gives (tests/test_rows.py compares the two on the corpus and generated sessions), at about the
-bare ``orjson`` loop's cost rather than the loader's. Any other file, or ``WINDOWFIT_FASTFOLD=0``, is loaded."""
+A Claude Code session the fold of its lines vouches for (``ccfold.fold_claude_code``; with a budget, the
+plan of its one pass, fitting or not, ``ccplan.fold_plan``) is made into its row from the fold, without
+loading the file: the row is the one the load gives (tests/test_rows_fold.py compares the two on the corpus
+and generated sessions), at about the bare ``orjson`` loop's cost rather than the loader's. Any other file,
+or ``WINDOWFIT_FASTFOLD=0``, is loaded."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .ccfold import fold_claude_code
-from .ccplan import fits_plan
+from .ccplan import fold_plan
 from .errors import WindowfitError
 from .estimate import make_estimator
 from .fit import DEFAULTS, Limit, Outcome, crossed, plan_fit
@@ -233,8 +234,8 @@ def folded_rows(
 ) -> tuple[Row, ...] | None:
     """The row ``transcript_rows`` makes of the one transcript ``claude_code.load`` reads from ``item``, from
     the fold of its lines: without a budget where ``fold_claude_code`` vouches for the file, with one where
-    ``fits_plan`` does (a session that fits: ``plan_fit`` returns at once, with no repairs). None for any other
-    file or error: the caller loads it, and the loader words the error."""
+    ``fold_plan`` plans it (check's summary: the plan ``plan_fit`` makes, which has no repairs there). None
+    for any other file or error: the caller loads it, and the loader words the error."""
     try:
         est = make_estimator(estimator, overhead=overhead)
         if budget is None:
@@ -247,8 +248,10 @@ def folded_rows(
             limit: Limit | None = None
             defects = 0
         else:
-            found = fits_plan(item, est, replace(DEFAULTS, budget=budget), size_mode=size, preamble=preamble)
-            if found is None or found.messages is None or found.plan.size is None:
+            found = fold_plan(
+                item, est, replace(DEFAULTS, budget=budget), size_mode=size, preamble=preamble, summary=True
+            )
+            if found is None or found.plan.size is None:
                 return None
             plan = found.plan
             path, name, messages, predicted = found.path, found.name, found.messages, found.plan.size
