@@ -534,7 +534,7 @@ def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record
     )
 
 
-def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _Folded | None:
+def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True, plan: bool = False) -> _Folded | None:
     """One pass over the lines: each line's record (``_record``; the compiled scanner's where it vouches for
     the line, unless not ``compiled``), message lines merged as ``claude_code._build`` merges them (split
     replies by message id, result lines into one user message, results first), each message summed as
@@ -559,7 +559,7 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
     last_off: tuple[str, int] | None = None
     """The last message line, when it is off the chain: its uuid and line."""
     side = False
-    draft = _Draft(rule, out)
+    draft = _Draft(rule, out, plan=plan)
     with source.open() as f:
         for line, item in enumerate(_lines(f, scanner), start=1):
             if not isinstance(item, bytes):
@@ -582,10 +582,8 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
                 if read is None:
                     return None
                 record = read
-            kind, uuid, parent, on_side, agent, message_id, recorded, la, lc, lo, lf, special, shape, found = record[
-                :14
-            ]
-            floor, parts = record[14], record[15]
+            (kind, uuid, parent, on_side, agent, message_id, recorded, la, lc, lo, lf, special, shape, found, floor,
+             parts) = record  # fmt: skip
             message = kind == "user" or kind == "assistant"
             if not message:
                 kinds[kind] += 1
@@ -672,9 +670,10 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True) -> _F
             draft.c += lc
             draft.o += lo
             draft.fixed += lf
-            draft.floor += floor
-            if parts:
-                out.parts.extend(parts)
+            if plan:
+                draft.floor += floor
+                if parts:
+                    out.parts.extend(parts)
             for block_kind, block_tokens, block_id, name in special:
                 if block_kind == "tool_call":
                     if block_id in calls_seen:
@@ -777,7 +776,7 @@ def _fold_tree(
                 record = read
             else:
                 record = item
-            kind, uuid, parent, side, agent, message_id, recorded, _, _, _, _, special, shape, _ = record[:14]
+            kind, uuid, parent, side, agent, message_id, recorded, _, _, _, _, special, shape, _, _, _ = record
             if kind == "user" or kind == "assistant":
                 assert special is not None
                 blocks: list[Block] = []
@@ -867,8 +866,7 @@ def _fold_group(
         record = kept
         node = nodes[i]
         line = node.line
-        kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found = record[:14]
-        floor, parts = record[14], record[15]
+        kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found, floor, parts = record
         assert special is not None
         if kind == "assistant":
             if draft.role != "assistant" or draft.message_id != node.message_id:
@@ -1066,14 +1064,18 @@ class _Draft:
         "message_id",
         "o",
         "out",
+        "plan",
         "results",
         "role",
         "rule",
         "strict",
     )
 
-    def __init__(self, rule: ScriptRule, out: _Folded, *, strict: bool = True) -> None:
+    def __init__(self, rule: ScriptRule, out: _Folded, *, strict: bool = True, plan: bool = False) -> None:
         self.rule, self.out = rule, out
+        self.plan = plan
+        """Keep what ``ccplan.fold_plan`` reads of each message (``_Folded.lines``, ``chars``, ``floors``,
+        ``calls_of``), which ``report`` does not."""
         self.strict = strict
         """Refuse a round with a defect (``close`` gives False); else keep the message's stand-in in
         ``out.skeleton``, and ``claude_code.message_defects`` words the defects."""
@@ -1109,10 +1111,11 @@ class _Draft:
         out.by_role[role] += tokens
         a, c, o = out.counts
         out.counts = (a + self.a, c + self.c, o + self.o)
-        out.lines.append(self.line)
-        out.chars.append((self.a, self.c, self.o, self.fixed))
-        out.floors.append(self.floor)
-        out.calls_of.append(self.calls)
+        if self.plan:
+            out.lines.append(self.line)
+            out.chars.append((self.a, self.c, self.o, self.fixed))
+            out.floors.append(self.floor)
+            out.calls_of.append(self.calls)
         if not self.strict:
             if out.skeleton is not None:
                 names = out.names

@@ -217,7 +217,7 @@ def fold_plan(
         return None  # predict_size words the error
     if source.data is None and subagent_files(source.path):
         return None
-    folded = _fold_lines(source, rule)
+    folded = _fold_lines(source, rule, plan=True)
     if folded is None:
         return None
     size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
