@@ -76,22 +76,7 @@ def fits_plan(
     before = size.tokens if size.anchored else pre + size.estimated_tokens
     if before > options.budget:
         return None
-    plan = Plan(
-        options=options,
-        outcome="fits",
-        tokens_before=before,
-        tokens_after=before,
-        stages=(),
-        message_tokens=(),
-        preamble_tokens=pre,
-        results=(),
-        protected=(),
-        too_small=(),
-        candidates=(),
-        batches=(),
-        size=size,
-    )
-    return FoldedFit(report.path, report.name, plan, report.messages)
+    return FoldedFit(report.path, report.name, _fits(options, before, pre, size), report.messages)
 
 
 def last_measured(source: Input) -> int | None:
@@ -207,7 +192,8 @@ def fold_plan(
     """``fit._plan``'s plan of the one transcript ``claude_code.load`` reads from ``source`` (its size predicted
     with ``size_mode`` and ``preamble``, as ``fit`` and ``check`` predict it) made from the fold of its lines,
     fitting or not; None where the fold leaves the file to the loader, or for options it does not plan for
-    (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
+    (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton, and
+    one the one pass leaves but the tree fold reads without a defect is planned when it fits (``fits_plan``)."""
     rule = estimator.rule
     if options.add_notice or options.page_tokens is not None:
         return None  # the notice changes the system prompt; a store's handles are of the results' content
@@ -219,6 +205,10 @@ def fold_plan(
         return None
     folded = _fold_lines(source, rule, plan=True)
     if folded is None:
+        if summary:  # a session the tree fold reads (branches, images, ...) that fits, without defects
+            fitting = fits_plan(source, estimator, options, size_mode=size_mode, preamble=preamble)
+            if fitting is not None and fitting.messages is not None:
+                return FoldedPlan(fitting.path, fitting.name, fitting.plan, None, fitting.messages)
         return None
     size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
     name = subagent_name(source.path, folded.agent)
