@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from .ccfold import _fold_lines, _Folded, _size, fold_claude_code, subagent_name
+from .ccfold import _fold_lines, _Folded, _refused_options, _size, fold_claude_code, subagent_name
 from .estimate import CharCounts, Estimator, MessageEstimate, ScriptRule
 from .fit import FitOptions, Plan, _plan
 from .formats.base import Input
 from .formats.claude_code import NAME, subagent_files
-from .size import SIZE_MODES, Size, SizeMode
+from .size import Size, SizeMode
 from .transcript import Block, Message, Source, Text, ToolCall, ToolResult, Transcript, Usage
 
 TAIL_BYTES = 256 * 1024
@@ -197,10 +197,8 @@ def fold_plan(
     rule = estimator.rule
     if options.add_notice or options.page_tokens is not None:
         return None  # the notice changes the system prompt; a store's handles are of the results' content
-    if type(rule) is not ScriptRule or source.keep_text or size_mode not in SIZE_MODES:
-        return None
-    if preamble is not None and preamble < 0:
-        return None  # predict_size words the error
+    if type(rule) is not ScriptRule or _refused_options(estimator, source, size_mode, preamble) is not None:
+        return None  # as report's fold refuses them (predict_size words the errors of its options)
     if source.data is None and subagent_files(source.path):
         return None
     folded = _fold_lines(source, rule, plan=True)
