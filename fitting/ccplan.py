@@ -192,8 +192,7 @@ def fold_plan(
     """``fit._plan``'s plan of the one transcript ``claude_code.load`` reads from ``source`` (its size predicted
     with ``size_mode`` and ``preamble``, as ``fit`` and ``check`` predict it) made from the fold of its lines,
     fitting or not; None where the fold leaves the file to the loader, or for options it does not plan for
-    (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton, and
-    one the one pass leaves but the tree fold reads without a defect is planned when it fits (``fits_plan``)."""
+    (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
     rule = estimator.rule
     if options.add_notice or options.page_tokens is not None:
         return None  # the notice changes the system prompt; a store's handles are of the results' content
@@ -203,10 +202,6 @@ def fold_plan(
         return None
     folded = _fold_lines(source, rule, plan=True)
     if folded is None:
-        if summary:  # a session the tree fold reads (branches, images, ...) that fits, without defects
-            fitting = fits_plan(source, estimator, options, size_mode=size_mode, preamble=preamble)
-            if fitting is not None and fitting.messages is not None:
-                return FoldedPlan(fitting.path, fitting.name, fitting.plan, None, fitting.messages)
         return None
     size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
     name = subagent_name(source.path, folded.agent)
