@@ -866,7 +866,7 @@ def _fold_group(
         record = kept
         node = nodes[i]
         line = node.line
-        kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found, floor, parts = record
+        kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found, _, _ = record  # no plan reads a tree fold
         assert special is not None
         if kind == "assistant":
             if draft.role != "assistant" or draft.message_id != node.message_id:
@@ -892,9 +892,6 @@ def _fold_group(
         draft.c += lc
         draft.o += lo
         draft.fixed += lf
-        draft.floor += floor
-        if parts:
-            out.parts.extend(parts)
         for block_kind, block_tokens, block_id, name in special:
             if block_kind == "tool_call":
                 if block_id in calls_seen:
