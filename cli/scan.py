@@ -281,16 +281,23 @@ def _collect(
                     finished(files_done)
             if c not in results:
                 results[c] = futures[c].result()
-            got = results[c]
-            done = got[k] if k < len(got) else Done(redo=True)  # after a file that raised
-            left[c] -= 1
-            if not left[c]:
-                del results[c]  # every file of the run given out: hold no result longer than needed
-            if done.redo:
-                done = scan_one(task)  # raises as one process would have
-            yield task, done
+            yield task, _hand_out(results, left, c, k, task)
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def _hand_out(results: dict[int, list[Done[T]]], left: list[int], c: int, k: int, task: Task[T]) -> Done[T]:
+    """The result of ``task``, the ``k``-th file of run ``c``, from the run's results (dropped once each of its
+    files is given out: no result is held longer than needed); a file that raised, or came after one that
+    did, is scanned again here, and raises as one process would have."""
+    got = results[c]
+    done = got[k] if k < len(got) else Done(redo=True)
+    left[c] -= 1
+    if not left[c]:
+        del results[c]
+    if done.redo:
+        done = scan_one(task)
+    return done
 
 
 def _scan_here(tasks: Sequence[Task[T]]) -> list[Done[T]]:
@@ -475,14 +482,7 @@ def _collect_forked(
                         done_with(c, _scan_here([tasks[i] for i in chunks[c]]))
                 for fd in ready:
                     receive(fd)
-            got = results[c]
-            done = got[k] if k < len(got) else Done(redo=True)  # after a file that raised
-            left[c] -= 1
-            if not left[c]:
-                del results[c]  # every file of the run given out: hold no result longer than needed
-            if done.redo:
-                done = scan_one(task)  # raises as one process would have
-            yield task, done
+            yield task, _hand_out(results, left, c, k, task)
         complete = True
     finally:
         os.close(runs)
