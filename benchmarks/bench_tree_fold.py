@@ -1,0 +1,165 @@
+"""The tree fold of ``report`` (``fitting/ccfold.py``: the one pass, then ``_fold_tree`` where it gives up) on
+sessions with defects, as a ratio to the bare loop (read + ``orjson.loads`` per line), this checkout against an
+older commit (``--old``, default 7272a36: main before the tree fold read each file once).
+
+Two inputs: the shared corpus's Claude Code files that only the tree fold takes (``fold_claude_code`` with
+``--skip-invalid``, as ``bench_ccfold_parts.py`` picks them), and a generated real-shaped session with defects
+(``sessions.write_session(defects=True)``: branches, a broken link, unanswered calls, sidechains; about
+``--megabytes``, default 200, written once into ``benchmarks/out/``; 0 for none), folded as ``report`` folds
+it (``fold_claude_code_all``). Each side runs in its own process (the old one from a ``git archive`` of
+``--old`` with its C extensions built there), which times the bare loop and the fold in turns, best of
+``--inner``, in CPU seconds (``process_time``), garbage collection off as the command has it; the parent runs
+the two sides in turns (``--rounds`` times, ABAB) and keeps each side's best ratio.
+
+    PATH=$PWD/.venv/bin:$PATH python benchmarks/bench_tree_fold.py [--megabytes 200] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+from common import OUT, ROOT, ensure_generated
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "transcripts" / "claude_code"
+if not CORPUS.is_dir():
+    CORPUS = Path("/work/shared/corpus/transcripts/claude_code")
+MB = 1_000_000
+DEFECTS_VERSION = 1
+BYTES_PER_ROUND = 13_700
+"""About what one tool round of ``sessions.write_session`` writes (as ``bench_report.py`` has it)."""
+
+
+def defects_session(megabytes: int) -> Path:
+    """The generated session with defects, written once."""
+    from sessions import write_session
+
+    name = f"report_claude_defects_{megabytes}mb.jsonl"
+
+    def write(out: object) -> None:
+        scratch = OUT / (name + ".scratch")
+        write_session(scratch, random.Random(15), max(1, megabytes * MB // BYTES_PER_ROUND), defects=True)
+        out.write(scratch.read_bytes())  # type: ignore[attr-defined]
+        scratch.unlink()
+
+    return ensure_generated(name, DEFECTS_VERSION, write)  # type: ignore[arg-type]
+
+
+def worker(inner: int, defects: str) -> None:
+    """One side: the CPU seconds of the bare loop and of the fold on each input, as JSON on stdout."""
+    from windowfit.fitting import ccfold, make_estimator
+    from windowfit.fitting.formats import Input
+
+    rule = make_estimator().rule
+    inputs: dict[str, tuple[list[Path], bool]] = {}
+    if CORPUS.is_dir():
+        corpus = []
+        for path in sorted(CORPUS.rglob("*.jsonl")):
+            item = Input(str(path), keep_text=False)
+            if ccfold._fold_lines(item, rule) is None and ccfold.fold_claude_code(
+                item, make_estimator(), skip_invalid=True
+            ):
+                corpus.append(path)
+        inputs["corpus"] = (corpus, False)
+    if defects:
+        inputs["defects"] = ([Path(defects)], True)
+    found: dict[str, object] = {}
+    for name, (files, every) in inputs.items():
+
+        def bare(files: list[Path] = files) -> None:
+            for path in files:
+                with open(path, "rb") as f:
+                    for line in f:
+                        with contextlib.suppress(orjson.JSONDecodeError):  # the corpus's broken lines
+                            orjson.loads(line)
+
+        def fold(files: list[Path] = files, every: bool = every) -> None:
+            for path in files:
+                item = Input(str(path), keep_text=False)
+                run = ccfold.fold_claude_code_all if every else ccfold.fold_claude_code
+                assert run(item, make_estimator(), skip_invalid=True) is not None, path
+
+        best = [float("inf"), float("inf")]
+        gc.disable()
+        for _ in range(inner):
+            for k, work in enumerate((bare, fold)):
+                start = time.process_time()
+                work()
+                best[k] = min(best[k], time.process_time() - start)
+            gc.collect()
+        gc.enable()
+        found[name] = {"files": len(files), "bytes": sum(p.stat().st_size for p in files), "bare": best[0]}
+        found[name]["fold"] = best[1]  # type: ignore[index]
+    print(orjson.dumps(found).decode())
+
+
+def old_checkout(rev: str, where: Path) -> Path:
+    """``git archive`` of ``rev`` into ``where`` with its C extensions built in place: its ``src`` for
+    ``PYTHONPATH``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    build = (
+        "from setuptools import Distribution, Extension\n"
+        "d = Distribution({'ext_modules': [Extension(n, sources=[f'fitting/{n}.c']) for n in ('_ccline', "
+        "'_classcount')], 'script_args': ['build_ext', '--build-lib', 'fitting', '--build-temp', 'build']})\n"
+        "d.parse_command_line()\nd.run_commands()\n"
+    )
+    subprocess.run([sys.executable, "-c", build], cwd=where, check=True, capture_output=True)
+    return where / "src"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--old", default="7272a36", help="the commit to compare with (default 7272a36)")
+    parser.add_argument("--megabytes", type=int, default=200, help="the generated session (0: none)")
+    parser.add_argument("--rounds", type=int, default=3, help="turns of the two sides (ABAB)")
+    parser.add_argument("--inner", type=int, default=3, help="best of N inside each side's process")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--defects", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.inner, args.defects)
+        return
+    defects = str(defects_session(args.megabytes)) if args.megabytes else ""
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "fitting"], capture_output=True)
+    command = [sys.executable, __file__, "--worker", "--inner", str(args.inner), "--defects", defects]
+    best: dict[tuple[str, str], float] = {}
+    shown: dict[str, dict[str, float]] = {}
+    loads = [os.getloadavg()[0]]
+    started = time.strftime("%H:%M", time.gmtime())
+    with tempfile.TemporaryDirectory(prefix="bench_tree_fold_") as tmp:
+        old_src = old_checkout(args.old, Path(tmp))
+        sides = {args.old: {**os.environ, "PYTHONPATH": str(old_src)}, "this checkout": dict(os.environ)}
+        for _ in range(args.rounds):
+            for side, env in sides.items():
+                env.pop("WINDOWFIT_PURE", None)
+                out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+                for name, figures in orjson.loads(out).items():
+                    ratio = figures["fold"] / figures["bare"]
+                    if ratio < best.get((side, name), float("inf")):
+                        best[side, name] = ratio
+                        shown[f"{side}/{name}"] = figures
+                loads.append(os.getloadavg()[0])
+    print(
+        f"{started}-{time.strftime('%H:%M', time.gmtime())} UTC, this checkout {head.stdout.strip()}"
+        f"{' (fitting/ modified)' if dirty.stdout else ''} against {args.old}; load average (1 min) "
+        f"{min(loads):.1f}-{max(loads):.1f}; CPU s, best of {args.inner} in each process, best of {args.rounds} turns:"
+    )
+    for (side, name), ratio in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][0] != args.old)):
+        f = shown[f"{side}/{name}"]
+        what = f"{f['files']} file(s), {f['bytes'] / MB:.1f} MB"
+        print(f"  {name:8} {what:22} {side:14} bare {f['bare']:.3f} s, fold {f['fold']:.3f} s: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
