@@ -88,17 +88,38 @@ def worker(inner: int, defects: str) -> None:
                 run = ccfold.fold_claude_code_all if every else ccfold.fold_claude_code
                 assert run(item, make_estimator(), skip_invalid=True) is not None, path
 
-        best = [float("inf"), float("inf")]
+        def tree(files: list[Path] = files) -> None:
+            """The tree fold without the one pass before it: what deciding up front, never wrongly, would
+            cost (the file's own reports, a subagents folder aside)."""
+            for path in files:
+                estimator = make_estimator()
+                found = ccfold._fold_tree(Input(str(path), keep_text=False), rule, True)
+                assert found is not None, path
+                for f in found:
+                    ccfold._report(str(path), f, estimator, None, None, 10, "auto", None)
+
+        def loader(files: list[Path] = files) -> None:
+            from windowfit.cli.report_cmd import ReportOptions, report_work
+            from windowfit.cli.shared import SizeChoice
+            from windowfit.fitting.formats import load
+
+            options = ReportOptions("seed", 1.0, None, None, 10, SizeChoice.auto, None)
+            for path in files:
+                report_work(load(Input(str(path), keep_text=False), skip_invalid=True), options=options)
+
+        works = {"bare": bare, "fold": fold, "tree": tree}
+        if name == "corpus":
+            works["loader"] = loader
+        best = dict.fromkeys(works, float("inf"))
         gc.disable()
         for _ in range(inner):
-            for k, work in enumerate((bare, fold)):
+            for key, work in works.items():
                 start = time.process_time()
                 work()
-                best[k] = min(best[k], time.process_time() - start)
+                best[key] = min(best[key], time.process_time() - start)
             gc.collect()
         gc.enable()
-        found[name] = {"files": len(files), "bytes": sum(p.stat().st_size for p in files), "bare": best[0]}
-        found[name]["fold"] = best[1]  # type: ignore[index]
+        found[name] = {"files": len(files), "bytes": sum(p.stat().st_size for p in files), **best}
     print(orjson.dumps(found).decode())
 
 
@@ -158,7 +179,13 @@ def main() -> None:
     for (side, name), ratio in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][0] != args.old)):
         f = shown[f"{side}/{name}"]
         what = f"{f['files']} file(s), {f['bytes'] / MB:.1f} MB"
-        print(f"  {name:8} {what:22} {side:14} bare {f['bare']:.3f} s, fold {f['fold']:.3f} s: {ratio:.2f}x")
+        others = f"; the tree fold alone {f['tree'] / f['bare']:.2f}x"
+        if "loader" in f:
+            others += f", loader + build_report {f['loader'] / f['bare']:.2f}x"
+        print(
+            f"  {name:8} {what:22} {side:14} bare {f['bare']:.3f} s, report's fold {f['fold']:.3f} s: "
+            f"{ratio:.2f}x{others}"
+        )
 
 
 if __name__ == "__main__":

@@ -904,22 +904,30 @@ def _add_node(nodes: list[_Node], records: list[_Record | None], line: int, reco
     """Add line ``line`` of the tree (its ``record``: a message line, or another line with a uuid) to
     ``nodes`` as a ``claude_code._Node`` with stand-ins for its calls and results (``text`` for its other
     blocks), and its record to ``records`` (None for a line other than a message)."""
-    kind, uuid, parent, side, agent, message_id, recorded, _, _, _, _, special, shape, _, _, _ = record
+    kind = record[0]
     if kind == "user" or kind == "assistant":
-        assert special is not None and uuid is not None
-        blocks: list[Block] = []
-        for block_kind, _, block_id, name in special:
-            call = block_kind == "tool_call"
-            blocks.append(ToolCall(block_id, name, "") if call else ToolResult(block_id, ()))
-        if not shape:
-            blocks.append(text)  # the line's other blocks (a line of results only holds none)
-        assistant = kind == "assistant"
-        node_id = message_id if assistant and message_id is not None else f"line {line}"
-        usage = recorded if assistant else None
-        nodes.append(_Node(line, kind, uuid, parent, side, agent or "", node_id, tuple(blocks), usage))
+        special = record[11]
+        blocks: tuple[Block, ...]
+        if special:
+            blocks = tuple(
+                ToolCall(block_id, name, "") if block_kind == "tool_call" else ToolResult(block_id, ())
+                for block_kind, _, block_id, name in special
+            )
+            if not record[12]:
+                blocks += (text,)  # the line's other blocks (a line of results only holds none)
+        else:
+            blocks = (text,)
+        message_id = record[5]
+        if kind == "assistant":
+            node_id, usage = message_id if message_id is not None else f"line {line}", record[6]
+        else:
+            node_id, usage = f"line {line}", None
+        uuid = record[1]
+        assert uuid is not None
+        nodes.append(_Node(line, kind, uuid, record[2], record[3], record[4] or "", node_id, blocks, usage))
         records.append(record)
     else:
-        nodes.append(_Node(line, kind, uuid, parent, side))
+        nodes.append(_Node(line, kind, record[1], record[2], record[3]))
         records.append(None)
 
 
