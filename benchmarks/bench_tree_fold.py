@@ -2,14 +2,18 @@
 sessions with defects, as a ratio to the bare loop (read + ``orjson.loads`` per line), this checkout against an
 older commit (``--old``, default 7272a36: main before the tree fold read each file once).
 
-Two inputs: the shared corpus's Claude Code files that only the tree fold takes (``fold_claude_code`` with
+The inputs: the shared corpus's Claude Code files that only the tree fold takes (``fold_claude_code`` with
 ``--skip-invalid``, as ``bench_ccfold_parts.py`` picks them), and a generated real-shaped session with defects
 (``sessions.write_session(defects=True)``: branches, a broken link, unanswered calls, sidechains; about
 ``--megabytes``, default 200, written once into ``benchmarks/out/``; 0 for none), folded as ``report`` folds
-it (``fold_claude_code_all``). Each side runs in its own process (the old one from a ``git archive`` of
-``--old`` with its C extensions built there), which times the bare loop and the fold in turns, best of
-``--inner``, in CPU seconds (``process_time``), garbage collection off as the command has it; the parent runs
-the two sides in turns (``--rounds`` times, ABAB) and keeps each side's best ratio.
+it (``fold_claude_code_all``); and, where ``bench_report.py --claude-code`` has written it, the session of that
+size without defects, which the one pass takes (what keeping its lines for a hand-over costs there). Beside
+``report``'s fold, each side times the tree fold alone (no one pass first: what deciding up front, never
+wrongly, would cost) and, on the corpus, the loader with ``build_report``. Each side runs in its own
+process (the old one from a ``git archive`` of ``--old`` with its C extensions built there), which times the
+bare loop and the folds in turns, best of ``--inner``, in CPU seconds (``process_time``), garbage collection
+off as the command has it; the parent runs the two sides in turns (``--rounds`` times, ABAB) and keeps each
+side's best ratio.
 
     PATH=$PWD/.venv/bin:$PATH python benchmarks/bench_tree_fold.py [--megabytes 200] [--rounds 3]
 """
@@ -54,7 +58,7 @@ def defects_session(megabytes: int) -> Path:
     return ensure_generated(name, DEFECTS_VERSION, write)  # type: ignore[arg-type]
 
 
-def worker(inner: int, defects: str) -> None:
+def worker(inner: int, defects: str, clean: str) -> None:
     """One side: the CPU seconds of the bare loop and of the fold on each input, as JSON on stdout."""
     from windowfit.fitting import ccfold, make_estimator
     from windowfit.fitting.formats import Input
@@ -72,6 +76,8 @@ def worker(inner: int, defects: str) -> None:
         inputs["corpus"] = (corpus, False)
     if defects:
         inputs["defects"] = ([Path(defects)], True)
+    if clean:  # the one pass takes it: what keeping its records for a hand-over costs where none is needed
+        inputs["clean"] = ([Path(clean)], True)
     found: dict[str, object] = {}
     for name, (files, every) in inputs.items():
 
@@ -146,14 +152,17 @@ def main() -> None:
     parser.add_argument("--inner", type=int, default=3, help="best of N inside each side's process")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--defects", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--clean", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.inner, args.defects)
+        worker(args.inner, args.defects, args.clean)
         return
     defects = str(defects_session(args.megabytes)) if args.megabytes else ""
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "fitting"], capture_output=True)
+    clean = OUT / f"report_claude_{args.megabytes}mb.jsonl"  # bench_report.py --claude-code's, if written
     command = [sys.executable, __file__, "--worker", "--inner", str(args.inner), "--defects", defects]
+    command += ["--clean", str(clean) if args.megabytes and clean.exists() else ""]
     best: dict[tuple[str, str], float] = {}
     shown: dict[str, dict[str, float]] = {}
     loads = [os.getloadavg()[0]]
