@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import gc
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -32,30 +31,20 @@ import time
 from pathlib import Path
 
 import orjson
-from common import OUT, ROOT, ensure_generated
+from common import OUT, ROOT
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "transcripts" / "claude_code"
 if not CORPUS.is_dir():
     CORPUS = Path("/work/shared/corpus/transcripts/claude_code")
 MB = 1_000_000
-DEFECTS_VERSION = 1
-BYTES_PER_ROUND = 13_700
-"""About what one tool round of ``sessions.write_session`` writes (as ``bench_report.py`` has it)."""
 
 
 def defects_session(megabytes: int) -> Path:
-    """The generated session with defects, written once."""
-    from sessions import write_session
+    """The generated session with defects (``bench_report.py --claude-code --defects``'s), written once."""
+    from bench_report import ensure_claude_session
+    from rich.console import Console
 
-    name = f"report_claude_defects_{megabytes}mb.jsonl"
-
-    def write(out: object) -> None:
-        scratch = OUT / (name + ".scratch")
-        write_session(scratch, random.Random(15), max(1, megabytes * MB // BYTES_PER_ROUND), defects=True)
-        out.write(scratch.read_bytes())  # type: ignore[attr-defined]
-        scratch.unlink()
-
-    return ensure_generated(name, DEFECTS_VERSION, write)  # type: ignore[arg-type]
+    return ensure_claude_session(megabytes * MB, Console(stderr=True), defects=True)
 
 
 def worker(inner: int, defects: str, clean: str) -> None:
