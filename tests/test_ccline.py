@@ -572,16 +572,16 @@ def test_each_scanned_line_keeps_its_kinds_as_the_python_path_sums_them(
     assert scanner.kinds_of([]) == [] and scanner.kinds_of([0, len(items) + 1]) == []
 
 
-def tree_both(item: Input, rule: ScriptRule, skip_invalid: bool) -> tuple[Any, Any]:
+def tree_both(item: Input, rule: ScriptRule, skip_invalid: bool, compiled: bool = True) -> tuple[Any, Any]:
     """The tree fold's state as ``report`` reaches it (the one pass, then ``_fold_tree`` going on from the
-    lines it read) and as ``_fold_tree`` alone reads the file from its start; None where the one pass
-    takes the file."""
+    lines it read; without the scanner unless ``compiled``) and as ``_fold_tree`` alone reads the file from
+    its start; None where the one pass takes the file."""
 
     def state(found: Any) -> Any:
         return None if found is None else [{k: getattr(f, k) for k in f.__slots__} for f in found]
 
     with item.open() as f:
-        reading = ccfold._Reading(f, ccfold._scanner(rule))
+        reading = ccfold._Reading(f, ccfold._scanner(rule) if compiled else None)
         if ccfold._one_pass(item, rule, reading) is not None:
             return None, None
         handed = state(ccfold._fold_tree(item, rule, skip_invalid, [], reading))
@@ -594,8 +594,13 @@ def tree_both(item: Input, rule: ScriptRule, skip_invalid: bool) -> tuple[Any, A
 def test_the_tree_fold_goes_on_from_the_one_pass_as_it_reads_alone(
     data: bytes, rule: ScriptRule, skip_invalid: bool
 ) -> None:
-    handed, alone = tree_both(Input("session.jsonl", data, keep_text=False), rule, skip_invalid)
+    """Handed over or reading alone, with the scanner or without it (every line's kinds then kept by
+    ``_Reading.read``), the tree fold comes to the same sums, nodes' folds and defects."""
+    item = Input("session.jsonl", data, keep_text=False)
+    handed, alone = tree_both(item, rule, skip_invalid)
     assert handed == alone
+    pure, _ = tree_both(item, rule, skip_invalid, compiled=False)
+    assert pure == handed
 
 
 @needs_scanner
