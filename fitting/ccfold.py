@@ -245,7 +245,10 @@ def _fold_file(
         reading = _Reading(f, _scanner(rule))
         folded = _one_pass(source, rule, reading)
         # where the one pass gives up, the tree fold goes on from the line it got to
-        found = [folded] if folded is not None else _fold_tree(source, rule, skip_invalid, why, reading)
+        if folded is not None:
+            found: list[_Folded] | None = [folded]
+        else:  # past ``_KEEP`` lines of the tree, the tree fold reads the file from its start
+            found = _fold_tree(source, rule, skip_invalid, why, reading if reading.whole else None)
     if found is None:
         return None
     reports = [_report(source.path, f, estimator, budget, window, top, size_mode, preamble) for f in found]
@@ -538,6 +541,13 @@ def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record
     )
 
 
+_KEEP = 1 << 15
+"""The most lines of the tree the one pass keeps for a hand-over (about 24 MB of records, the lines of a session of
+50-100 MB): past them it drops them, so that a big session it takes does not hold them all, and the tree fold of
+one it gives up on later reads the file from its start (once: its left-out and sidechain lines' tokens still come
+from that one read)."""
+
+
 class _Reading:
     """One read of a file's lines, shared by the one pass and the tree fold it hands the file over to when it
     gives up, so that each line is read once: the lines still to come (numbered from 1, each the scanner's
@@ -547,7 +557,7 @@ class _Reading:
     ``kinds_of``, ``own`` for the lines read by ``_record``), which the tree fold takes off for the lines it
     leaves out and sums for each sidechain transcript."""
 
-    __slots__ = ("by_kind", "kept", "kept_lines", "kinds", "lines", "own", "pending", "scanner", "skipped")
+    __slots__ = ("by_kind", "kept", "kept_lines", "kinds", "lines", "own", "pending", "scanner", "skipped", "whole")
 
     def __init__(self, f: BinaryIO, scanner: Scanner | None) -> None:
         self.scanner = scanner
@@ -555,6 +565,8 @@ class _Reading:
         self.kept_lines: list[int] = []
         self.kept: list[_Record] = []
         """The records of the lines of the tree the one pass read (message lines, other lines with a uuid)."""
+        self.whole = True
+        """Whether ``kept`` holds every line of the tree the one pass read: it keeps no more than ``_KEEP``."""
         self.pending: list[tuple[int, bytes]] = []
         """The line the one pass gave up on unread (broken, too deep, refused by ``_record``), if any."""
         self.kinds: Counter[str] = Counter()
@@ -612,6 +624,7 @@ def _one_pass(source: Input, rule: ScriptRule, reading: _Reading, *, plan: bool 
     tokens, usage, kinds = out.tokens, out.usage, out.kinds
     by_kind, names, per_tool, results = out.by_kind, out.names, out.per_tool, out.results
     kept_lines, kept = reading.kept_lines, reading.kept
+    keeping = True
     loads = orjson.loads
     scanner = reading.scanner
     seen: set[str] = set()
@@ -661,8 +674,12 @@ def _one_pass(source: Input, rule: ScriptRule, reading: _Reading, *, plan: bool 
             if uuid is None:
                 continue  # only counted (summary, file-history-snapshot, ...)
         assert uuid is not None
-        kept_lines.append(line)  # for the tree fold, should this pass give up
-        kept.append(record)
+        if keeping:  # for the tree fold, should this pass give up
+            kept_lines.append(line)
+            kept.append(record)
+            if len(kept) > _KEEP:
+                keeping = reading.whole = False
+                reading.kept_lines, reading.kept = [], []
         # A line of the tree. Each message's parent is the message before it (``head``; None for the
         # first, a root), or a bookkeeping line (progress, system, ...) that hangs from it, directly or
         # through others (``passing``): one chain, through the lines it passes. Bookkeeping lines that no

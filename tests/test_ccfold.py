@@ -551,3 +551,24 @@ def test_a_kind_left_only_on_a_branch_is_refused_without_block_overhead() -> Non
     assert reports is not None and reports == loaded(item)
     kinds = dict(reports[0].by_kind)
     assert "tool_call" not in kinds and "tool_result" not in kinds and "image" not in kinds  # only on the branch
+
+
+@pytest.mark.parametrize("keep", [0, 1, 3])
+def test_past_the_lines_it_keeps_the_tree_fold_reads_the_file_from_its_start(
+    keep: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one pass keeps at most ``ccfold._KEEP`` lines of the tree for a hand-over; past them, the tree fold
+    of a file it gives up on reads it again from its start, to the same reports."""
+    from windowfit.fitting import ccfold
+
+    files = [p for p in corpus_files() if p.stat().st_size < 2_000_000]
+    cases = [Input(str(p), keep_text=False) for p in files]
+    cases += [Input("s.jsonl", _tree_session(broken=b"[1, 2]", at=8), keep_text=False)]
+    before = [fold_claude_code_all(item, make_estimator(), skip_invalid=True) for item in cases]
+    monkeypatch.setattr(ccfold, "_KEEP", keep)
+    after = [fold_claude_code_all(item, make_estimator(), skip_invalid=True) for item in cases]
+    assert after == before
+    assert sum(r is not None for r in after) >= 3
+    for item, reports in zip(cases, after, strict=True):
+        if reports is not None:
+            assert reports == loaded(item, skip_invalid=True), item.path
