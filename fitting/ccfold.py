@@ -16,16 +16,18 @@ its tokens into its kind, calls and results are kept by id; the split replies an
 from them.
 
 Where the one pass gives up (another branch, a second root, a parent not in the file, a broken line, a
-defective round, sidechains beside the main chain), ``_fold_tree`` reads the file again as the loader does: a
-record and a text-less ``claude_code._Node`` per line, unreadable lines skipped and their links recovered with
-``skip_invalid`` (without it the loader stops there, and so does the fold), the chain chosen by
-``claude_code._select``, the loader's defects and notes, and one fold per transcript (the main conversation,
-then each sidechain tree). ``fold_claude_code_all`` adds the files of a ``<session>/subagents/`` folder. What
-is still left to the loader (None, the first reason in ``why``): a compaction, an empty message, a block of
-another kind, a message line the loader skips as of an unknown shape, a call id used twice, an estimator that
-is not a ``ScriptRule``, kept JSON text. The report is the same either way (tests/test_ccfold.py compares the
-two on the corpus, every prefix of its sessions and generated sessions; benchmarks/probe_fold_coverage.py
-shows which files of a folder fold, and why the others do not)."""
+defective round, sidechains beside the main chain), ``_fold_tree`` reads the file as the loader does, going on
+from the lines the one pass read (``_Reading``: each file is read once, each message line's tokens per block
+kind kept for the lines it leaves out and the sidechain transcripts): a record and a text-less
+``claude_code._Node`` per line, unreadable lines skipped and their links recovered with ``skip_invalid``
+(without it the loader stops there, and so does the fold), the chain chosen by ``claude_code._select``, the
+loader's defects and notes, and one fold per transcript (the main conversation, then each sidechain tree).
+``fold_claude_code_all`` adds the files of a ``<session>/subagents/`` folder. What is still left to the loader
+(None, the first reason in ``why``): a compaction, an empty message, a block of another kind, a message line
+the loader skips as of an unknown shape, a call id used twice, an estimator that is not a ``ScriptRule``, kept
+JSON text. The report is the same either way (tests/test_ccfold.py compares the two on the corpus, every
+prefix of its sessions and generated sessions; benchmarks/probe_fold_coverage.py shows which files of a folder
+fold, and why the others do not)."""
 
 from __future__ import annotations
 
@@ -161,8 +163,8 @@ def fold_claude_code(
     """The report ``build_report`` gives on the one transcript ``claude_code.load`` reads from ``source``
     (with ``skip_invalid`` as given to it), or None when the file is not of the shape this path vouches for
     (see the module docstring); then the first reason is appended to ``why``, if given. The one pass
-    (``_fold_lines``) takes the common shape; where it gives up, ``_fold_tree`` reads the file again as
-    ``claude_code._select`` chooses its chain (branches, second roots, broken links, skipped lines)."""
+    (``_one_pass``) takes the common shape; where it gives up, ``_fold_tree`` goes on from the lines it read
+    and folds the chain ``claude_code._select`` chooses (branches, second roots, broken links, skipped lines)."""
     rule = estimator.rule
     refused = _refused_options(estimator, source, size_mode, preamble)
     if refused is None and source.data is None and subagent_files(source.path):
