@@ -226,15 +226,17 @@ BYTES_PER_ROUND = 13_700
 """About what one tool round of ``sessions.write_session`` writes: the rounds a session of N bytes needs."""
 
 
-def ensure_claude_session(target_bytes: int, console: Console) -> Path:
-    """One real-shaped Claude Code session (benchmarks/sessions.py) of about ``target_bytes``, written once."""
+def ensure_claude_session(target_bytes: int, console: Console, *, defects: bool = False) -> Path:
+    """One real-shaped Claude Code session (benchmarks/sessions.py) of about ``target_bytes``, written once;
+    with ``defects``, of the shape of real main sessions (branches, a broken link, unanswered calls,
+    sidechains: ``write_session(defects=True)``), which ``report``'s fold takes by its tree fold."""
     from sessions import write_session
 
-    name = f"report_claude_{target_bytes // MB}mb.jsonl"
+    name = f"report_claude_{'defects_' * defects}{target_bytes // MB}mb.jsonl"
 
     def write(out: BinaryIO) -> None:
         scratch = OUT / (name + ".scratch")
-        write_session(scratch, random.Random(15), max(1, target_bytes // BYTES_PER_ROUND))
+        write_session(scratch, random.Random(15), max(1, target_bytes // BYTES_PER_ROUND), defects=defects)
         out.write(scratch.read_bytes())
         scratch.unlink()
 
@@ -355,10 +357,18 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="a real-shaped Claude Code session: the loader beside the fold from the lines (fitting/ccfold.py)",
     )
+    parser.add_argument(
+        "--defects",
+        action="store_true",
+        help="with --claude-code: a session with the defects of real main sessions (the fold's tree fold)",
+    )
     args = parser.parse_args(argv)
     console = Console(width=130)
     target = (args.megabytes or (20 if args.quick else 200)) * MB
-    path = ensure_claude_session(target, console) if args.claude_code else ensure_transcript(target, console)
+    if args.claude_code:
+        path = ensure_claude_session(target, console, defects=args.defects)
+    else:
+        path = ensure_transcript(target, console)
     size = path.stat().st_size
     if args.claude_code:
         console.print(cache_bytecode())

@@ -39,8 +39,16 @@ def _line(kind: str, session: str, parent: str | None, stamp: str, **rest: Any) 
     return me, orjson.dumps(record) + b"\n"
 
 
-def write_session(path: Path, rng: random.Random, rounds: int) -> None:
+def write_session(path: Path, rng: random.Random, rounds: int, *, defects: bool = False) -> None:
+    """A session of ``rounds`` tool rounds into ``path``. With ``defects``, the shape of real main sessions, all
+    of which the one pass of ``report``'s fold gives up on (``fitting/ccfold.py``): every 40th round a retried
+    reply (the first try, thinking, text and a call, left on a branch), every 50th a reply whose calls go
+    unanswered (the user writes instead), a broken link at the third round (a parent not in the file, so the
+    first two are left out) and four subagent trees on the sidechain (a prompt and a reply each). Without it,
+    the same session as before (the defects draw from a random generator of their own)."""
     random.seed(rng.random())
+    extra = random.Random(rounds)
+    sidechains = {rounds * k // 5 for k in range(1, 5)} if defects else set()
     session = str(uuid.UUID(int=rng.getrandbits(128), version=4))
     makers = (prose.python_module, prose.russian_prose, prose.japanese_doc)
     lines: list[bytes] = []
@@ -58,6 +66,18 @@ def write_session(path: Path, rng: random.Random, rounds: int) -> None:
     lines.append(line)
     context = 12_000
     for r in range(rounds):
+        if defects and r == 2:
+            parent = str(uuid.UUID(int=extra.getrandbits(128), version=4))  # a broken link: not in the file
+        if defects and r % 40 == 20:  # a first try of the reply, left on a branch
+            tried = parent
+            for block in (
+                {"type": "thinking", "thinking": prose.english_sentence(extra), "signature": "c2ln"},
+                {"type": "text", "text": prose.english_sentence(extra)},
+                {"type": "tool_use", "id": f"toolu_b{r:015x}", "name": "Grep", "input": {"pattern": "def "}},
+            ):
+                message = {"id": f"msg_b{r:015x}", "role": "assistant", "content": [block], "usage": {}}
+                tried, line = _line("assistant", session, tried, stamp(), message=message)
+                lines.append(line)
         message_id = f"msg_{rng.getrandbits(64):016x}"
         request = f"req_{rng.getrandbits(64):016x}"
         calls = [f"toolu_{rng.getrandbits(64):016x}" for _ in range(rng.randint(1, 2))]
@@ -90,6 +110,12 @@ def write_session(path: Path, rng: random.Random, rounds: int) -> None:
             }
             parent, line = _line("assistant", session, parent, stamp(), message=message, requestId=request)
             lines.append(line)
+        if defects and r % 50 == 35:  # the calls go unanswered: the user writes instead
+            parent, line = _line(
+                "user", session, parent, stamp(), message={"role": "user", "content": prose.english_sentence(extra)}
+            )
+            lines.append(line)
+            continue
         results = []
         for c in calls:
             body = prose.numbered(rng.choice(makers)(rng, rng.randint(1000, 6000)))
@@ -99,6 +125,20 @@ def write_session(path: Path, rng: random.Random, rounds: int) -> None:
             "user", session, parent, stamp(), message={"role": "user", "content": results}, toolUseResult={}
         )
         lines.append(line)
+        if r in sidechains:  # a subagent's tree on the sidechain, beside the main chain
+            agent = f"a{r:06x}"
+            prompt = {"role": "user", "content": prose.english_sentence(extra)}
+            side, line = _line("user", session, None, stamp(), message=prompt, isSidechain=True, agentId=agent)
+            lines.append(line)
+            for block in (
+                {"type": "thinking", "thinking": prose.english_sentence(extra), "signature": "c2ln"},
+                {"type": "text", "text": prose.english_sentence(extra)},
+            ):
+                message = {"id": f"msg_s{r:015x}", "role": "assistant", "content": [block], "usage": usage}
+                side, line = _line(
+                    "assistant", session, side, stamp(), message=message, isSidechain=True, agentId=agent
+                )
+                lines.append(line)
     path.write_bytes(b"".join(lines))
 
 

@@ -149,6 +149,13 @@ typedef struct {
     Py_ssize_t n;
 } Span;
 
+/* One message line's tokens per block kind, for the fold to take a left-out line's back (kinds_of). */
+typedef struct {
+    int64_t line;
+    int64_t add[KINDS];
+    uint8_t present; /* bit k: a block of kind k met (its tokens may be 0) */
+} LineKinds;
+
 typedef struct {
     PyObject_HEAD
     Table *table;
@@ -158,6 +165,9 @@ typedef struct {
     uint8_t present[KINDS];
     Span *keys; /* the keys of the objects open inside a tool input, for duplicates */
     Py_ssize_t nkeys;
+    int64_t line;    /* the number (from 1) of the line scan_lines is scanning; 0 in scan() */
+    LineKinds *log;  /* each message line's sums per kind, as scan_lines read them (in line order) */
+    Py_ssize_t nlog, caplog;
 } Scanner;
 
 static PyObject *S_user, *S_assistant, *S_unknown, *S_empty, *S_call, *S_result, *S_empty_tuple;
@@ -167,6 +177,7 @@ Scanner_dealloc(Scanner *self)
 {
     Py_XDECREF(self->table);
     PyMem_Free(self->keys);
+    PyMem_Free(self->log);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -193,6 +204,8 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
     self->fa = fa, self->fc = fc, self->fo = fo, self->fden = fden;
     memset(self->sums, 0, sizeof self->sums);
     memset(self->present, 0, sizeof self->present);
+    self->line = 0;
+    self->nlog = 0;
     if (self->keys == NULL) {
         self->keys = PyMem_Malloc(sizeof(Span) * MAX_KEYS * 4);
         if (self->keys == NULL) {
@@ -1390,6 +1403,25 @@ scan_line(Scanner *self, const uint8_t *data, Py_ssize_t size)
     Py_XDECREF(agent);
     Py_XDECREF(message_id);
     Py_XDECREF(usage);
+    if (result != NULL && self->line > 0) { /* scan_lines: the line's sums kept for kinds_of */
+        if (self->nlog == self->caplog) {
+            Py_ssize_t cap = self->caplog ? self->caplog * 2 : 1024;
+            LineKinds *grown = PyMem_Realloc(self->log, sizeof(LineKinds) * (size_t)cap);
+            if (grown == NULL) {
+                Py_CLEAR(result);
+                PyErr_NoMemory();
+                goto done;
+            }
+            self->log = grown, self->caplog = cap;
+        }
+        LineKinds *entry = &self->log[self->nlog++];
+        entry->line = self->line;
+        entry->present = 0;
+        for (int k = 0; k < KINDS; k++) {
+            entry->add[k] = ct->present[k] ? ct->add[k] : 0;
+            entry->present |= (uint8_t)(ct->present[k] ? 1u << k : 0u);
+        }
+    }
     if (result != NULL) {
         for (int k = 0; k < KINDS; k++) {
             if (ct->present[k]) {
@@ -1416,7 +1448,11 @@ Scanner_scan(Scanner *self, PyObject *raw)
         PyErr_SetString(PyExc_ValueError, "an unbuilt scanner");
         return NULL;
     }
-    return scan_line(self, (const uint8_t *)PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
+    int64_t line = self->line;
+    self->line = 0; /* not a line of scan_lines: not kept for kinds_of */
+    PyObject *result = scan_line(self, (const uint8_t *)PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
+    self->line = line;
+    return result;
 }
 
 /* scan_lines(data, final) -> (items, used): each whole line of data (up to and with its b"\n"; with
@@ -1443,6 +1479,7 @@ Scanner_scan_lines(Scanner *self, PyObject *args)
             break;
         }
         const uint8_t *stop = nl == NULL ? end : nl + 1;
+        self->line++;
         PyObject *item = scan_line(self, p, stop - p);
         if (item == Py_None) {
             Py_DECREF(item);
@@ -1484,11 +1521,70 @@ Scanner_kinds(Scanner *self, PyObject *unused)
     return out;
 }
 
+/* kinds_of(lines) -> [(kind, tokens)] the tokens per block kind of the message lines among lines (numbers
+ * from 1, as scan_lines counts the lines it is given) that scan_lines gave records for, kinds met only; lines
+ * it left to Python (or did not read) count nothing. */
+static PyObject *
+Scanner_kinds_of(Scanner *self, PyObject *lines)
+{
+    PyObject *it = PyObject_GetIter(lines);
+    if (it == NULL) {
+        return NULL;
+    }
+    int64_t sums[KINDS] = {0};
+    uint8_t present = 0;
+    PyObject *number;
+    while ((number = PyIter_Next(it)) != NULL) {
+        long long n = PyLong_AsLongLong(number);
+        Py_DECREF(number);
+        if (n == -1 && PyErr_Occurred()) {
+            Py_DECREF(it);
+            return NULL;
+        }
+        Py_ssize_t lo = 0, hi = self->nlog; /* the log is in line order */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (self->log[mid].line < n) {
+                lo = mid + 1;
+            }
+            else {
+                hi = mid;
+            }
+        }
+        if (lo < self->nlog && self->log[lo].line == n) {
+            const LineKinds *entry = &self->log[lo];
+            for (int k = 0; k < KINDS; k++) {
+                sums[k] += entry->add[k]; /* each line's under INT64_MAX / 4, the sums as kinds() keeps them */
+            }
+            present |= entry->present;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    for (int k = 0; out != NULL && k < KINDS; k++) {
+        if (present & (1u << k)) {
+            PyObject *item = Py_BuildValue("(sL)", KIND_NAMES[k], (long long)sums[k]);
+            if (item == NULL || PyList_Append(out, item) < 0) {
+                Py_XDECREF(item);
+                Py_CLEAR(out);
+                break;
+            }
+            Py_DECREF(item);
+        }
+    }
+    return out;
+}
+
 static PyMethodDef Scanner_methods[] = {
     {"scan", (PyCFunction)Scanner_scan, METH_O, "scan(line) -> the line's record, or None"},
     {"scan_lines", (PyCFunction)Scanner_scan_lines, METH_VARARGS,
      "scan_lines(data, final) -> (records or the bytes of lines left to Python, bytes used)"},
     {"kinds", (PyCFunction)Scanner_kinds, METH_NOARGS, "kinds() -> [(kind, tokens)] added by the scanned lines"},
+    {"kinds_of", (PyCFunction)Scanner_kinds_of, METH_O,
+     "kinds_of(lines) -> [(kind, tokens)] of those lines (numbered from 1) that scan_lines read"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,19 +16,22 @@ its tokens into its kind, calls and results are kept by id; the split replies an
 from them.
 
 Where the one pass gives up (another branch, a second root, a parent not in the file, a broken line, a
-defective round, sidechains beside the main chain), ``_fold_tree`` reads the file again as the loader does: a
-record and a text-less ``claude_code._Node`` per line, unreadable lines skipped and their links recovered with
-``skip_invalid`` (without it the loader stops there, and so does the fold), the chain chosen by
-``claude_code._select``, the loader's defects and notes, and one fold per transcript (the main conversation,
-then each sidechain tree). ``fold_claude_code_all`` adds the files of a ``<session>/subagents/`` folder. What
-is still left to the loader (None, the first reason in ``why``): a compaction, an empty message, a block of
-another kind, a message line the loader skips as of an unknown shape, a call id used twice, an estimator that
-is not a ``ScriptRule``, kept JSON text. The report is the same either way (tests/test_ccfold.py compares the
-two on the corpus, every prefix of its sessions and generated sessions; benchmarks/probe_fold_coverage.py
-shows which files of a folder fold, and why the others do not)."""
+defective round, sidechains beside the main chain), ``_fold_tree`` reads the file as the loader does, going on
+from the lines the one pass read (``_Reading``: each file is read once, each message line's tokens per block
+kind kept for the lines it leaves out and the sidechain transcripts): a record and a text-less
+``claude_code._Node`` per line, unreadable lines skipped and their links recovered with ``skip_invalid``
+(without it the loader stops there, and so does the fold), the chain chosen by ``claude_code._select``, the
+loader's defects and notes, and one fold per transcript (the main conversation, then each sidechain tree).
+``fold_claude_code_all`` adds the files of a ``<session>/subagents/`` folder. What is still left to the loader
+(None, the first reason in ``why``): a compaction, an empty message, a block of another kind, a message line
+the loader skips as of an unknown shape, a call id used twice, an estimator that is not a ``ScriptRule``, kept
+JSON text. The report is the same either way (tests/test_ccfold.py compares the two on the corpus, every
+prefix of its sessions and generated sessions; benchmarks/probe_fold_coverage.py shows which files of a folder
+fold, and why the others do not)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -160,8 +163,8 @@ def fold_claude_code(
     """The report ``build_report`` gives on the one transcript ``claude_code.load`` reads from ``source``
     (with ``skip_invalid`` as given to it), or None when the file is not of the shape this path vouches for
     (see the module docstring); then the first reason is appended to ``why``, if given. The one pass
-    (``_fold_lines``) takes the common shape; where it gives up, ``_fold_tree`` reads the file again as
-    ``claude_code._select`` chooses its chain (branches, second roots, broken links, skipped lines)."""
+    (``_one_pass``) takes the common shape; where it gives up, ``_fold_tree`` goes on from the lines it read
+    and folds the chain ``claude_code._select`` chooses (branches, second roots, broken links, skipped lines)."""
     rule = estimator.rule
     refused = _refused_options(estimator, source, size_mode, preamble)
     if refused is None and source.data is None and subagent_files(source.path):
@@ -240,8 +243,14 @@ def _fold_file(
     why: list[str] | None,
 ) -> list[Report] | None:
     """The reports of the transcripts of the file ``source`` (its subagents folder aside), or None."""
-    folded = _fold_lines(source, rule)
-    found = [folded] if folded is not None else _fold_tree(source, rule, skip_invalid, why)
+    with source.open() as f:
+        reading = _Reading(f, _scanner(rule))
+        folded = _one_pass(source, rule, reading)
+        # where the one pass gives up, the tree fold goes on from the line it got to
+        if folded is not None:
+            found: list[_Folded] | None = [folded]
+        else:  # past ``_KEEP`` lines of the tree, the tree fold reads the file from its start
+            found = _fold_tree(source, rule, skip_invalid, why, reading if reading.whole else None)
     if found is None:
         return None
     reports = [_report(source.path, f, estimator, budget, window, top, size_mode, preamble) for f in found]
@@ -534,17 +543,92 @@ def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record
     )
 
 
+_KEEP = 1 << 15
+"""The most lines of the tree the one pass keeps for a hand-over (about 24 MB of records, the lines of a session of
+50-100 MB): past them it drops them, so that a big session it takes does not hold them all, and the tree fold of
+one it gives up on later reads the file from its start (once: its left-out and sidechain lines' tokens still come
+from that one read)."""
+
+
+class _Reading:
+    """One read of a file's lines, shared by the one pass and the tree fold it hands the file over to when it
+    gives up, so that each line is read once: the lines still to come (numbered from 1, each the scanner's
+    record or its bytes), what the one pass kept of the lines it read (the lines of the tree: their numbers and
+    records; the line kinds, comment lines and the blocks' tokens of the lines ``_record`` read), the line it
+    gave up on before reading it (``pending``), and each message line's tokens per block kind (the scanner's
+    ``kinds_of``, ``own`` for the lines read by ``_record``), which the tree fold takes off for the lines it
+    leaves out and sums for each sidechain transcript."""
+
+    __slots__ = ("by_kind", "kept", "kept_lines", "kinds", "lines", "own", "pending", "scanner", "skipped", "whole")
+
+    def __init__(self, f: BinaryIO, scanner: Scanner | None) -> None:
+        self.scanner = scanner
+        self.lines: Iterator[tuple[int, bytes | _Record]] = enumerate(_lines(f, scanner), start=1)
+        self.kept_lines: list[int] = []
+        self.kept: list[_Record] = []
+        """The records of the lines of the tree the one pass read (message lines, other lines with a uuid)."""
+        self.whole = True
+        """Whether ``kept`` holds every line of the tree the one pass read: it keeps no more than ``_KEEP``."""
+        self.pending: list[tuple[int, bytes]] = []
+        """The line the one pass gave up on unread (broken, too deep, refused by ``_record``), if any."""
+        self.kinds: Counter[str] = Counter()
+        self.skipped: list[Skipped] = []
+        self.by_kind: defaultdict[str, int] = defaultdict(int)
+        """The tokens per block kind of the lines ``_record`` read (the scanner keeps its own)."""
+        self.own: dict[int, defaultdict[str, int]] = {}
+        """Each message line ``_record`` read: its tokens per block kind."""
+
+    def read(self, rule: ScriptRule, value: object, line: int) -> _Record | None:
+        """``_record`` of line ``line`` (parsed: ``value``), its tokens per block kind kept in ``own`` and
+        added to ``by_kind``."""
+        mine: defaultdict[str, int] = defaultdict(int)
+        record = _record(rule, value, mine)
+        if record is not None and mine:
+            self.own[line] = mine
+            by_kind = self.by_kind
+            for kind, tokens in mine.items():
+                by_kind[kind] += tokens
+        return record
+
+    def kinds_of(self, lines: set[int]) -> defaultdict[str, int]:
+        """The tokens by block kind of the message lines ``lines`` read so far (a kind met with no tokens
+        included), without reading them again."""
+        taken: defaultdict[str, int] = defaultdict(int)
+        if self.scanner is not None:
+            for kind, tokens in self.scanner.kinds_of(lines):
+                taken[kind] += tokens
+        own = self.own
+        if own:
+            for line in lines:
+                mine = own.get(line)
+                if mine is not None:
+                    for kind, tokens in mine.items():
+                        taken[kind] += tokens
+        return taken
+
+
 def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True, plan: bool = False) -> _Folded | None:
-    """One pass over the lines: each line's record (``_record``; the compiled scanner's where it vouches for
-    the line, unless not ``compiled``), message lines merged as ``claude_code._build`` merges them (split
-    replies by message id, result lines into one user message, results first), each message summed as
+    """The one pass (``_one_pass``) over the file ``source``, the compiled scanner reading the lines it vouches
+    for unless not ``compiled``."""
+    with source.open() as f:
+        return _one_pass(source, rule, _Reading(f, _scanner(rule) if compiled else None), plan=plan)
+
+
+def _one_pass(source: Input, rule: ScriptRule, reading: _Reading, *, plan: bool = False) -> _Folded | None:
+    """One pass over the lines of ``reading``: each line's record (``_record``; the compiled scanner's where it
+    vouches for the line), message lines merged as ``claude_code._build`` merges them (split replies by
+    message id, result lines into one user message, results first), each message summed as
     ``Estimator._script_blocks`` and ``ReportFold.add`` sum it, and the rounds checked as ``check_messages``
-    checks them (``_Draft.close``)."""
+    checks them (``_Draft.close``). Where it gives up (None), ``reading`` holds what ``_fold_tree`` goes on
+    from: the records of the lines of the tree so far, and the line it gave up on unread, if it did."""
     out = _Folded()
+    out.kinds, out.by_kind, out.skipped = reading.kinds, reading.by_kind, reading.skipped
     tokens, usage, kinds = out.tokens, out.usage, out.kinds
     by_kind, names, per_tool, results = out.by_kind, out.names, out.per_tool, out.results
+    kept_lines, kept = reading.kept_lines, reading.kept
+    keeping = True
     loads = orjson.loads
-    scanner = _scanner(rule) if compiled else None
+    scanner = reading.scanner
     seen: set[str] = set()
     calls_seen: set[str] = set()
     answered: set[str] = set()
@@ -560,134 +644,142 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True, plan:
     """The last message line, when it is off the chain: its uuid and line."""
     side = False
     draft = _Draft(rule, out, plan=plan)
-    with source.open() as f:
-        for line, item in enumerate(_lines(f, scanner), start=1):
-            if not isinstance(item, bytes):
-                record = item
+    for line, item in reading.lines:
+        if not isinstance(item, bytes):
+            record = item
+        else:
+            raw = item
+            try:
+                value = loads(raw)
+            except orjson.JSONDecodeError:
+                text = raw.strip()
+                if not text:
+                    continue  # a blank line, which the loader passes over without a word
+                if text.startswith(b"//"):
+                    out.skipped.append(Skipped(Source(source.path, line), "comment line"))
+                    continue  # a comment line (as ``LineReader`` skips it, a byte order mark before it aside)
+                reading.pending.append((line, raw))
+                return None  # a byte order mark, NaN or a broken line: the loader's words and recovery
+            if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH and depth_error(value, _NOWHERE) is not None:
+                reading.pending.append((line, raw))
+                return None  # nested deeper than the loader reads
+            read = reading.read(rule, value, line)
+            if read is None:
+                reading.pending.append((line, raw))
+                return None
+            record = read
+        (kind, uuid, parent, on_side, agent, message_id, recorded, la, lc, lo, lf, special, shape, found, floor,
+         parts) = record  # fmt: skip
+        message = kind == "user" or kind == "assistant"
+        if not message:
+            kinds[kind] += 1
+            if uuid is None:
+                continue  # only counted (summary, file-history-snapshot, ...)
+        assert uuid is not None
+        if keeping:  # for the tree fold, should this pass give up
+            kept_lines.append(line)
+            kept.append(record)
+            if len(kept) > _KEEP:
+                keeping = reading.whole = False
+                reading.kept_lines, reading.kept = [], []
+        # A line of the tree. Each message's parent is the message before it (``head``; None for the
+        # first, a root), or a bookkeeping line (progress, system, ...) that hangs from it, directly or
+        # through others (``passing``): one chain, through the lines it passes. Bookkeeping lines that no
+        # message hangs from are leaves off the chain, which the loader leaves out without a word.
+        if uuid in seen or on_side is not side:
+            if not seen:  # the first line: a subagent's own file, every line of it on its sidechain
+                side = True
+                out.agent = ""
             else:
-                raw = item
-                try:
-                    value = loads(raw)
-                except orjson.JSONDecodeError:
-                    text = raw.strip()
-                    if not text:
-                        continue  # a blank line, which the loader passes over without a word
-                    if text.startswith(b"//"):
-                        out.skipped.append(Skipped(Source(source.path, line), "comment line"))
-                        continue  # a comment line (as ``LineReader`` skips it, a byte order mark before it aside)
-                    return None  # a byte order mark, NaN or a broken line: the loader's words and recovery
-                if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH and depth_error(value, _NOWHERE) is not None:
-                    return None  # nested deeper than the loader reads
-                read = _record(rule, value, by_kind)
-                if read is None:
-                    return None
-                record = read
-            (kind, uuid, parent, on_side, agent, message_id, recorded, la, lc, lo, lf, special, shape, found, floor,
-             parts) = record  # fmt: skip
-            message = kind == "user" or kind == "assistant"
-            if not message:
-                kinds[kind] += 1
-                if uuid is None:
-                    continue  # only counted (summary, file-history-snapshot, ...)
-            assert uuid is not None
-            # A line of the tree. Each message's parent is the message before it (``head``; None for the
-            # first, a root), or a bookkeeping line (progress, system, ...) that hangs from it, directly or
-            # through others (``passing``): one chain, through the lines it passes. Bookkeeping lines that no
-            # message hangs from are leaves off the chain, which the loader leaves out without a word.
-            if uuid in seen or on_side is not side:
-                if not seen:  # the first line: a subagent's own file, every line of it on its sidechain
-                    side = True
-                    out.agent = ""
-                else:
-                    return None  # a sidechain beside the main chain: the loader's subagent transcripts
-            if side and not out.agent and message:
-                out.agent = agent
-            seen.add(uuid)
-            if not message:
-                if parent == head or parent in passing:
-                    passing.add(uuid)
-                continue
-            assert special is not None
-            results_only = shape and all(b[2] in calls_seen for b in special)
-            place = 0
+                return None  # a sidechain beside the main chain: the loader's subagent transcripts
+        if side and not out.agent and message:
+            out.agent = agent
+        seen.add(uuid)
+        if not message:
             if parent == head or parent in passing:
-                pass
-            elif results_only and parent in reply:
-                # Results of parallel calls, each line hanging from its call's line (one of the split reply's
-                # lines): off the chain, but ``claude_code._select`` takes them with it (``_belongs``), and
-                # ``_build`` reads them in file order, as here.
-                place = reply[parent]
-            elif parent is not None and (parent_place := _off_place(phase, parent)) is not None:
-                # The next message hangs from such a line: the loader's chain goes through it and the reply
-                # line it hangs from; the reply's later lines (same message id) and the other result lines
-                # (results only) are off it, and taken in as well.
-                if not _reroot(phase, parent):
-                    return None
-                out.attached += len(reply) - parent_place + sum(1 for p in phase if not p[3]) - 1
-                reply, phase = {}, []
-            else:
-                return None  # a branch, a second root, or a parent not in the file (a broken link)
-            if place:
-                out.attached += 1
-                phase.append((uuid, place, True, True))
-                last_off = (uuid, line)
-            else:
-                head = uuid
-                if passing:
-                    passing = set()
-                out.leaf_line = line
-                last_off = None
-                if kind == "user" and reply:
-                    if found:
-                        # taken in off the loader's chain only if it hangs from a line taken in (``_select``)
-                        taken = results_only and (parent in reply or _taken(phase, parent))
-                        phase.append((uuid, 0, taken, False))
-                    else:
-                        reply, phase = {}, []
-            if kind == "assistant":
-                node_id = message_id if message_id is not None else f"line {line}"
-                if draft.role != "assistant" or draft.message_id != node_id:
-                    if not draft.close():
-                        return None
-                    draft.open("assistant", line, node_id)
+                passing.add(uuid)
+            continue
+        assert special is not None
+        results_only = shape and all(b[2] in calls_seen for b in special)
+        place = 0
+        if parent == head or parent in passing:
+            pass
+        elif results_only and parent in reply:
+            # Results of parallel calls, each line hanging from its call's line (one of the split reply's
+            # lines): off the chain, but ``claude_code._select`` takes them with it (``_belongs``), and
+            # ``_build`` reads them in file order, as here.
+            place = reply[parent]
+        elif parent is not None and (parent_place := _off_place(phase, parent)) is not None:
+            # The next message hangs from such a line: the loader's chain goes through it and the reply
+            # line it hangs from; the reply's later lines (same message id) and the other result lines
+            # (results only) are off it, and taken in as well.
+            if not _reroot(phase, parent):
+                return None
+            out.attached += len(reply) - parent_place + sum(1 for p in phase if not p[3]) - 1
+            reply, phase = {}, []
+        else:
+            return None  # a branch, a second root, or a parent not in the file (a broken link)
+        if place:
+            out.attached += 1
+            phase.append((uuid, place, True, True))
+            last_off = (uuid, line)
+        else:
+            head = uuid
+            if passing:
+                passing = set()
+            out.leaf_line = line
+            last_off = None
+            if kind == "user" and reply:
+                if found:
+                    # taken in off the loader's chain only if it hangs from a line taken in (``_select``)
+                    taken = results_only and (parent in reply or _taken(phase, parent))
+                    phase.append((uuid, 0, taken, False))
+                else:
                     reply, phase = {}, []
-                    if recorded is not None:
-                        i, w, r, o = recorded
-                        if i or w or r:
-                            usage.append([len(tokens), i, w, r, line, o])
-                        else:
-                            out.unmeasured += 1
-                elif recorded is not None and usage and usage[-1][0] == len(tokens):
-                    output = recorded[3]
-                    if output > usage[-1][5]:
-                        usage[-1][5] = output  # a split reply records its output as it streamed: the largest is its own
-                reply[uuid] = len(reply) + 1
-            elif not found or draft.role != "user" or not draft.results:
+        if kind == "assistant":
+            node_id = message_id if message_id is not None else f"line {line}"
+            if draft.role != "assistant" or draft.message_id != node_id:
                 if not draft.close():
                     return None
-                draft.open("user", line, "")
-            draft.a += la
-            draft.c += lc
-            draft.o += lo
-            draft.fixed += lf
-            if plan:
-                draft.floor += floor
-                if parts:
-                    out.parts.extend(parts)
-            for block_kind, block_tokens, block_id, name in special:
-                if block_kind == "tool_call":
-                    if block_id in calls_seen:
-                        return None  # a call id used twice: the loader's duplicate defects
-                    calls_seen.add(block_id)
-                    draft.calls.append(block_id)
-                    names[block_id] = name
-                    per_tool[name] += 1
-                else:
-                    if block_id in answered:
-                        return None
-                    answered.add(block_id)
-                    draft.results.append(block_id)
-                    results.append((block_id, name, block_tokens, len(tokens), draft.line))
+                draft.open("assistant", line, node_id)
+                reply, phase = {}, []
+                if recorded is not None:
+                    i, w, r, o = recorded
+                    if i or w or r:
+                        usage.append([len(tokens), i, w, r, line, o])
+                    else:
+                        out.unmeasured += 1
+            elif recorded is not None and usage and usage[-1][0] == len(tokens):
+                output = recorded[3]
+                if output > usage[-1][5]:
+                    usage[-1][5] = output  # a split reply records its output as it streamed: the largest is its own
+            reply[uuid] = len(reply) + 1
+        elif not found or draft.role != "user" or not draft.results:
+            if not draft.close():
+                return None
+            draft.open("user", line, "")
+        draft.a += la
+        draft.c += lc
+        draft.o += lo
+        draft.fixed += lf
+        if plan:
+            draft.floor += floor
+            if parts:
+                out.parts.extend(parts)
+        for block_kind, block_tokens, block_id, name in special:
+            if block_kind == "tool_call":
+                if block_id in calls_seen:
+                    return None  # a call id used twice: the loader's duplicate defects
+                calls_seen.add(block_id)
+                draft.calls.append(block_id)
+                names[block_id] = name
+                per_tool[name] += 1
+            else:
+                if block_id in answered:
+                    return None
+                answered.add(block_id)
+                draft.results.append(block_id)
+                results.append((block_id, name, block_tokens, len(tokens), draft.line))
     if last_off is not None:  # the loader's chain ends at the last message, off the chain here
         leaf, out.leaf_line = last_off
         if not _reroot(phase, leaf):
@@ -704,7 +796,11 @@ def _fold_lines(source: Input, rule: ScriptRule, *, compiled: bool = True, plan:
 
 
 def _fold_tree(
-    source: Input, rule: ScriptRule, skip_invalid: bool, why: list[str] | None = None
+    source: Input,
+    rule: ScriptRule,
+    skip_invalid: bool,
+    why: list[str] | None = None,
+    reading: _Reading | None = None,
 ) -> list[_Folded] | None:
     """The fold of a file the one pass gives up on, read as the loader reads it: each line's record (the
     scanner's, else ``_record``'s), each line of the tree a ``claude_code._Node`` with stand-ins for its
@@ -714,87 +810,82 @@ def _fold_tree(
     (``broken_links``, ``message_defects``, ``_left_out``) and the repair check's. One fold per transcript
     the loader reads from the file: the main conversation, then each tree of sidechain lines beside it
     (``_fold_group``), named as ``claude_code._transcripts`` names them. None, with the reason in ``why``,
-    for a shape it leaves to the loader."""
+    for a shape it leaves to the loader. With ``reading``, the read the one pass gave up on: the lines it read
+    are not read again, and the lines left go on from it; without it, the file is read from its start."""
+    if reading is None:
+        with source.open() as f:
+            return _fold_tree(source, rule, skip_invalid, why, _Reading(f, _scanner(rule)))
     path = source.path
     out = _Folded()
     out.path = path
     out.skeleton = []
+    out.by_kind, out.kinds = reading.by_kind, reading.kinds
     by_kind, kinds = out.by_kind, out.kinds
     loads = orjson.loads
-    scanner = _scanner(rule)
+    scanner = reading.scanner
     reader = LineReader(path, skip_invalid)
     skipped = reader.skipped
+    skipped.extend(reading.skipped)  # the comment lines the one pass passed over
     nodes: list[_Node] = []
     records: list[_Record | None] = []
     text = Text("")
-    with source.open() as f:
-        for line, item in enumerate(_lines(f, scanner), start=1):
-            if isinstance(item, bytes):
-                raw = item
+    for line, record in zip(reading.kept_lines, reading.kept, strict=True):  # the lines of the tree the one pass read
+        _add_node(nodes, records, line, record, text)
+    reading.kept_lines, reading.kept = [], []
+    for line, item in itertools.chain(reading.pending, reading.lines):
+        if isinstance(item, bytes):
+            raw = item
+            try:
+                value = loads(raw)
+            except orjson.JSONDecodeError:
+                before = len(skipped)
                 try:
-                    value = loads(raw)
-                except orjson.JSONDecodeError:
-                    before = len(skipped)
-                    try:
-                        entry = _entry(reader, line, raw)
-                    except InputError:
-                        _no(why, f"line {line}: not JSON (the loader stops there without --skip-invalid)")
-                        return None
-                    if entry is None:  # blank, a comment or skipped
-                        if len(skipped) > before and skipped[-1].reason != "comment line":
-                            recovered = _recovered_node(raw, line)
-                            if recovered is not None:
-                                nodes.append(recovered)
-                                records.append(None)
-                        continue
-                    value = entry[0]
-                else:
-                    if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH:
-                        deep = depth_error(value, Location(path, line))
-                        if deep is not None:
-                            if not skip_invalid:
-                                _no(why, f"line {line}: nested too deep (the loader stops there)")
-                                return None
-                            skipped.append(Skipped(Source(path, line), deep.message))
-                            recovered = _recovered_node(raw, line)
-                            if recovered is not None:
-                                nodes.append(recovered)
-                                records.append(None)
-                            continue
-                if type(value) is not dict:
-                    if not skip_invalid:
-                        _no(why, f"line {line}: not a JSON object (the loader stops there)")
-                        return None
-                    src = Source(path, line)
-                    error = _shape_error(src, "not a Claude Code line: expected a JSON object")
-                    skipped.append(Skipped(src, error.message))
-                    continue
-                read = _record(rule, value, by_kind)
-                if read is None:
-                    _no(why, f"line {line}: {_refused(value)}")
+                    entry = _entry(reader, line, raw)
+                except InputError:
+                    _no(why, f"line {line}: not JSON (the loader stops there without --skip-invalid)")
                     return None
-                record = read
+                if entry is None:  # blank, a comment or skipped
+                    if len(skipped) > before and skipped[-1].reason != "comment line":
+                        recovered = _recovered_node(raw, line)
+                        if recovered is not None:
+                            nodes.append(recovered)
+                            records.append(None)
+                    continue
+                value = entry[0]
             else:
-                record = item
-            kind, uuid, parent, side, agent, message_id, recorded, _, _, _, _, special, shape, _, _, _ = record
-            if kind == "user" or kind == "assistant":
-                assert special is not None
-                blocks: list[Block] = []
-                for block_kind, _, block_id, name in special:
-                    call = block_kind == "tool_call"
-                    blocks.append(ToolCall(block_id, name, "") if call else ToolResult(block_id, ()))
-                if not shape:
-                    blocks.append(text)  # the line's other blocks (a line of results only holds none)
-                assistant = kind == "assistant"
-                node_id = message_id if assistant and message_id is not None else f"line {line}"
-                usage = recorded if assistant else None
-                nodes.append(_Node(line, kind, uuid, parent, side, agent or "", node_id, tuple(blocks), usage))
-                records.append(record)
+                if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH:
+                    deep = depth_error(value, Location(path, line))
+                    if deep is not None:
+                        if not skip_invalid:
+                            _no(why, f"line {line}: nested too deep (the loader stops there)")
+                            return None
+                        skipped.append(Skipped(Source(path, line), deep.message))
+                        recovered = _recovered_node(raw, line)
+                        if recovered is not None:
+                            nodes.append(recovered)
+                            records.append(None)
+                        continue
+            if type(value) is not dict:
+                if not skip_invalid:
+                    _no(why, f"line {line}: not a JSON object (the loader stops there)")
+                    return None
+                src = Source(path, line)
+                error = _shape_error(src, "not a Claude Code line: expected a JSON object")
+                skipped.append(Skipped(src, error.message))
                 continue
+            read = reading.read(rule, value, line)
+            if read is None:
+                _no(why, f"line {line}: {_refused(value)}")
+                return None
+            record = read
+        else:
+            record = item
+        kind = record[0]
+        if kind != "user" and kind != "assistant":
             kinds[kind] += 1
-            if uuid is not None:
-                nodes.append(_Node(line, kind, uuid, parent, side))
-                records.append(None)
+            if record[1] is None:
+                continue
+        _add_node(nodes, records, line, record, text)
     out.skipped = skipped
     if scanner is not None:
         for block_kind, added in scanner.kinds():  # the tokens of the blocks of the lines it read
@@ -822,10 +913,41 @@ def _fold_tree(
         group.path = path
         group.skeleton = []
         group.name = title
-        if not _fold_group(source, rule, tree, records, members, group, why, not found):
+        if not _fold_group(source, rule, tree, records, members, group, why, not found, reading):
             return None
         found.append(group)
     return found
+
+
+def _add_node(nodes: list[_Node], records: list[_Record | None], line: int, record: _Record, text: Text) -> None:
+    """Add line ``line`` of the tree (its ``record``: a message line, or another line with a uuid) to
+    ``nodes`` as a ``claude_code._Node`` with stand-ins for its calls and results (``text`` for its other
+    blocks), and its record to ``records`` (None for a line other than a message)."""
+    kind = record[0]
+    if kind == "user" or kind == "assistant":
+        special = record[11]
+        blocks: tuple[Block, ...]
+        if special:
+            blocks = tuple(
+                ToolCall(block_id, name, "") if block_kind == "tool_call" else ToolResult(block_id, ())
+                for block_kind, _, block_id, name in special
+            )
+            if not record[12]:
+                blocks += (text,)  # the line's other blocks (a line of results only holds none)
+        else:
+            blocks = (text,)
+        message_id = record[5]
+        if kind == "assistant":
+            node_id, usage = message_id if message_id is not None else f"line {line}", record[6]
+        else:
+            node_id, usage = f"line {line}", None
+        uuid = record[1]
+        assert uuid is not None
+        nodes.append(_Node(line, kind, uuid, record[2], record[3], record[4] or "", node_id, blocks, usage))
+        records.append(record)
+    else:
+        nodes.append(_Node(line, kind, record[1], record[2], record[3]))
+        records.append(None)
 
 
 def _fold_group(
@@ -837,12 +959,14 @@ def _fold_group(
     out: _Folded,
     why: list[str] | None,
     first: bool,
+    reading: _Reading,
 ) -> bool:
     """Fold into ``out`` the transcript of ``members`` (the message nodes of one group, as
     ``claude_code._transcript`` takes them): its chain and the lines it carries (``_select``), merged as
     ``_build`` merges them, with the loader's defects and the repair check's; False (the reason in ``why``) for
-    a shape left to the loader. The first transcript of the file has the scanner's sums of the blocks' tokens
-    in ``out.by_kind`` (``first``), less the message lines it leaves out; the others read their own again."""
+    a shape left to the loader. The first transcript of the file has the sums of the blocks' tokens of all its
+    lines in ``out.by_kind`` (``first``), less the message lines it leaves out; the others sum their own lines'
+    (``reading``'s tokens per line: no line is read again)."""
     path = source.path
     nodes = tree.nodes
     by_kind = out.by_kind
@@ -915,11 +1039,11 @@ def _fold_group(
     out.calls = len(calls_seen)
     if first:  # the scanner's sums, less the lines left out
         left = [i for i, n in enumerate(nodes) if n.is_message and i not in selected]
-        if left and not _take_back(source, rule, {nodes[i].line for i in left}, by_kind):
+        if left and not _take_back(reading, rule, {nodes[i].line for i in left}, by_kind):
             _no(why, "blocks of zero tokens on a left-out branch (which kinds remain is not known)")
             return False
-    else:  # the tokens of its own lines, read again
-        out.by_kind = _kinds_of(source, rule, {nodes[i].line for i in selected if nodes[i].is_message})
+    else:  # the tokens of its own lines
+        out.by_kind = _kinds_of(reading, {nodes[i].line for i in selected if nodes[i].is_message})
     chosen = set(chain)
     out.leaf_line = nodes[leaf].line
     out.attached = sum(1 for i in selected if i not in chosen and nodes[i].is_message)
@@ -939,11 +1063,11 @@ def _fold_group(
     return True
 
 
-def _take_back(source: Input, rule: ScriptRule, lines: set[int], by_kind: defaultdict[str, int]) -> bool:
+def _take_back(reading: _Reading, rule: ScriptRule, lines: set[int], by_kind: defaultdict[str, int]) -> bool:
     """Take the tokens of the blocks of ``lines`` (message lines left out) back off ``by_kind``, dropping the
     kinds none is left of; False where a kind comes to zero while its blocks count nothing (no overhead per
     block), so that whether the kept lines hold one is not known."""
-    for kind, tokens in _kinds_of(source, rule, lines).items():
+    for kind, tokens in _kinds_of(reading, lines).items():
         by_kind[kind] -= tokens
         if by_kind[kind] == 0:
             if not rule.block_overhead_tokens:
@@ -952,20 +1076,9 @@ def _take_back(source: Input, rule: ScriptRule, lines: set[int], by_kind: defaul
     return True
 
 
-def _kinds_of(source: Input, rule: ScriptRule, lines: set[int]) -> defaultdict[str, int]:
-    """The tokens of the blocks of the message lines ``lines`` of ``source`` by kind, read again."""
-    taken: defaultdict[str, int] = defaultdict(int)
-    with source.open() as f:
-        for line, raw in enumerate(f, start=1):
-            if line in lines:
-                try:
-                    value = orjson.loads(raw)
-                except orjson.JSONDecodeError:  # a byte order mark or NaN, which the lenient parse read
-                    entry = _entry(LineReader(source.path, True), line, raw)
-                    assert entry is not None
-                    value = entry[0]
-                _record(rule, value, taken)
-    return taken
+def _kinds_of(reading: _Reading, lines: set[int]) -> defaultdict[str, int]:
+    """The tokens of the blocks of the message lines ``lines`` by kind, as ``reading`` read them."""
+    return reading.kinds_of(lines)
 
 
 def _refused(value: dict[str, object]) -> str:

@@ -459,3 +459,116 @@ def test_parallel_results_off_the_chain_fold_as_the_loader_takes_them_in() -> No
     assert report is not None
     assert [report] == loaded(item)
     assert {d.kind for d in report.defects} == {"branch", "unanswered-call"}
+
+
+# --------------------------------------------------------------------------
+# The tree fold reads each file once (issue #15)
+
+
+def _tree_session(*, side_image: bool = False, broken: bytes | None = None, at: int = 8) -> bytes:
+    """A session whose one pass gives up part way (a retried reply: its first try, of thinking, text, a call
+    and its result, and a user line with an image, left on a branch), then a subagent's tree on the sidechain
+    (an image in its prompt with ``side_image``) and, with ``broken``, that line (a broken line, a line that is
+    not an object, ...) put in at index ``at`` (1 before the one pass gives up, 8 after; 0: the first line,
+    a byte order mark before it, instead)."""
+
+    def line(uuid: str, parent: str | None, kind: str, side: bool = False, **rest: Any) -> bytes:
+        envelope = {"parentUuid": parent, "isSidechain": side, "userType": "external", "sessionId": "s"}
+        return orjson.dumps({**envelope, "type": kind, "uuid": uuid, **rest})
+
+    usage = {"input_tokens": 5, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 0, "output_tokens": 9}
+
+    def reply(message_id: str, block: dict[str, Any]) -> dict[str, Any]:
+        return {"message": {"id": message_id, "role": "assistant", "content": [block], "usage": usage}}
+
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (640).to_bytes(4, "big") * 2).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+    result = [{"type": "tool_result", "tool_use_id": "c0", "content": "Жук " * 40}]
+    lines = [
+        line("u1", None, "user", message={"role": "user", "content": "hi there"}),
+        # the first try, left out: every kind of block, and a line only the Python path reads (an image)
+        line("b1", "u1", "assistant", **reply("m0", {"type": "thinking", "thinking": "hmm " * 30, "signature": "x"})),
+        line("b2", "b1", "assistant", **reply("m0", {"type": "text", "text": "first try " * 20})),
+        line("b3", "b2", "assistant", **reply("m0", {"type": "tool_use", "id": "c0", "name": "Grep", "input": {}})),
+        line("b4", "b3", "user", message={"role": "user", "content": result}, toolUseResult={}),
+        line("b5", "b4", "user", message={"role": "user", "content": [{"type": "text", "text": "see"}, image]}),
+        # the second, kept
+        line("u2", "u1", "assistant", **reply("m1", {"type": "text", "text": "second try"})),
+        line("u3", "u2", "user", message={"role": "user", "content": "thanks " * 5}),
+    ]
+    if at == 0:
+        lines[0] = b"\xef\xbb\xbf" + lines[0]
+    elif broken is not None:
+        lines.insert(at, broken)
+    prompt: Any = [{"type": "text", "text": "look"}, image] if side_image else "a task for you"
+    lines += [
+        line("s1", None, "user", side=True, agentId="a1", message={"role": "user", "content": prompt}),
+        line("s2", "s1", "assistant", side=True, agentId="a1", **reply("m9", {"type": "thinking", "thinking": "so"})),
+        line("s3", "s2", "assistant", side=True, agentId="a1", **reply("m9", {"type": "text", "text": "done"})),
+        line("u4", "u3", "assistant", **reply("m2", {"type": "text", "text": "ok"})),
+    ]
+    return b"\n".join(lines) + b"\n"
+
+
+@pytest.mark.parametrize("at", [0, 1, 8])
+@pytest.mark.parametrize("side_image", [False, True])
+@pytest.mark.parametrize(
+    "broken", [None, b'{"parentUuid": "u1", "type": "user", "uu', b"[1, 2]", b"// a note", b"", b"\xef\xbb\xbf{}"]
+)
+def test_a_left_out_branch_of_every_kind_and_sidechains_fold_as_loaded(
+    side_image: bool, broken: bytes | None, at: int
+) -> None:
+    """The tree fold takes the left-out lines' tokens back (every block kind, a line the scanner leaves to
+    Python) and sums each sidechain transcript's own, from what it read once; the one pass gives up at the
+    branch and hands over what it read, also where a line before or after it is broken, not an object, a
+    comment, blank or begins with a byte order mark, or the first line begins with one."""
+    data = _tree_session(side_image=side_image, broken=broken, at=at)
+    item = Input("s.jsonl", data, keep_text=False)
+    for skip_invalid in (False, True):
+        reports = fold_claude_code_all(item, make_estimator(), skip_invalid=skip_invalid)
+        expected = loaded(item, skip_invalid=skip_invalid)
+        if at == 0 or broken is None or broken.startswith(b"//") or not broken or skip_invalid:
+            assert reports is not None, (broken, skip_invalid)
+            assert len(reports) == 2
+            assert {d.kind for d in reports[0].defects} >= {"branch"}
+        if reports is not None:
+            assert reports == expected
+        assert reported(item, skip_invalid=skip_invalid) == expected
+
+
+def test_a_kind_left_only_on_a_branch_is_refused_without_block_overhead() -> None:
+    """``_take_back``'s refusal: with no overhead per block, a kind whose tokens come to zero once the
+    left-out lines are taken back may still be held by a kept line (a block of no tokens), so the fold leaves
+    the file to the loader; with the overhead, the kind is dropped."""
+    data = _tree_session()
+    item = Input("s.jsonl", data, keep_text=False)
+    why: list[str] = []
+    no_overhead = ReportOptions("seed", 0.0, None, None, 10, SizeChoice.auto, None)
+    assert fold_claude_code_all(item, make_estimator(overhead=0.0), why=why) is None
+    assert why == ["blocks of zero tokens on a left-out branch (which kinds remain is not known)"]
+    assert reported(item, no_overhead) == loaded(item, no_overhead)
+    reports = fold_claude_code_all(item, make_estimator())
+    assert reports is not None and reports == loaded(item)
+    kinds = dict(reports[0].by_kind)
+    assert "tool_call" not in kinds and "tool_result" not in kinds and "image" not in kinds  # only on the branch
+
+
+@pytest.mark.parametrize("keep", [0, 1, 3])
+def test_past_the_lines_it_keeps_the_tree_fold_reads_the_file_from_its_start(
+    keep: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one pass keeps at most ``ccfold._KEEP`` lines of the tree for a hand-over; past them, the tree fold
+    of a file it gives up on reads it again from its start, to the same reports."""
+    from windowfit.fitting import ccfold
+
+    files = [p for p in corpus_files() if p.stat().st_size < 2_000_000]
+    cases = [Input(str(p), keep_text=False) for p in files]
+    cases += [Input("s.jsonl", _tree_session(broken=b"[1, 2]", at=8), keep_text=False)]
+    before = [fold_claude_code_all(item, make_estimator(), skip_invalid=True) for item in cases]
+    monkeypatch.setattr(ccfold, "_KEEP", keep)
+    after = [fold_claude_code_all(item, make_estimator(), skip_invalid=True) for item in cases]
+    assert after == before
+    assert sum(r is not None for r in after) >= 3
+    for item, reports in zip(cases, after, strict=True):
+        if reports is not None:
+            assert reports == loaded(item, skip_invalid=True), item.path

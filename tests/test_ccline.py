@@ -539,3 +539,79 @@ def test_bytes_of_any_kind_are_read_as_the_python_path_reads_them_or_left_to_it(
     assert used == len(raw) and b"".join(i for i in items if isinstance(i, bytes)) == b"".join(
         raw for raw in io.BytesIO(raw) if scanner.scan(raw) is None
     )
+
+
+# -- each line's kinds, for the tree fold (issue #15) --------------------------------------------------
+
+
+@needs_scanner
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    parts=st.lists(
+        st.one_of(lines().flatmap(encodings), st.sampled_from([b"\n", b"  \n", b"// c\n", b"{", b"x"])), max_size=8
+    ),
+    chunk=st.integers(1, 300),
+    rule=st.sampled_from(RULES),
+)
+def test_each_scanned_line_keeps_its_kinds_as_the_python_path_sums_them(
+    parts: list[bytes], chunk: int, rule: ScriptRule
+) -> None:
+    """``kinds_of`` of a line ``scan_lines`` read (numbered from 1 across chunks) is the tokens per kind
+    ``_record`` adds for it (a kind met with no tokens included); a line left to Python counts nothing; the
+    lines together are ``kinds()``."""
+    data = b"".join(p if p.endswith(b"\n") else p + b"\n" for p in parts)
+    scanner = ccfold._scanner(rule)
+    assert scanner is not None
+    items = list(ccfold._lines(io.BytesIO(data), scanner, chunk))
+    for n, (raw, item) in enumerate(zip(io.BytesIO(data), items, strict=True), start=1):
+        expected: defaultdict[str, int] = defaultdict(int)
+        if not isinstance(item, bytes):
+            ccfold._record(rule, orjson.loads(raw), expected)
+        assert dict(scanner.kinds_of([n])) == dict(expected), raw
+    assert scanner.kinds_of(range(1, len(items) + 1)) == scanner.kinds()
+    assert scanner.kinds_of([]) == [] and scanner.kinds_of([0, len(items) + 1]) == []
+
+
+def tree_both(item: Input, rule: ScriptRule, skip_invalid: bool, compiled: bool = True) -> tuple[Any, Any]:
+    """The tree fold's state as ``report`` reaches it (the one pass, then ``_fold_tree`` going on from the
+    lines it read; without the scanner unless ``compiled``) and as ``_fold_tree`` alone reads the file from
+    its start; None where the one pass takes the file."""
+
+    def state(found: Any) -> Any:
+        return None if found is None else [{k: getattr(f, k) for k in f.__slots__} for f in found]
+
+    with item.open() as f:
+        reading = ccfold._Reading(f, ccfold._scanner(rule) if compiled else None)
+        if ccfold._one_pass(item, rule, reading) is not None:
+            return None, None
+        handed = state(ccfold._fold_tree(item, rule, skip_invalid, [], reading))
+    return handed, state(ccfold._fold_tree(item, rule, skip_invalid, []))
+
+
+@needs_scanner
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=sessions(), rule=st.sampled_from(RULES), skip_invalid=st.booleans())
+def test_the_tree_fold_goes_on_from_the_one_pass_as_it_reads_alone(
+    data: bytes, rule: ScriptRule, skip_invalid: bool
+) -> None:
+    """Handed over or reading alone, with the scanner or without it (every line's kinds then kept by
+    ``_Reading.read``), the tree fold comes to the same sums, nodes' folds and defects."""
+    item = Input("session.jsonl", data, keep_text=False)
+    handed, alone = tree_both(item, rule, skip_invalid)
+    assert handed == alone
+    pure, _ = tree_both(item, rule, skip_invalid, compiled=False)
+    assert pure == handed
+
+
+@needs_scanner
+def test_the_corpus_tree_folds_go_on_from_the_one_pass_as_they_read_alone() -> None:
+    files = sorted(require_shared("corpus", "transcripts", "claude_code").rglob("*.jsonl"))
+    files += sorted(DATA.joinpath("claude_code").rglob("*.jsonl"))
+    handed_over = 0
+    for path in files:
+        for rule in RULES:
+            for skip_invalid in (False, True):
+                handed, alone = tree_both(Input(str(path), keep_text=False), rule, skip_invalid)
+                assert handed == alone, path
+                handed_over += handed is not None
+    assert handed_over >= 20  # 9 of the corpus's files, 4 rules, both ways: the fold takes most of them
