@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from .ccfold import _fold_lines, _Folded, _refused_options, _size, fold_claude_code, subagent_name
+from .ccfold import _fold_lines, _fold_tree, _Folded, _refused_options, _size, fold_claude_code, subagent_name
 from .estimate import CharCounts, Estimator, MessageEstimate, ScriptRule
 from .fit import FitOptions, Plan, _plan
 from .formats.base import Input
 from .formats.claude_code import NAME, subagent_files
-from .size import Size, SizeMode
-from .transcript import Block, Message, Source, Text, ToolCall, ToolResult, Transcript, Usage
+from .size import FLOOR_RULE, Size, SizeMode, floor_tokens
+from .transcript import Block, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript, Usage
 
 TAIL_BYTES = 256 * 1024
 """How much of a file's end is read for its last measured request (``last_measured``)."""
@@ -135,6 +135,9 @@ class _Chars(Text):
     c: int = 0
     o: int = 0
     fixed: int = 0
+    floor: int = 0
+    """Its floor (``size.floor_tokens`` under ``FLOOR_RULE``): a result's content's, or the rest of a message's
+    (its floor less its results' and its calls' as the skeleton holds them, ``_floors_of``)."""
 
 
 @dataclass(slots=True)
@@ -188,11 +191,15 @@ def fold_plan(
     size_mode: SizeMode = "auto",
     preamble: int | None = None,
     summary: bool = False,
+    skip_invalid: bool = False,
 ) -> FoldedPlan | None:
-    """``fit._plan``'s plan of the one transcript ``claude_code.load`` reads from ``source`` (its size predicted
-    with ``size_mode`` and ``preamble``, as ``fit`` and ``check`` predict it) made from the fold of its lines,
-    fitting or not; None where the fold leaves the file to the loader, or for options it does not plan for
-    (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
+    """``fit._plan``'s plan of the one transcript ``claude_code.load`` reads from ``source`` (with
+    ``skip_invalid`` as given to it; its size predicted with ``size_mode`` and ``preamble``, as ``fit`` and
+    ``check`` predict it) made from the fold of its lines, fitting or not: the one pass's, else the tree fold's
+    (``ccfold._fold_tree``: branches, broken links, skipped lines, defective rounds, which ``repair`` fixes on
+    the skeleton as on the loaded messages). None where the fold leaves the file to the loader, for a file of
+    several transcripts (sidechains beside the main chain), or for options it does not plan for (the notice, a
+    store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
     rule = estimator.rule
     if options.add_notice or options.page_tokens is not None:
         return None  # the notice changes the system prompt; a store's handles are of the results' content
@@ -202,9 +209,12 @@ def fold_plan(
         return None
     folded = _fold_lines(source, rule, plan=True)
     if folded is None:
-        return None
+        tree = _fold_tree(source, rule, skip_invalid, plan=True)
+        if tree is None or len(tree) != 1:
+            return None  # left to the loader, or several transcripts (check plans each, fit picks one)
+        folded = tree[0]
     size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
-    name = subagent_name(source.path, folded.agent)
+    name = folded.name if folded.name is not None else subagent_name(source.path, folded.agent)
     if summary and options.carried_cut is None:
         pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
         before = size.tokens if size.anchored else pre + size.estimated_tokens
@@ -214,8 +224,10 @@ def fold_plan(
     skeleton = _skeleton(source.path, name, folded, est)
 
     def floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int], int]) -> Sequence[int]:
-        """``fit._floors`` of the skeleton: the fold's floors (each result's block is its place among them)."""
-        assert messages is skeleton.messages
+        """``fit._floors`` of the skeleton: the fold's floors (each result's block is its place among them);
+        of the skeleton as repaired, its blocks' (``_floors_of``)."""
+        if messages is not skeleton.messages:
+            return _floors_of(messages, result_floors)
         at = -1
         for k, result in enumerate(folded.results):
             index = result[3]
@@ -224,9 +236,31 @@ def fold_plan(
         return folded.floors
 
     plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), floors_of)
-    if plan.repairs:
+    if plan.repairs and not folded.defects:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
     return FoldedPlan(source.path, name, plan, skeleton, len(folded.tokens))
+
+
+def _floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int], int]) -> list[int]:
+    """``fit._floors`` of the skeleton's messages as ``repair`` changed them (results dropped, synthetic results
+    added): a stand-in counts the floor it carries (``_Chars.floor``), every other block as ``_floors`` counts it
+    (a synthetic result's text, a call's name and its "{}" input, whose characters the rest's floor leaves out)."""
+    floor = Estimator(FLOOR_RULE)
+    each = []
+    for mi, message in enumerate(messages):
+        total = 0
+        for bi, block in enumerate(message.content):
+            if type(block) is _Chars:
+                total += block.floor
+            elif isinstance(block, ToolResult):
+                inner = block.content
+                found = inner[0].floor if len(inner) == 1 and type(inner[0]) is _Chars else floor_tokens(inner, floor)
+                result_floors[(mi, bi)] = found
+                total += found
+            elif isinstance(block, (Text, Thinking, ToolCall)):
+                total += floor.block(block)
+        each.append(total)
+    return each
 
 
 def _fits(options: FitOptions, before: int, preamble: int, size: Size) -> Plan:
@@ -266,32 +300,36 @@ def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcrip
     overhead = rule.message_overhead_tokens
     messages = []
     bo = rule.block_overhead_tokens
-    by_name: dict[str, tuple[int, int, int, int, int]] = {}
-    for i, (role, line, counts, calls, tokens) in enumerate(
-        zip(folded.roles, folded.lines, folded.chars, folded.calls_of, folded.tokens, strict=True)
+    by_name: dict[str, tuple[int, int, int, int, int, int]] = {}
+    floors = Estimator(FLOOR_RULE)
+    for i, (role, line, counts, calls, tokens, message_floor) in enumerate(
+        zip(folded.roles, folded.lines, folded.chars, folded.calls_of, folded.tokens, folded.floors, strict=True)
     ):
         a, c, o, fixed = counts
+        rest_floor = message_floor
         blocks: list[Block] = []
         each: list[int] = []
         fixed -= overhead
         for k in results_of.get(i, ()):
-            ra, rc, ro, rf, _ = folded.parts[k]
+            ra, rc, ro, rf, result_floor = folded.parts[k]
             result = folded.results[k]
-            blocks.append(ToolResult(result[0], (_Chars("", a=ra, c=rc, o=ro, fixed=rf - bo),)))
+            inner = _Chars("", a=ra, c=rc, o=ro, fixed=rf - bo, floor=result_floor)
+            blocks.append(ToolResult(result[0], (inner,)))
             each.append(result[2])
-            a, c, o, fixed = a - ra, c - rc, o - ro, fixed - rf
+            a, c, o, fixed, rest_floor = a - ra, c - rc, o - ro, fixed - rf, rest_floor - result_floor
         for call_id in calls:
             call = ToolCall(call_id, names[call_id], "{}")
             counted = by_name.get(call.name)
             if counted is None:  # a call's counts are its name's (and its input's, "{}" here)
                 ca, cc, co, cf = est._script_parts(rule, call)
-                counted = by_name[call.name] = (ca, cc, co, cf, -(-(ca * wa + cc * wc + co * wo) // denominator) + cf)
-            ca, cc, co, cf, call_tokens = counted
+                call_tokens = -(-(ca * wa + cc * wc + co * wo) // denominator) + cf
+                counted = by_name[call.name] = (ca, cc, co, cf, call_tokens, floors.block(call))
+            ca, cc, co, cf, call_tokens, call_floor = counted
             blocks.append(call)
             each.append(call_tokens)
-            a, c, o, fixed = a - ca, c - cc, o - co, fixed - cf
-        if a or c or o or fixed or not blocks:
-            blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed))
+            a, c, o, fixed, rest_floor = a - ca, c - cc, o - co, fixed - cf, rest_floor - call_floor
+        if a or c or o or fixed or rest_floor or not blocks:
+            blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed, floor=rest_floor))
             each.append(-(-(a * wa + c * wc + o * wo) // denominator) + fixed)
         m = Message("user" if role == "user" else "assistant", tuple(blocks), Source(path, line))
         messages.append(m)
