@@ -31,6 +31,7 @@ from .estimate import CharCounts, Estimator, MessageEstimate, ScriptRule
 from .fit import FitOptions, Plan, _plan
 from .formats.base import Input
 from .formats.claude_code import NAME, subagent_files
+from .repair import DEFECT_OF
 from .size import FLOOR_RULE, Size, SizeMode, floor_tokens
 from .transcript import Block, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript, Usage
 
@@ -215,7 +216,8 @@ def fold_plan(
         folded = tree[0]
     size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
     name = folded.name if folded.name is not None else subagent_name(source.path, folded.agent)
-    if summary and options.carried_cut is None:
+    repaired = any(d.kind in _REPAIRED for d in folded.defects)  # then the request is not the file's
+    if summary and options.carried_cut is None and not repaired:
         pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
         before = size.tokens if size.anchored else pre + size.estimated_tokens
         if before <= options.budget:
@@ -236,8 +238,12 @@ def fold_plan(
         return folded.floors
 
     plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), floors_of)
-    if plan.repairs and not folded.defects:
+    if bool(plan.repairs) is not repaired:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
+    if plan.repairs and not rule.block_overhead_tokens:
+        # Blocks of no tokens (an empty text with --overhead 0) leave no stand-in: whether a message repair
+        # empties of its results holds other blocks, which the loader then keeps, is not known.
+        return None
     return FoldedPlan(source.path, name, plan, skeleton, len(folded.tokens))
 
 
@@ -261,6 +267,10 @@ def _floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int],
                 total += floor.block(block)
         each.append(total)
     return each
+
+
+_REPAIRED = frozenset(DEFECT_OF.values())
+"""The defects ``repair`` fixes (the tree fold's ``_Folded.defects`` holds them with the loader's)."""
 
 
 def _fits(options: FitOptions, before: int, preamble: int, size: Size) -> Plan:
