@@ -590,5 +590,5 @@ def test_sessions_with_each_defect_plan_as_loaded(defect: str, seed: int) -> Non
                 plan = compare(item, options_of(int(first.tokens_before * share), variant), *mode, skip_invalid)
                 assert plan is not None
                 outcomes.add(plan.outcome)
-    # A second root: the loader's chain starts there (two rounds, one turn), and stage 2 has no turn to drop.
-    assert outcomes >= {"fits", "cleared", "too-long"} | (set() if defect == "second-root" else {"turns-dropped"})
+    # Stage 2 or 3 too, as the session's last turn holds (a second root: the loader's chain starts there).
+    assert outcomes >= {"fits", "cleared", "too-long"} and outcomes & {"turns-dropped", "rounds-dropped"}
