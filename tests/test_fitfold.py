@@ -590,5 +590,7 @@ def test_sessions_with_each_defect_plan_as_loaded(defect: str, seed: int) -> Non
                 plan = compare(item, options_of(int(first.tokens_before * share), variant), *mode, skip_invalid)
                 assert plan is not None
                 outcomes.add(plan.outcome)
-    # Stage 2 or 3 too, as the session's last turn holds (a second root: the loader's chain starts there).
-    assert outcomes >= {"fits", "cleared", "too-long"} and outcomes & {"turns-dropped", "rounds-dropped"}
+    assert outcomes >= {"fits", "cleared", "too-long"}
+    # Stage 2 or 3 too, as the last turn holds (but after a second root, where the loader's chain starts: two
+    # rounds of large results, whose stubs fit or are too long).
+    assert defect == "second-root" or outcomes & {"turns-dropped", "rounds-dropped"}
