@@ -448,25 +448,45 @@ def test_fit_prints_the_same_with_the_fold_off(
     assert sum(taken) == len(SHARES)  # with the fold on, every time; with it off, never asked
 
 
-def test_fit_of_a_corpus_session_prints_the_same_with_the_fold_off(
-    run_cli: Any, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("skip_invalid", [False, True])
+def test_fit_and_check_of_the_corpus_print_the_same_with_the_fold_off(
+    run_cli: Any, monkeypatch: pytest.MonkeyPatch, skip_invalid: bool
 ) -> None:
-    compared = 0
+    """``fit`` (the diff, ``--json``) and ``check`` (text, JSON, GitHub annotations) of every corpus file, the
+    tree fold's sessions with their repairs among them, with the fold on and off."""
+    planned, checked = fit_cmd._fold_planned, fit_cmd._folded_check
+    taken: Counter[str] = Counter()
+
+    def counted_fit(*a: Any, **k: Any) -> Any:
+        found = planned(*a, **k)
+        taken["fit"] += found is not None
+        return found
+
+    def counted_check(*a: Any, **k: Any) -> Any:
+        found = checked(*a, **k)
+        taken["check"] += found is not None
+        return found
+
+    monkeypatch.setattr(fit_cmd, "_fold_planned", counted_fit)
+    monkeypatch.setattr(fit_cmd, "_folded_check", counted_check)
+    skip = ("--skip-invalid",) if skip_invalid else ()
     for path in corpus_files():
-        item = Input(str(path), keep_text=False)
-        if fold_claude_code(item, make_estimator()) is None:
-            continue
-        (session,) = load(item)
-        size = predict_size(session, make_estimator()).tokens
-        for share, extra in ((0.6, ()), (0.1, ("--json",)), (0.01, ())):
-            argv = ["fit", str(path), "--budget", str(max(1, int(size * share))), *extra]
+        found = loaded(Input(str(path), keep_text=False), skip_invalid)
+        size = 100_000 if not found else predict_size(found[0], make_estimator()).tokens
+        runs = [("fit", "--budget", str(max(1, int(size * share))), *extra) for share, extra in
+                ((0.6, ()), (0.1, ("--json",)), (0.01, ()))]  # fmt: skip
+        runs += [("check", "--budget", str(max(1, int(size * share))), *extra) for share, extra in
+                 ((2.0, ()), (0.3, ("--format", "json")), (0.3, ("--format", "github")), (0.01, ()))]  # fmt: skip
+        for command, *rest in runs:
+            argv = [command, str(path), *rest, *skip]
             monkeypatch.delenv(FAST_FOLD_ENV, raising=False)
             fast = run_cli(*argv)
             monkeypatch.setenv(FAST_FOLD_ENV, "0")
             general = run_cli(*argv)
             assert (fast.exit_code, fast.stdout, fast.stderr) == (general.exit_code, general.stdout, general.stderr)
-            compared += 1
-    assert compared >= 12
+    # The files fold_plan takes, 3 fits and 4 checks each: 13 of 21 (15 with --skip-invalid) on 2026-12-02
+    assert taken["fit"] >= 3 * (15 if skip_invalid else 13)
+    assert taken["check"] >= 4 * (15 if skip_invalid else 13)
 
 
 # --------------------------------------------------------------------------
