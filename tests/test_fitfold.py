@@ -292,18 +292,18 @@ def test_the_generated_defects_are_mostly_planned() -> None:
         kinds = {d.kind for d in report.defects}
         found["branch"] += "branch" in kinds
         found["broken-link"] += "broken-link" in kinds
-        found["skipped"] += report.skipped_lines > 0 and b"//" not in data
         found["image"] += b'"type":"image"' in data
         for r in planned.plan.repairs:
             found[r.kind] += 1
 
     count()
-    # On 2026-12-02: 198 of 300 planned, 145 of them by the one pass; 25 with a branch left out, 21 with a broken
-    # link, 18 with lines skipped, 79 with images; 28 synthetic results and 6 dropped ones. (Which shapes come up
-    # depends on hypothesis's seed and on the code around the test: the floors say each comes up.)
+    # On 2026-12-02, in three runs: 143 to 198 of 300 planned, 100 to 145 of them by the one pass; 15 to 25 with
+    # a branch left out, 7 to 21 with a broken link, 46 to 79 with images, 25 to 28 synthetic results; damaged
+    # lines and orphan results came up 0 to 18 times (the seeded sessions above have each). The shapes depend
+    # on hypothesis's seed and on the code around the test: the floors say each comes up, not how often.
     assert found["planned"] >= found["one pass"] + 20
-    for shape in ("branch", "broken-link", "skipped", "image", "synthetic-result", "dropped-result"):
-        assert found[shape] >= 2, (shape, dict(found))
+    for shape in ("branch", "broken-link", "image", "synthetic-result"):
+        assert found[shape] >= 3, (shape, dict(found))
 
 
 @st.composite
