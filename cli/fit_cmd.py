@@ -1055,20 +1055,21 @@ def _folded_check(
     skip_invalid: bool = False,
 ) -> list[Checked] | None:
     """``check_work``'s check of a Claude Code session, from the fold of its lines without loading it
-    (``fitting.ccplan.fold_plan``: the same summary plan, fitting or not); None to load the file (a shape the
-    fold leaves to the loader, an option it does not plan for, or the fold turned off)."""
+    (``fitting.ccplan.fold_plans``: the same summary plans, fitting or not, one a transcript, sidechains beside
+    the main chain too); None to load the file (a shape the fold leaves to the loader, an option it does not
+    plan for, or the fold turned off)."""
     if os.environ.get(FAST_FOLD_ENV) == "0":
         return None
-    from windowfit.fitting.ccplan import fold_plan  # only a folder of Claude Code sessions needs it
+    from windowfit.fitting.ccplan import fold_plans  # only a folder of Claude Code sessions needs it
 
     est = estimator_from(estimator, overhead)
     try:
-        found = fold_plan(
+        found = fold_plans(
             item, est, fit_options, size_mode=size.value, preamble=preamble, summary=True, skip_invalid=skip_invalid
         )
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
-    return None if found is None else [_checked_at(found.path, found.name, found.plan, window, threshold)]
+    return None if found is None else [_checked_at(f.path, f.name, f.plan, window, threshold) for f in found]
 
 
 def summary_plan(plan: Plan) -> Plan:

@@ -166,7 +166,14 @@ class _Counted(Estimator):
     def message_tokens(self, messages: tuple[Message, ...]) -> tuple[int, ...]:
         if self.whole is not None and messages is self.whole[0]:
             return self.whole[1]
-        return Estimator.message_tokens(self, messages)
+        # The skeleton as repaired: its own messages by identity, only those repair changed estimated (a
+        # skeleton's message hashes every stand-in of it, for the memo).
+        known = self.known
+        tokens = []
+        for m in messages:
+            hit = known.get(id(m))
+            tokens.append(hit[1].tokens if hit is not None and hit[0] is m else Estimator.message(self, m).tokens)
+        return tuple(tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,8 +206,49 @@ def fold_plan(
     ``check`` predict it) made from the fold of its lines, fitting or not: the one pass's, else the tree fold's
     (``ccfold._fold_tree``: branches, broken links, skipped lines, defective rounds, which ``repair`` fixes on
     the skeleton as on the loaded messages). None where the fold leaves the file to the loader, for a file of
-    several transcripts (sidechains beside the main chain), or for options it does not plan for (the notice, a
-    store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
+    several transcripts (sidechains beside the main chain: ``fold_plans``), or for options it does not plan
+    for (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
+    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid)
+    if found is None or len(found) != 1:
+        return None  # left to the loader, or several transcripts (fit picks one, with a note)
+    return _plan_of(source, found[0], estimator, options, size_mode, preamble, summary)
+
+
+def fold_plans(
+    source: Input,
+    estimator: Estimator,
+    options: FitOptions,
+    *,
+    size_mode: SizeMode = "auto",
+    preamble: int | None = None,
+    summary: bool = False,
+    skip_invalid: bool = False,
+) -> list[FoldedPlan] | None:
+    """``fold_plan`` of every transcript ``claude_code.load`` reads from ``source``, in its order: the main
+    conversation, then each tree of sidechain lines beside it (what ``check`` plans, one line each); None
+    where the fold leaves any of them to the loader (a subagents folder beside the file among them)."""
+    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid)
+    if found is None:
+        return None
+    plans = []
+    for folded in found:
+        plan = _plan_of(source, folded, estimator, options, size_mode, preamble, summary)
+        if plan is None:
+            return None
+        plans.append(plan)
+    return plans
+
+
+def _folds(
+    source: Input,
+    estimator: Estimator,
+    options: FitOptions,
+    size_mode: SizeMode,
+    preamble: int | None,
+    skip_invalid: bool,
+) -> list[_Folded] | None:
+    """The folds of the transcripts of ``source`` with what the plans read (the one pass's, else the tree
+    fold's), or None where the fold or the plans leave the file to the loader."""
     rule = estimator.rule
     if options.add_notice or options.page_tokens is not None:
         return None  # the notice changes the system prompt; a store's handles are of the results' content
@@ -209,11 +257,21 @@ def fold_plan(
     if source.data is None and subagent_files(source.path):
         return None
     folded = _fold_lines(source, rule, plan=True)
-    if folded is None:
-        tree = _fold_tree(source, rule, skip_invalid, plan=True)
-        if tree is None or len(tree) != 1:
-            return None  # left to the loader, or several transcripts (check plans each, fit picks one)
-        folded = tree[0]
+    return [folded] if folded is not None else _fold_tree(source, rule, skip_invalid, plan=True)
+
+
+def _plan_of(
+    source: Input,
+    folded: _Folded,
+    estimator: Estimator,
+    options: FitOptions,
+    size_mode: SizeMode,
+    preamble: int | None,
+    summary: bool,
+) -> FoldedPlan | None:
+    """``fold_plan``'s plan of one transcript's fold."""
+    rule = estimator.rule
+    assert type(rule) is ScriptRule
     size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
     name = folded.name if folded.name is not None else subagent_name(source.path, folded.agent)
     repaired = any(d.kind in _REPAIRED for d in folded.defects)  # then the request is not the file's
