@@ -5,7 +5,9 @@ the file's lines timed in the same process.
 
 The session is the largest main session of the shared corpus (its real defects: broken lines skipped with
 ``--skip-invalid``, unanswered calls that repair answers, a branch), or the file given. In-process, the plan
-alone (``fold_plan`` against ``load``, ``predict_size`` and ``plan_fit``, checked equal first); as commands,
+alone (``fold_plans`` against ``load``, ``predict_size`` and ``plan_fit`` of each transcript, checked equal first; a
+file of several transcripts, such as bench_report.py's ``--defects`` session, is timed for ``check`` only, as
+``fit`` loads it); as commands,
 what a user runs (``windowfit check FILE --budget N --skip-invalid``, ``windowfit fit ...``).
 
 Run ``python benchmarks/bench_tree_plan.py`` (``--repeat N``, ``--budget N``, ``FILE``)."""
@@ -26,7 +28,7 @@ from bench_fit import child_cpu
 
 from windowfit.cli.fit_cmd import FAST_FOLD_ENV
 from windowfit.fitting import make_estimator
-from windowfit.fitting.ccplan import fold_plan
+from windowfit.fitting.ccplan import fold_plan, fold_plans
 from windowfit.fitting.fit import DEFAULTS, plan_fit
 from windowfit.fitting.formats import Input, load
 from windowfit.fitting.size import predict_size
@@ -60,14 +62,16 @@ def main() -> int:
     options = replace(DEFAULTS, budget=args.budget)
 
     def folded() -> object:
-        found = fold_plan(item, make_estimator(), options, skip_invalid=True)
-        assert found is not None, "fold_plan leaves this file to the loader"
-        return found.plan
+        found = fold_plans(item, make_estimator(), options, skip_invalid=True)
+        assert found is not None, "fold_plans leaves this file to the loader"
+        return [f.plan for f in found]
 
     def loaded() -> object:
-        (session,) = load(item, skip_invalid=True)
         est = make_estimator()
-        return plan_fit(session.live(), budget=args.budget, estimator=est, size=predict_size(session, est))
+        return [
+            plan_fit(session.live(), budget=args.budget, estimator=est, size=predict_size(session, est))
+            for session in load(item, skip_invalid=True)
+        ]
 
     assert folded() == loaded()
     works: dict[str, Callable[[], object]] = {"baseline": lambda: bare_loop(path), "fold": folded, "load": loaded}
@@ -83,6 +87,8 @@ def main() -> int:
         "check": [windowfit, "check", str(path), "--budget", str(args.budget), "--skip-invalid"],
         "fit": [windowfit, "fit", str(path), "--budget", str(args.budget), "--skip-invalid"],
     }
+    if fold_plan(item, make_estimator(), options, skip_invalid=True) is None:
+        del argv["fit"]  # several transcripts (sidechains): fit loads the file
     commands = {}
     for name, command in argv.items():
         commands[f"{name} (fold)"] = child_cpu(command)
@@ -95,7 +101,7 @@ def main() -> int:
     print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
     base = best["baseline"]
     print(f"  in-process  bare orjson loop            {base * 1e3:8.1f} ms  1.00x")
-    print(f"  in-process  fold_plan (tree fold)       {best['fold'] * 1e3:8.1f} ms  {best['fold'] / base:.2f}x")
+    print(f"  in-process  fold_plans (tree fold)      {best['fold'] * 1e3:8.1f} ms  {best['fold'] / base:.2f}x")
     print(f"  in-process  load + predict + plan_fit   {best['load'] * 1e3:8.1f} ms  {best['load'] / base:.2f}x")
     print(f"  in-process  fold / load                 {best['fold'] / best['load']:.2f}")
     for name in argv:
