@@ -614,3 +614,29 @@ def test_sessions_with_each_defect_plan_as_loaded(defect: str, seed: int) -> Non
     # Stage 2 or 3 too, as the last turn holds (but after a second root, where the loader's chain starts: two
     # rounds of large results, whose stubs fit or are too long).
     assert defect == "second-root" or outcomes & {"turns-dropped", "rounds-dropped"}
+
+
+@pytest.mark.parametrize("defect", DEFECTS)
+def test_fit_and_check_of_each_defect_print_the_same_with_the_fold_off(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, defect: str
+) -> None:
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(_defective(defect))
+    skip = ("--skip-invalid",) if defect == "cut-line" else ()
+    found = loaded(Input(str(path), keep_text=False), bool(skip))
+    assert found is not None
+    size = predict_size(found[0], make_estimator()).tokens
+    for share in (2.0, 0.6, 0.2, 0.01):
+        budget = str(max(1, int(size * share)))
+        for argv in (
+            ["fit", str(path), "--budget", budget],
+            ["fit", str(path), "--budget", budget, "--json"],
+            ["check", str(path), "--budget", budget],
+            ["check", str(path), "--budget", budget, "--format", "github"],
+        ):
+            monkeypatch.delenv(FAST_FOLD_ENV, raising=False)
+            fast = run_cli(*argv, *skip)
+            monkeypatch.setenv(FAST_FOLD_ENV, "0")
+            general = run_cli(*argv, *skip)
+            assert (fast.exit_code, fast.stdout, fast.stderr) == (general.exit_code, general.stdout, general.stderr)
+            assert fast.exit_code in (0, 1), fast.stderr
