@@ -1,18 +1,25 @@
 """The plan of a Claude Code session from the fold of its lines (``ccfold``), without loading it: ``check``'s
 (fitting or not) and ``fit``'s without ``-o`` or ``--store`` (its diff and ``--json``).
 
-Where the fold vouches for a session, the loader would give one transcript with no system prompt, no tools and
-no compaction whose rounds ``repair`` leaves as they are (the fold refuses a defective round). ``fold_plan``
+Where the fold vouches for a session (the one pass, ``_fold_lines``, or where it gives up the tree fold,
+``_fold_tree``: branches, broken links, lines skipped with ``--skip-invalid``, unanswered calls and orphan
+results), the loader would give a transcript with no system prompt, no tools and no compaction. ``fold_plan``
 runs ``fit._plan`` itself on a skeleton of that transcript: one ``Message`` per message with its role, line,
 calls (id and name) and results (id, first in their message as the loader puts them), each result's content and
-the rest of the message stand-ins (``_Chars``) of the characters per class and fixed tokens the fold counted.
-The skeleton's estimator (``_Counted``) counts a stand-in as what it carries, so each message, each result and
-each message with some results stubbed estimate as the loaded ones; the floors an anchored fit removes are the
-fold's (counted per block by the scanner). The plan is then ``plan_fit``'s of the loaded transcript, field for
-field, and the skeleton holds what the diff, ``--json`` and ``check_request`` read of it (tests/test_fitfold.py
-compares them on the corpus, its prefixes and generated sessions; tests/test_ccplan.py compares check's output).
-The notice (it changes the system prompt) and a store's pages (handles of the results' content) are left to the
-loader: ``fold_plan`` returns None for them, as for a shape the fold refuses, and the caller loads the file.
+the rest of the message stand-ins (``_Chars``) of the characters per class, fixed tokens and floor the fold
+counted. The skeleton's estimator (``_Counted``) counts a stand-in as what it carries, so each message, each
+result and each message with some results stubbed estimate as the loaded ones; the floors an anchored fit removes
+are the fold's (counted per block by the scanner). ``repair`` runs on the skeleton as on the loaded messages:
+the repairs the tree fold lets through (a synthetic result for an unanswered call, an orphan result dropped)
+change only whole results, which the skeleton holds apart, so the repaired messages estimate and floor as the
+loaded ones too (a call's input is lumped into the rest of its message, which no repair splits; a call id used
+twice or a result written twice, the other repairs, the tree fold leaves to the loader). The plan is then
+``plan_fit``'s of the loaded transcript, field for field, and the skeleton holds what the diff, ``--json`` and
+``check_request`` read of it (tests/test_fitfold.py compares them on the corpus, its prefixes and generated
+sessions; tests/test_ccplan.py compares check's output). ``fold_plans`` plans each transcript of a file with
+sidechains beside its main chain, as ``check`` checks each. The notice (it changes the system prompt) and a
+store's pages (handles of the results' content) are left to the loader: ``fold_plan`` returns None for them, as
+for a shape the fold refuses, and the caller loads the file.
 
 ``fits_plan`` is the earlier, narrower path: check's summary plan of a session that fits, from the fold's report
 alone (for a session that fits, ``fit._plan`` returns ``fits`` at once, with ``tokens_before`` the predicted
