@@ -531,7 +531,7 @@ def fit_stream(
     from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE  # loaded with the format registry
 
     if chosen.name == CLAUDE_CODE:
-        return _fold_planned(item, estimator, options, size, preamble)
+        return _fold_planned(item, estimator, options, size, preamble, skip_invalid)
     if json_:
         return None
     stamp = _stamp(item.path)
@@ -555,7 +555,12 @@ def fit_stream(
 
 
 def _fold_planned(
-    item: Input, est: Estimator, options: FitOptions | None, size: SizeChoice, preamble: int | None
+    item: Input,
+    est: Estimator,
+    options: FitOptions | None,
+    size: SizeChoice,
+    preamble: int | None,
+    skip_invalid: bool = False,
 ) -> list[Transcript | Streamed | FoldedPlan] | None:
     """``fit``'s plan of a Claude Code session from the fold of its lines; None to load it (a shape the fold
     leaves to the loader, an option it does not plan for, the file's text kept for -o, or the fold turned off)."""
@@ -564,7 +569,7 @@ def _fold_planned(
     from windowfit.fitting.ccplan import fold_plan  # only a Claude Code file needs it
 
     try:
-        found = fold_plan(item, est, options, size_mode=size.value, preamble=preamble)
+        found = fold_plan(item, est, options, size_mode=size.value, preamble=preamble, skip_invalid=skip_invalid)
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None  # the loader words it
     return None if found is None else [found]
@@ -1015,7 +1020,7 @@ def check_stream(
     if chosen.name == CLAUDE_CODE:
         return _folded_check(
             item, estimator=estimator, overhead=overhead, window=window, threshold=threshold,
-            fit_options=fit_options, size=size, preamble=preamble,
+            fit_options=fit_options, size=size, preamble=preamble, skip_invalid=skip_invalid,
         )  # fmt: skip
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
@@ -1047,20 +1052,24 @@ def _folded_check(
     fit_options: FitOptions,
     size: SizeChoice,
     preamble: int | None,
+    skip_invalid: bool = False,
 ) -> list[Checked] | None:
     """``check_work``'s check of a Claude Code session, from the fold of its lines without loading it
-    (``fitting.ccplan.fold_plan``: the same summary plan, fitting or not); None to load the file (a shape the
-    fold leaves to the loader, an option it does not plan for, or the fold turned off)."""
+    (``fitting.ccplan.fold_plans``: the same summary plans, fitting or not, one a transcript, sidechains beside
+    the main chain too); None to load the file (a shape the fold leaves to the loader, an option it does not
+    plan for, or the fold turned off)."""
     if os.environ.get(FAST_FOLD_ENV) == "0":
         return None
-    from windowfit.fitting.ccplan import fold_plan  # only a folder of Claude Code sessions needs it
+    from windowfit.fitting.ccplan import fold_plans  # only a folder of Claude Code sessions needs it
 
     est = estimator_from(estimator, overhead)
     try:
-        found = fold_plan(item, est, fit_options, size_mode=size.value, preamble=preamble, summary=True)
+        found = fold_plans(
+            item, est, fit_options, size_mode=size.value, preamble=preamble, summary=True, skip_invalid=skip_invalid
+        )
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
-    return None if found is None else [_checked_at(found.path, found.name, found.plan, window, threshold)]
+    return None if found is None else [_checked_at(f.path, f.name, f.plan, window, threshold) for f in found]
 
 
 def summary_plan(plan: Plan) -> Plan:

@@ -801,6 +801,8 @@ def _fold_tree(
     skip_invalid: bool,
     why: list[str] | None = None,
     reading: _Reading | None = None,
+    *,
+    plan: bool = False,
 ) -> list[_Folded] | None:
     """The fold of a file the one pass gives up on, read as the loader reads it: each line's record (the
     scanner's, else ``_record``'s), each line of the tree a ``claude_code._Node`` with stand-ins for its
@@ -811,10 +813,12 @@ def _fold_tree(
     the loader reads from the file: the main conversation, then each tree of sidechain lines beside it
     (``_fold_group``), named as ``claude_code._transcripts`` names them. None, with the reason in ``why``,
     for a shape it leaves to the loader. With ``reading``, the read the one pass gave up on: the lines it read
-    are not read again, and the lines left go on from it; without it, the file is read from its start."""
+    are not read again, and the lines left go on from it; without it, the file is read from its start. With
+    ``plan``, each fold keeps what ``ccplan.fold_plan`` reads of each message and result (``_Draft.plan``), as
+    ``_one_pass(plan=True)`` does."""
     if reading is None:
         with source.open() as f:
-            return _fold_tree(source, rule, skip_invalid, why, _Reading(f, _scanner(rule)))
+            return _fold_tree(source, rule, skip_invalid, why, _Reading(f, _scanner(rule)), plan=plan)
     path = source.path
     out = _Folded()
     out.path = path
@@ -913,7 +917,7 @@ def _fold_tree(
         group.path = path
         group.skeleton = []
         group.name = title
-        if not _fold_group(source, rule, tree, records, members, group, why, not found, reading):
+        if not _fold_group(source, rule, tree, records, members, group, why, not found, reading, plan):
             return None
         found.append(group)
     return found
@@ -960,13 +964,15 @@ def _fold_group(
     why: list[str] | None,
     first: bool,
     reading: _Reading,
+    plan: bool = False,
 ) -> bool:
     """Fold into ``out`` the transcript of ``members`` (the message nodes of one group, as
     ``claude_code._transcript`` takes them): its chain and the lines it carries (``_select``), merged as
     ``_build`` merges them, with the loader's defects and the repair check's; False (the reason in ``why``) for
     a shape left to the loader. The first transcript of the file has the sums of the blocks' tokens of all its
     lines in ``out.by_kind`` (``first``), less the message lines it leaves out; the others sum their own lines'
-    (``reading``'s tokens per line: no line is read again)."""
+    (``reading``'s tokens per line: no line is read again). With ``plan``, the floors and the results' parts
+    are kept too (``_Draft.plan``)."""
     path = source.path
     nodes = tree.nodes
     by_kind = out.by_kind
@@ -981,7 +987,7 @@ def _fold_group(
     answered: set[str] = set()
     call_lines: dict[str, int] = {}
     result_lines: dict[tuple[int, str], int] = {}
-    draft = _Draft(rule, out, strict=False)
+    draft = _Draft(rule, out, strict=False, plan=plan)
     order = sorted(selected)
     for i in order:
         kept = records[i]
@@ -990,7 +996,7 @@ def _fold_group(
         record = kept
         node = nodes[i]
         line = node.line
-        kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found, _, _ = record  # no plan reads a tree fold
+        kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found, floor, parts = record
         assert special is not None
         if kind == "assistant":
             if draft.role != "assistant" or draft.message_id != node.message_id:
@@ -1016,6 +1022,10 @@ def _fold_group(
         draft.c += lc
         draft.o += lo
         draft.fixed += lf
+        if plan:
+            draft.floor += floor
+            if parts:
+                out.parts.extend(parts)
         for block_kind, block_tokens, block_id, name in special:
             if block_kind == "tool_call":
                 if block_id in calls_seen:

@@ -1,18 +1,25 @@
 """The plan of a Claude Code session from the fold of its lines (``ccfold``), without loading it: ``check``'s
 (fitting or not) and ``fit``'s without ``-o`` or ``--store`` (its diff and ``--json``).
 
-Where the fold vouches for a session, the loader would give one transcript with no system prompt, no tools and
-no compaction whose rounds ``repair`` leaves as they are (the fold refuses a defective round). ``fold_plan``
+Where the fold vouches for a session (the one pass, ``_fold_lines``, or where it gives up the tree fold,
+``_fold_tree``: branches, broken links, lines skipped with ``--skip-invalid``, unanswered calls and orphan
+results), the loader would give a transcript with no system prompt, no tools and no compaction. ``fold_plan``
 runs ``fit._plan`` itself on a skeleton of that transcript: one ``Message`` per message with its role, line,
 calls (id and name) and results (id, first in their message as the loader puts them), each result's content and
-the rest of the message stand-ins (``_Chars``) of the characters per class and fixed tokens the fold counted.
-The skeleton's estimator (``_Counted``) counts a stand-in as what it carries, so each message, each result and
-each message with some results stubbed estimate as the loaded ones; the floors an anchored fit removes are the
-fold's (counted per block by the scanner). The plan is then ``plan_fit``'s of the loaded transcript, field for
-field, and the skeleton holds what the diff, ``--json`` and ``check_request`` read of it (tests/test_fitfold.py
-compares them on the corpus, its prefixes and generated sessions; tests/test_ccplan.py compares check's output).
-The notice (it changes the system prompt) and a store's pages (handles of the results' content) are left to the
-loader: ``fold_plan`` returns None for them, as for a shape the fold refuses, and the caller loads the file.
+the rest of the message stand-ins (``_Chars``) of the characters per class, fixed tokens and floor the fold
+counted. The skeleton's estimator (``_Counted``) counts a stand-in as what it carries, so each message, each
+result and each message with some results stubbed estimate as the loaded ones; the floors an anchored fit removes
+are the fold's (counted per block by the scanner). ``repair`` runs on the skeleton as on the loaded messages:
+the repairs the tree fold lets through (a synthetic result for an unanswered call, an orphan result dropped)
+change only whole results, which the skeleton holds apart, so the repaired messages estimate and floor as the
+loaded ones too (a call's input is lumped into the rest of its message, which no repair splits; a call id used
+twice or a result written twice, the other repairs, the tree fold leaves to the loader). The plan is then
+``plan_fit``'s of the loaded transcript, field for field, and the skeleton holds what the diff, ``--json`` and
+``check_request`` read of it (tests/test_fitfold.py compares them on the corpus, its prefixes and generated
+sessions; tests/test_ccplan.py compares check's output). ``fold_plans`` plans each transcript of a file with
+sidechains beside its main chain, as ``check`` checks each. The notice (it changes the system prompt) and a
+store's pages (handles of the results' content) are left to the loader: ``fold_plan`` returns None for them, as
+for a shape the fold refuses, and the caller loads the file.
 
 ``fits_plan`` is the earlier, narrower path: check's summary plan of a session that fits, from the fold's report
 alone (for a session that fits, ``fit._plan`` returns ``fits`` at once, with ``tokens_before`` the predicted
@@ -26,13 +33,24 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from .ccfold import _fold_lines, _Folded, _refused_options, _size, fold_claude_code, subagent_name
+from .ccfold import (
+    _fold_tree,
+    _Folded,
+    _one_pass,
+    _Reading,
+    _refused_options,
+    _scanner,
+    _size,
+    fold_claude_code,
+    subagent_name,
+)
 from .estimate import CharCounts, Estimator, MessageEstimate, ScriptRule
 from .fit import FitOptions, Plan, _plan
 from .formats.base import Input
 from .formats.claude_code import NAME, subagent_files
-from .size import Size, SizeMode
-from .transcript import Block, Message, Source, Text, ToolCall, ToolResult, Transcript, Usage
+from .repair import DEFECT_OF
+from .size import FLOOR_RULE, Size, SizeMode, floor_tokens
+from .transcript import Block, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript, Usage
 
 TAIL_BYTES = 256 * 1024
 """How much of a file's end is read for its last measured request (``last_measured``)."""
@@ -135,6 +153,9 @@ class _Chars(Text):
     c: int = 0
     o: int = 0
     fixed: int = 0
+    floor: int = 0
+    """Its floor (``size.floor_tokens`` under ``FLOOR_RULE``): a result's content's, or the rest of a message's
+    (its floor less its results' and its calls' as the skeleton holds them, ``_floors_of``)."""
 
 
 @dataclass(slots=True)
@@ -162,7 +183,14 @@ class _Counted(Estimator):
     def message_tokens(self, messages: tuple[Message, ...]) -> tuple[int, ...]:
         if self.whole is not None and messages is self.whole[0]:
             return self.whole[1]
-        return Estimator.message_tokens(self, messages)
+        # The skeleton as repaired: its own messages by identity, only those repair changed estimated (a
+        # skeleton's message hashes every stand-in of it, for the memo).
+        known = self.known
+        tokens = []
+        for m in messages:
+            hit = known.get(id(m))
+            tokens.append(hit[1].tokens if hit is not None and hit[0] is m else Estimator.message(self, m).tokens)
+        return tuple(tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,11 +216,56 @@ def fold_plan(
     size_mode: SizeMode = "auto",
     preamble: int | None = None,
     summary: bool = False,
+    skip_invalid: bool = False,
 ) -> FoldedPlan | None:
-    """``fit._plan``'s plan of the one transcript ``claude_code.load`` reads from ``source`` (its size predicted
-    with ``size_mode`` and ``preamble``, as ``fit`` and ``check`` predict it) made from the fold of its lines,
-    fitting or not; None where the fold leaves the file to the loader, or for options it does not plan for
-    (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
+    """``fit._plan``'s plan of the one transcript ``claude_code.load`` reads from ``source`` (with
+    ``skip_invalid`` as given to it; its size predicted with ``size_mode`` and ``preamble``, as ``fit`` and
+    ``check`` predict it) made from the fold of its lines, fitting or not: the one pass's, else the tree fold's
+    (``ccfold._fold_tree``: branches, broken links, skipped lines, defective rounds, which ``repair`` fixes on
+    the skeleton as on the loaded messages). None where the fold leaves the file to the loader, for a file of
+    several transcripts (sidechains beside the main chain: ``fold_plans``), or for options it does not plan
+    for (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
+    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid)
+    if found is None or len(found) != 1:
+        return None  # left to the loader, or several transcripts (fit picks one, with a note)
+    return _plan_of(source, found[0], estimator, options, size_mode, preamble, summary)
+
+
+def fold_plans(
+    source: Input,
+    estimator: Estimator,
+    options: FitOptions,
+    *,
+    size_mode: SizeMode = "auto",
+    preamble: int | None = None,
+    summary: bool = False,
+    skip_invalid: bool = False,
+) -> list[FoldedPlan] | None:
+    """``fold_plan`` of every transcript ``claude_code.load`` reads from ``source``, in its order: the main
+    conversation, then each tree of sidechain lines beside it (what ``check`` plans, one line each); None
+    where the fold leaves any of them to the loader (a subagents folder beside the file among them)."""
+    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid)
+    if found is None:
+        return None
+    plans = []
+    for folded in found:
+        plan = _plan_of(source, folded, estimator, options, size_mode, preamble, summary)
+        if plan is None:
+            return None
+        plans.append(plan)
+    return plans
+
+
+def _folds(
+    source: Input,
+    estimator: Estimator,
+    options: FitOptions,
+    size_mode: SizeMode,
+    preamble: int | None,
+    skip_invalid: bool,
+) -> list[_Folded] | None:
+    """The folds of the transcripts of ``source`` with what the plans read (the one pass's, else the tree
+    fold's), or None where the fold or the plans leave the file to the loader."""
     rule = estimator.rule
     if options.add_notice or options.page_tokens is not None:
         return None  # the notice changes the system prompt; a store's handles are of the results' content
@@ -200,12 +273,31 @@ def fold_plan(
         return None  # as report's fold refuses them (predict_size words the errors of its options)
     if source.data is None and subagent_files(source.path):
         return None
-    folded = _fold_lines(source, rule, plan=True)
-    if folded is None:
-        return None
+    with source.open() as f:
+        reading = _Reading(f, _scanner(rule))
+        folded = _one_pass(source, rule, reading, plan=True)
+        if folded is not None:
+            return [folded]
+        # the tree fold goes on from the line the one pass got to (past ``_KEEP`` lines, from the file's start)
+        return _fold_tree(source, rule, skip_invalid, None, reading if reading.whole else None, plan=True)
+
+
+def _plan_of(
+    source: Input,
+    folded: _Folded,
+    estimator: Estimator,
+    options: FitOptions,
+    size_mode: SizeMode,
+    preamble: int | None,
+    summary: bool,
+) -> FoldedPlan | None:
+    """``fold_plan``'s plan of one transcript's fold."""
+    rule = estimator.rule
+    assert type(rule) is ScriptRule
     size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
-    name = subagent_name(source.path, folded.agent)
-    if summary and options.carried_cut is None:
+    name = folded.name if folded.name is not None else subagent_name(source.path, folded.agent)
+    repaired = any(d.kind in _REPAIRED for d in folded.defects)  # then the request is not the file's
+    if summary and options.carried_cut is None and not repaired:
         pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
         before = size.tokens if size.anchored else pre + size.estimated_tokens
         if before <= options.budget:
@@ -214,8 +306,10 @@ def fold_plan(
     skeleton = _skeleton(source.path, name, folded, est)
 
     def floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int], int]) -> Sequence[int]:
-        """``fit._floors`` of the skeleton: the fold's floors (each result's block is its place among them)."""
-        assert messages is skeleton.messages
+        """``fit._floors`` of the skeleton: the fold's floors (each result's block is its place among them);
+        of the skeleton as repaired, its blocks' (``_floors_of``)."""
+        if messages is not skeleton.messages:
+            return _floors_of(messages, result_floors)
         at = -1
         for k, result in enumerate(folded.results):
             index = result[3]
@@ -224,9 +318,39 @@ def fold_plan(
         return folded.floors
 
     plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), floors_of)
-    if plan.repairs:
+    if bool(plan.repairs) is not repaired:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
+    if plan.repairs and not rule.block_overhead_tokens:
+        # Blocks of no tokens (an empty text with --overhead 0) leave no stand-in: whether a message repair
+        # empties of its results holds other blocks, which the loader then keeps, is not known.
+        return None
     return FoldedPlan(source.path, name, plan, skeleton, len(folded.tokens))
+
+
+def _floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int], int]) -> list[int]:
+    """``fit._floors`` of the skeleton's messages as ``repair`` changed them (results dropped, synthetic results
+    added): a stand-in counts the floor it carries (``_Chars.floor``), every other block as ``_floors`` counts it
+    (a synthetic result's text, a call's name and its "{}" input, whose characters the rest's floor leaves out)."""
+    floor = Estimator(FLOOR_RULE)
+    each = []
+    for mi, message in enumerate(messages):
+        total = 0
+        for bi, block in enumerate(message.content):
+            if type(block) is _Chars:
+                total += block.floor
+            elif isinstance(block, ToolResult):
+                inner = block.content
+                found = inner[0].floor if len(inner) == 1 and type(inner[0]) is _Chars else floor_tokens(inner, floor)
+                result_floors[(mi, bi)] = found
+                total += found
+            elif isinstance(block, (Text, Thinking, ToolCall)):
+                total += floor.block(block)
+        each.append(total)
+    return each
+
+
+_REPAIRED = frozenset(DEFECT_OF.values())
+"""The defects ``repair`` fixes (the tree fold's ``_Folded.defects`` holds them with the loader's)."""
 
 
 def _fits(options: FitOptions, before: int, preamble: int, size: Size) -> Plan:
@@ -266,32 +390,36 @@ def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcrip
     overhead = rule.message_overhead_tokens
     messages = []
     bo = rule.block_overhead_tokens
-    by_name: dict[str, tuple[int, int, int, int, int]] = {}
-    for i, (role, line, counts, calls, tokens) in enumerate(
-        zip(folded.roles, folded.lines, folded.chars, folded.calls_of, folded.tokens, strict=True)
+    by_name: dict[str, tuple[int, int, int, int, int, int]] = {}
+    floors = Estimator(FLOOR_RULE)
+    for i, (role, line, counts, calls, tokens, message_floor) in enumerate(
+        zip(folded.roles, folded.lines, folded.chars, folded.calls_of, folded.tokens, folded.floors, strict=True)
     ):
         a, c, o, fixed = counts
+        rest_floor = message_floor
         blocks: list[Block] = []
         each: list[int] = []
         fixed -= overhead
         for k in results_of.get(i, ()):
-            ra, rc, ro, rf, _ = folded.parts[k]
+            ra, rc, ro, rf, result_floor = folded.parts[k]
             result = folded.results[k]
-            blocks.append(ToolResult(result[0], (_Chars("", a=ra, c=rc, o=ro, fixed=rf - bo),)))
+            inner = _Chars("", a=ra, c=rc, o=ro, fixed=rf - bo, floor=result_floor)
+            blocks.append(ToolResult(result[0], (inner,)))
             each.append(result[2])
-            a, c, o, fixed = a - ra, c - rc, o - ro, fixed - rf
+            a, c, o, fixed, rest_floor = a - ra, c - rc, o - ro, fixed - rf, rest_floor - result_floor
         for call_id in calls:
             call = ToolCall(call_id, names[call_id], "{}")
             counted = by_name.get(call.name)
             if counted is None:  # a call's counts are its name's (and its input's, "{}" here)
                 ca, cc, co, cf = est._script_parts(rule, call)
-                counted = by_name[call.name] = (ca, cc, co, cf, -(-(ca * wa + cc * wc + co * wo) // denominator) + cf)
-            ca, cc, co, cf, call_tokens = counted
+                call_tokens = -(-(ca * wa + cc * wc + co * wo) // denominator) + cf
+                counted = by_name[call.name] = (ca, cc, co, cf, call_tokens, floors.block(call))
+            ca, cc, co, cf, call_tokens, call_floor = counted
             blocks.append(call)
             each.append(call_tokens)
-            a, c, o, fixed = a - ca, c - cc, o - co, fixed - cf
-        if a or c or o or fixed or not blocks:
-            blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed))
+            a, c, o, fixed, rest_floor = a - ca, c - cc, o - co, fixed - cf, rest_floor - call_floor
+        if a or c or o or fixed or rest_floor or not blocks:
+            blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed, floor=rest_floor))
             each.append(-(-(a * wa + c * wc + o * wo) // denominator) + fixed)
         m = Message("user" if role == "user" else "assistant", tuple(blocks), Source(path, line))
         messages.append(m)

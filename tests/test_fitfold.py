@@ -8,6 +8,10 @@ sessions (test_ccfold's, and sessions whose results are lists of text parts in e
 
 from __future__ import annotations
 
+import base64
+import random
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,13 +27,15 @@ from test_ccfold import _example, sessions
 from windowfit.cli import fit_cmd
 from windowfit.cli.report_cmd import FAST_FOLD_ENV
 from windowfit.fitting import make_estimator
-from windowfit.fitting.ccfold import _fold_lines, fold_claude_code
+from windowfit.fitting.ccfold import _fold_lines, _fold_tree, fold_claude_code
 from windowfit.fitting.ccplan import fold_plan
 from windowfit.fitting.errors import InputError, OptionError
-from windowfit.fitting.fit import DEFAULTS, FitOptions, Plan, plan_fit
+from windowfit.fitting.fit import DEFAULTS, FitOptions, Plan, plan_fit, repaired
 from windowfit.fitting.formats import Input, load
 from windowfit.fitting.formats.claude_code import subagent_files
+from windowfit.fitting.repair import NO_RESULT_TEXT
 from windowfit.fitting.size import SizeMode, predict_size
+from windowfit.fitting.transcript import Message, Source, Text, Transcript
 
 SHARES = (2.0, 1.0, 0.9, 0.6, 0.3, 0.1, 0.02, 0.001)
 """Budgets as shares of the loaded size: fits, at it, stage 1, stages 2 and 3, too long."""
@@ -46,12 +52,30 @@ VARIANTS: tuple[dict[str, Any], ...] = (
 """Options besides the budget (``cut_step`` "quarter": a quarter of the budget)."""
 
 
-def loaded_plan(item: Input, options: FitOptions, size_mode: SizeMode, preamble: int | None) -> Plan | None:
+_LOADED: dict[tuple[str, bytes | None, bool], tuple[Transcript, ...] | None] = {}
+"""The last file loaded (``loaded``): a sweep plans one file many times."""
+
+
+def loaded(item: Input, skip_invalid: bool = False) -> tuple[Transcript, ...] | None:
+    """``load(item)``'s transcripts (with ``skip_invalid``), or None where the loader refuses the file."""
+    key = (item.path, item.data, skip_invalid)
+    if key not in _LOADED:
+        _LOADED.clear()
+        try:
+            _LOADED[key] = load(item, skip_invalid=skip_invalid)
+        except (InputError, ValueError):
+            _LOADED[key] = None
+    return _LOADED[key]
+
+
+def loaded_plan(
+    item: Input, options: FitOptions, size_mode: SizeMode, preamble: int | None, skip_invalid: bool = False
+) -> Plan | None:
     """What ``fit`` plans of the loaded file (``fit_cmd.fit``: the live context, its predicted size)."""
-    try:
-        (session,) = load(item)
-    except (InputError, ValueError):
+    found = loaded(item, skip_invalid)
+    if found is None:
         return None
+    (session,) = found
     est = make_estimator()
     size = predict_size(session, est, mode=size_mode, preamble=preamble)
     o = options
@@ -62,26 +86,61 @@ def loaded_plan(item: Input, options: FitOptions, size_mode: SizeMode, preamble:
     )  # fmt: skip
 
 
-def compare(item: Input, options: FitOptions, size_mode: SizeMode = "auto", preamble: int | None = None) -> Plan | None:
-    """The fold's plan of ``item``, asserted equal to the loaded one (and its skeleton to the loaded messages'
-    roles and lines); None where the fold leaves the file to the loader, which it does only where the one pass
-    (``_fold_lines``) does: the tree fold's sessions, which report takes, are loaded here."""
+def refused(item: Input, skip_invalid: bool = False) -> bool:
+    """Whether the fold leaves ``item`` to the loader as a plan: the one pass and the tree fold refuse it, or
+    the tree fold reads several transcripts (sidechains beside the main chain, a subagents folder)."""
+    if item.data is None and subagent_files(item.path):
+        return True
+    rule = make_estimator().rule
+    if _fold_lines(item, rule) is not None:  # type: ignore[arg-type]
+        return False
+    tree = _fold_tree(item, rule, skip_invalid)  # type: ignore[arg-type]
+    return tree is None or len(tree) > 1
+
+
+def shape(messages: Sequence[Message]) -> list[tuple[str, Source, list[tuple[str, bool]], list[str]]]:
+    """Each message's role, source, results (call id, whether synthetic) and calls: what repair changes."""
+    return [
+        (
+            m.role,
+            m.source,
+            [(r.call_id, r.content == (Text(NO_RESULT_TEXT),)) for r in m.tool_results],
+            [c.id for c in m.tool_calls],
+        )
+        for m in messages
+    ]
+
+
+def compare(
+    item: Input,
+    options: FitOptions,
+    size_mode: SizeMode = "auto",
+    preamble: int | None = None,
+    skip_invalid: bool = False,
+) -> Plan | None:
+    """The fold's plan of ``item``, asserted equal to the loaded one (and its skeleton, as given and as repaired,
+    to the loaded messages' roles and lines); None where the fold leaves the file to the loader, which it does
+    only where neither the one pass (``_fold_lines``) nor the tree fold reads it as one transcript."""
     est = make_estimator()
-    found = fold_plan(item, est, options, size_mode=size_mode, preamble=preamble)
+    found = fold_plan(item, est, options, size_mode=size_mode, preamble=preamble, skip_invalid=skip_invalid)
     if found is None:
-        # a session with a subagents folder is several transcripts: fit loads it
-        assert (item.data is None and subagent_files(item.path)) or _fold_lines(item, est.rule) is None  # type: ignore[arg-type]
+        assert refused(item, skip_invalid)
         return None
-    want = loaded_plan(item, options, size_mode, preamble)
+    want = loaded_plan(item, options, size_mode, preamble, skip_invalid)
     assert want is not None
     assert found.plan == want
-    (session,) = load(item)
+    found_sessions = loaded(item, skip_invalid)
+    assert found_sessions is not None
+    (session,) = found_sessions
     assert found.skeleton is not None
     assert [(m.role, m.source.line) for m in found.skeleton.messages] == [
         (m.role, m.source.line) for m in session.messages
     ]
+    assert shape(repaired(found.skeleton, want).messages) == shape(repaired(session.live(), want).messages)
     assert (found.skeleton.name, found.skeleton.source.path) == (session.name, session.source.path)
-    summary = fold_plan(item, est, options, size_mode=size_mode, preamble=preamble, summary=True)
+    summary = fold_plan(
+        item, est, options, size_mode=size_mode, preamble=preamble, summary=True, skip_invalid=skip_invalid
+    )
     assert summary is not None and fit_cmd.summary_plan(summary.plan) == fit_cmd.summary_plan(want)
     return want
 
@@ -93,22 +152,28 @@ def options_of(budget: int, variant: dict[str, Any]) -> FitOptions:
     return replace(DEFAULTS, budget=max(1, budget), **v)
 
 
-def sweep(item: Input, modes: tuple[tuple[SizeMode, int | None], ...] = (("auto", None),)) -> set[str]:
+def sweep(
+    item: Input,
+    modes: tuple[tuple[SizeMode, int | None], ...] = (("auto", None),),
+    skip_invalid: bool = False,
+    shares: tuple[float, ...] = SHARES,
+    variants: tuple[dict[str, Any], ...] = VARIANTS,
+) -> set[str]:
     """``compare`` over every share of the size and every variant; the outcomes met."""
     outcomes: set[str] = set()
     for size_mode, preamble in modes:
-        first = compare(item, options_of(10**9, {}), size_mode, preamble)
+        first = compare(item, options_of(10**9, {}), size_mode, preamble, skip_invalid)
         if first is None:
             return outcomes
-        for share in SHARES:
+        for share in shares:
             budget = int(first.tokens_before * share)
-            for variant in VARIANTS:
-                plan = compare(item, options_of(budget, variant), size_mode, preamble)
+            for variant in variants:
+                plan = compare(item, options_of(budget, variant), size_mode, preamble, skip_invalid)
                 assert plan is not None
                 outcomes.add(plan.outcome)
                 if plan.cut is not None and variant.get("cut_step") is None:
                     carried = replace(options_of(budget, variant), carried_cut=plan.cut)
-                    assert compare(item, carried, size_mode, preamble) is not None
+                    assert compare(item, carried, size_mode, preamble, skip_invalid) is not None
     return outcomes
 
 
@@ -117,33 +182,56 @@ def corpus_files() -> list[Path]:
     return files + sorted(DATA.joinpath("claude_code").rglob("*.jsonl"))
 
 
-def test_the_fold_plans_the_corpus_as_loaded() -> None:
+@pytest.mark.parametrize("skip_invalid", [False, True])
+def test_the_fold_plans_the_corpus_as_loaded(skip_invalid: bool) -> None:
     taken = 0
     outcomes: set[str] = set()
+    repairs: set[str] = set()
     for path in corpus_files():
-        met = sweep(Input(str(path), keep_text=False), (("auto", None), ("estimate", None), ("auto", 7_000)))
+        item = Input(str(path), keep_text=False)
+        modes: tuple[tuple[SizeMode, int | None], ...] = (("auto", None), ("estimate", None), ("auto", 7_000))
+        if path.stat().st_size > 300_000:  # the main sessions: fewer modes, shares and variants
+            met = sweep(item, modes[:2], skip_invalid, (2.0, 0.9, 0.3, 0.02, 0.001), VARIANTS[::2])
+        else:
+            met = sweep(item, modes, skip_invalid)
         taken += bool(met)
         outcomes |= met
-    assert taken >= 4  # the files the fold vouches for (4 of the corpus's on 2026-12-02)
-    # They are subagents (one turn): no turns to drop. Generated sessions drop turns (below).
-    assert outcomes >= {"fits", "cleared", "rounds-dropped", "too-long"}
+        if met:
+            plan = loaded_plan(item, options_of(10**9, {}), "auto", None, skip_invalid)
+            assert plan is not None
+            repairs |= {r.kind for r in plan.repairs}
+    # The files the fold plans: 4 of the corpus's and the tests' on 2026-12-02 from the one pass alone; with the
+    # tree fold's sessions (branches, broken links, defective rounds) 13 of 21, 15 with --skip-invalid (left:
+    # sidechains beside the main chain, a subagents folder, a compaction, broken lines without it).
+    assert taken >= (15 if skip_invalid else 13)
+    assert outcomes >= {"fits", "cleared", "turns-dropped", "rounds-dropped", "too-long"}
+    assert "synthetic-result" in repairs  # unanswered calls (orphan results: the generated sessions below)
 
 
-def test_prefixes_of_the_corpus_sessions_plan_as_loaded() -> None:
-    """The corpus's main sessions are shapes the fold leaves to the loader; their prefixes are real lines it
-    takes (see test_ccfold)."""
-    taken = 0
-    for path in sorted(require_shared("corpus", "transcripts", "claude_code").rglob("*.jsonl")):
-        lines = path.read_bytes().splitlines(keepends=True)
-        for n in range(1, len(lines) + 1, max(1, len(lines) // 6)):
-            item = Input(str(path), b"".join(lines[:n]), keep_text=False)
-            first = compare(item, options_of(10**9, {}))
-            if first is None:
-                continue
-            taken += 1
-            for share in (0.9, 0.3, 0.05):
-                compare(item, options_of(int(first.tokens_before * share), {}))
-    assert taken >= 20
+def test_every_prefix_of_a_corpus_session_plans_as_loaded() -> None:
+    """The corpus's main sessions hold broken lines, branches, second roots, sidechains beside the main chain,
+    images, unanswered calls, parallel calls' results hanging from their calls and comment lines; their
+    prefixes (a quarter of the first 80 and 24 spread over the file, as test_ccfold cuts them) hold each, and
+    cut the last line's round short (a reply's calls without their results, which repair answers)."""
+    taken = cut = repaired_ones = 0
+    for skip_invalid in (False, True):
+        for path in sorted(require_shared("corpus", "transcripts", "claude_code").rglob("*.jsonl")):
+            lines = path.read_bytes().splitlines(keepends=True)
+            cuts = {*range(1, min(len(lines), 80) + 1, 4), *range(1, len(lines) + 1, max(1, len(lines) // 24))}
+            for n in sorted(cuts):
+                cut += 1
+                item = Input(str(path), b"".join(lines[:n]), keep_text=False)
+                first = compare(item, options_of(10**9, {}), skip_invalid=skip_invalid)
+                if first is None:
+                    continue
+                taken += 1
+                repaired_ones += bool(first.repairs)
+                for share in (0.6, 0.1, 0.001):  # mid, small, tiny
+                    compare(item, options_of(int(first.tokens_before * share), {}), skip_invalid=skip_invalid)
+    # 583 of 806 on 2026-12-02, 253 of them repaired (the one pass alone takes none with a defect)
+    assert taken >= 540
+    assert repaired_ones >= 220
+    assert cut > taken
 
 
 def test_a_carried_cut_the_transcript_cannot_have_is_refused_in_the_loader_s_words(tmp_path: Path) -> None:
@@ -174,15 +262,48 @@ MODE = st.sampled_from([("auto", None), ("estimate", None), ("auto", 3_000), ("e
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=sessions(), share=BUDGET_SHARE, variant=VARIANT, mode=MODE)
+@given(data=sessions(), share=BUDGET_SHARE, variant=VARIANT, mode=MODE, skip_invalid=st.booleans())
 def test_generated_sessions_plan_as_loaded(
-    data: bytes, share: float, variant: dict[str, Any], mode: tuple[SizeMode, int | None]
+    data: bytes, share: float, variant: dict[str, Any], mode: tuple[SizeMode, int | None], skip_invalid: bool
 ) -> None:
+    """test_ccfold's sessions: branches, second roots, broken links, damaged lines, defective rounds, images."""
     item = Input("session.jsonl", data, keep_text=False)
     size_mode, preamble = mode
-    first = compare(item, options_of(10**9, {}), size_mode, preamble)
+    first = compare(item, options_of(10**9, {}), size_mode, preamble, skip_invalid)
     if first is not None:
-        compare(item, options_of(int(first.tokens_before * share), variant), size_mode, preamble)
+        compare(item, options_of(int(first.tokens_before * share), variant), size_mode, preamble, skip_invalid)
+
+
+def test_the_generated_defects_are_mostly_planned() -> None:
+    """The property above compares plans where the fold takes a session: make sure it takes each defect."""
+    found: Counter[str] = Counter()
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+    @given(data=sessions())
+    def count(data: bytes) -> None:
+        item = Input("session.jsonl", data, keep_text=False)
+        planned = fold_plan(item, make_estimator(), options_of(10**9, {}), skip_invalid=True)
+        if planned is None:
+            return
+        found["planned"] += 1
+        found["one pass"] += _fold_lines(item, make_estimator().rule) is not None  # type: ignore[arg-type]
+        report = fold_claude_code(item, make_estimator(), skip_invalid=True)
+        assert report is not None
+        kinds = {d.kind for d in report.defects}
+        found["branch"] += "branch" in kinds
+        found["broken-link"] += "broken-link" in kinds
+        found["image"] += b'"type":"image"' in data
+        for r in planned.plan.repairs:
+            found[r.kind] += 1
+
+    count()
+    # On 2026-12-02, in three runs: 143 to 198 of 300 planned, 100 to 145 of them by the one pass; 15 to 25 with
+    # a branch left out, 7 to 21 with a broken link, 46 to 79 with images, 25 to 28 synthetic results; damaged
+    # lines and orphan results came up 0 to 18 times (the seeded sessions above have each). The shapes depend
+    # on hypothesis's seed and on the code around the test: the floors say each comes up, not how often.
+    assert found["planned"] >= found["one pass"] + 20
+    for shape in ("branch", "broken-link", "image", "synthetic-result"):
+        assert found[shape] >= 3, (shape, dict(found))
 
 
 @st.composite
@@ -327,22 +448,195 @@ def test_fit_prints_the_same_with_the_fold_off(
     assert sum(taken) == len(SHARES)  # with the fold on, every time; with it off, never asked
 
 
-def test_fit_of_a_corpus_session_prints_the_same_with_the_fold_off(
-    run_cli: Any, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("skip_invalid", [False, True])
+def test_fit_and_check_of_the_corpus_print_the_same_with_the_fold_off(
+    run_cli: Any, monkeypatch: pytest.MonkeyPatch, skip_invalid: bool
 ) -> None:
-    compared = 0
+    """``fit`` (the diff, ``--json``) and ``check`` (text, JSON, GitHub annotations) of every corpus file, the
+    tree fold's sessions with their repairs among them, with the fold on and off."""
+    planned, checked = fit_cmd._fold_planned, fit_cmd._folded_check
+    taken: Counter[str] = Counter()
+
+    def counted_fit(*a: Any, **k: Any) -> Any:
+        found = planned(*a, **k)
+        taken["fit"] += found is not None
+        return found
+
+    def counted_check(*a: Any, **k: Any) -> Any:
+        found = checked(*a, **k)
+        taken["check"] += found is not None
+        return found
+
+    monkeypatch.setattr(fit_cmd, "_fold_planned", counted_fit)
+    monkeypatch.setattr(fit_cmd, "_folded_check", counted_check)
+    skip = ("--skip-invalid",) if skip_invalid else ()
     for path in corpus_files():
-        item = Input(str(path), keep_text=False)
-        if fold_claude_code(item, make_estimator()) is None:
-            continue
-        (session,) = load(item)
-        size = predict_size(session, make_estimator()).tokens
-        for share, extra in ((0.6, ()), (0.1, ("--json",)), (0.01, ())):
-            argv = ["fit", str(path), "--budget", str(max(1, int(size * share))), *extra]
+        found = loaded(Input(str(path), keep_text=False), skip_invalid)
+        size = 100_000 if not found else predict_size(found[0], make_estimator()).tokens
+        runs = [("fit", "--budget", str(max(1, int(size * share))), *extra) for share, extra in
+                ((0.6, ()), (0.1, ("--json",)), (0.01, ()))]  # fmt: skip
+        runs += [("check", "--budget", str(max(1, int(size * share))), *extra) for share, extra in
+                 ((2.0, ()), (0.3, ("--format", "json")), (0.3, ("--format", "github")), (0.01, ()))]  # fmt: skip
+        for command, *rest in runs:
+            argv = [command, str(path), *rest, *skip]
             monkeypatch.delenv(FAST_FOLD_ENV, raising=False)
             fast = run_cli(*argv)
             monkeypatch.setenv(FAST_FOLD_ENV, "0")
             general = run_cli(*argv)
             assert (fast.exit_code, fast.stdout, fast.stderr) == (general.exit_code, general.stdout, general.stderr)
-            compared += 1
-    assert compared >= 12
+    # The files fold_plan takes, 3 fits and 4 checks each: 13 of 21 (15 with --skip-invalid) on 2026-12-02
+    assert taken["fit"] >= 3 * (15 if skip_invalid else 13)
+    assert taken["check"] >= 4 * (15 if skip_invalid else 13)
+
+
+# --------------------------------------------------------------------------
+# Sessions with each defect the tree fold reads (and repair fixes)
+
+
+DEFECTS = (
+    "clean",
+    "unanswered",
+    "unanswered-before-a-prompt",
+    "unanswered-at-the-end",
+    "orphan",
+    "orphan-alone",
+    "broken-link",
+    "branch",
+    "second-root",
+    "image",
+    "cut-line",
+    "duplicate-history",
+)
+
+
+def _defective(defect: str, seed: int = 0) -> bytes:
+    """A prompt and 6 rounds of a reply (text and two calls, split over one line per block) and the results
+    (Latin, Cyrillic and CJK, some lists of parts), a new prompt after every second round, with one ``defect``:
+    a call without its result (followed by its round's other result, by a new prompt, or ending the file), a
+    result of no call (beside others, or alone in its message), a parent not in the file, a branch left out,
+    a second root, an image in a result, a line cut short, or a result written twice."""
+    rng = random.Random(seed)
+    lines: list[bytes] = []
+    parent: str | None = None
+    words = ("alpha beta ", "Жук жук ", "字字", "x = 1; ")
+
+    def line(kind: str, content: Any, *, hang: str | None = None, **rest: Any) -> str:
+        nonlocal parent
+        uuid = f"u{len(lines)}"
+        envelope = {"parentUuid": parent if hang is None else hang, "isSidechain": False, "sessionId": "s"}
+        message = {"role": kind, "content": content, **rest}
+        lines.append(orjson.dumps({**envelope, "type": kind, "uuid": uuid, "message": message}))
+        parent = uuid
+        return uuid
+
+    def text(n: int) -> str:
+        return rng.choice(words) * rng.randint(n // 2, n)
+
+    line("user", "Read the files.")
+    cached = 1000
+    for r in range(6):
+        calls = [f"toolu_{r}_{k}" for k in range(2)]
+        usage = {"input_tokens": 3, "cache_creation_input_tokens": 500, "cache_read_input_tokens": cached}
+        cached += 2000
+        line("assistant", [{"type": "text", "text": f"Round {r}."}], id=f"msg_{r}", usage=usage)
+        for c in calls:
+            line("assistant", [{"type": "tool_use", "id": c, "name": "Read", "input": {"p": c}}], id=f"msg_{r}")
+        if r == 2 and defect == "branch":
+            line("assistant", [{"type": "text", "text": "a reply left on a branch"}], hang="u1", id="msg_b")
+            parent = lines and orjson.loads(lines[-2])["uuid"]
+        results: list[Any] = []
+        for k, c in enumerate(calls):
+            inner: Any = text(3000)
+            if k == 1:
+                inner = [{"type": "text", "text": text(1500)}, {"type": "text", "text": text(900)}]
+            if r == 3 and defect == "image" and k == 1:
+                inner = [{"type": "text", "text": "a screenshot"}, _image_block()]
+            results.append({"type": "tool_result", "tool_use_id": c, "content": inner})
+        if r == 2 and defect.startswith("unanswered"):
+            results = results[:1] if defect == "unanswered" else []
+        if r == 3 and defect == "orphan":
+            results.append({"type": "tool_result", "tool_use_id": "toolu_gone", "content": text(800)})
+        if r == 5 and defect == "unanswered-at-the-end":
+            break
+        if results:
+            uuid = line("user", results)
+            if r == 1 and defect == "duplicate-history":
+                lines.append(lines[-1])
+            if r == 3 and defect == "cut-line":
+                lines[-1] = lines[-1][: len(lines[-1]) // 2]
+                parent = uuid
+        if r % 2 == 1 or (r == 2 and defect == "unanswered-before-a-prompt"):
+            line("user", f"Now turn {r}. " + text(200))
+            if r == 1 and defect == "orphan-alone":
+                line("user", [{"type": "tool_result", "tool_use_id": "toolu_none", "content": text(600)}])
+        if r == 4 and defect == "broken-link":
+            parent = "gone"
+        if r == 4 and defect == "second-root":
+            parent = None
+    return b"\n".join(lines) + b"\n"
+
+
+def _image_block() -> dict[str, Any]:
+    header = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (800).to_bytes(4, "big") + (600).to_bytes(4, "big")
+    data = base64.b64encode(header + b"\x08\x02\x00\x00\x00").decode()
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
+WANT_REPAIRS = {
+    "unanswered": {"synthetic-result"},
+    "unanswered-before-a-prompt": {"synthetic-result"},
+    "unanswered-at-the-end": {"synthetic-result"},
+    "orphan": {"dropped-result"},
+    "orphan-alone": {"dropped-result"},
+    "cut-line": {"synthetic-result"},  # its round's results are on the line cut short
+}
+
+
+@pytest.mark.parametrize("defect", DEFECTS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sessions_with_each_defect_plan_as_loaded(defect: str, seed: int) -> None:
+    item = Input("session.jsonl", _defective(defect, seed), keep_text=False)
+    skip_invalid = defect == "cut-line"
+    outcomes: set[str] = set()
+    for mode in (("auto", None), ("estimate", None)):
+        first = compare(item, options_of(10**9, {}), *mode, skip_invalid)
+        if defect == "duplicate-history":  # the loader keeps the first copy: left to it
+            assert first is None
+            return
+        assert first is not None, defect
+        assert {r.kind for r in first.repairs} == WANT_REPAIRS.get(defect, set())
+        for share in (*SHARES, 0.15, 0.05):
+            for variant in VARIANTS:
+                plan = compare(item, options_of(int(first.tokens_before * share), variant), *mode, skip_invalid)
+                assert plan is not None
+                outcomes.add(plan.outcome)
+    assert outcomes >= {"fits", "cleared", "too-long"}
+    # Stage 2 or 3 too, as the last turn holds (but after a second root, where the loader's chain starts: two
+    # rounds of large results, whose stubs fit or are too long).
+    assert defect == "second-root" or outcomes & {"turns-dropped", "rounds-dropped"}
+
+
+@pytest.mark.parametrize("defect", DEFECTS)
+def test_fit_and_check_of_each_defect_print_the_same_with_the_fold_off(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, defect: str
+) -> None:
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(_defective(defect))
+    skip = ("--skip-invalid",) if defect == "cut-line" else ()
+    found = loaded(Input(str(path), keep_text=False), bool(skip))
+    assert found is not None
+    size = predict_size(found[0], make_estimator()).tokens
+    for share in (2.0, 0.6, 0.2, 0.01):
+        budget = str(max(1, int(size * share)))
+        for argv in (
+            ["fit", str(path), "--budget", budget],
+            ["fit", str(path), "--budget", budget, "--json"],
+            ["check", str(path), "--budget", budget],
+            ["check", str(path), "--budget", budget, "--format", "github"],
+        ):
+            monkeypatch.delenv(FAST_FOLD_ENV, raising=False)
+            fast = run_cli(*argv, *skip)
+            monkeypatch.setenv(FAST_FOLD_ENV, "0")
+            general = run_cli(*argv, *skip)
+            assert (fast.exit_code, fast.stdout, fast.stderr) == (general.exit_code, general.stdout, general.stderr)
+            assert fast.exit_code in (0, 1), fast.stderr
