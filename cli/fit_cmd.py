@@ -56,25 +56,27 @@ if TYPE_CHECKING:
     from windowfit.fitting.ccplan import FoldedPlan  # imported where a Claude Code file is fitted
 
 from .exit_codes import ExitCode
-from .render_fit import OUTCOME_STYLE, render_plan
-from .rows_out import RowsOutput, scan_rows
-from .scan import Jobs
-from .shared import (
+from .options import (
     Budget,
     EstimatorName,
     Files,
     FromFormat,
     Index,
+    Jobs,
     JsonFlag,
     Name,
-    OutputRefused,
     Overhead,
     PreambleOption,
-    SizeChoice,
     SizeModeOption,
     SkipInvalid,
     Strict,
     Window,
+)
+from .render_fit import OUTCOME_STYLE, render_plan
+from .rows_out import RowsOutput, scan_rows
+from .shared import (
+    OutputRefused,
+    SizeChoice,
     check_limits,
     err,
     estimator_from,
