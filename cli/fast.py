@@ -1,19 +1,20 @@
-"""The ``windowfit`` command's entry point, and its fast path: ``report PATH... --json [--jobs N]``, the form a
-folder's scan by a script takes, run without Typer (importing Typer and building its command cost about a
-third of the command's start-up, issue 15). Any other command line, and any such line with an option, a
-spelling or a value the parse below does not know for certain (``-j2``, ``--jobs=0``, ``--``, a path
-beginning with ``-``, a flag given twice, a shell completion's variables), goes to Typer: help, usage errors
-and every other option keep Typer's words. The fast path calls ``report_run.report_json_command`` with the
-values Typer gives ``report`` for the same line (``tests/test_cli_fast.py`` checks the defaults against
-``report``'s signature and the output against Typer's, byte for byte), and ends as Typer's ``main`` ends."""
+"""The ``windowfit`` command's entry point, and its fast path: ``report PATH... --json [--jobs N]`` and
+``check PATH... --budget N --format json [--jobs N]``, the forms a script's scan of a folder takes, run
+without Typer (importing Typer and building its command were about a third of report's start-up, issue 15).
+Any other command line, and any such line with an option, a spelling or a value the parse below is not
+certain of (``-j2``, ``--jobs 0``, ``--``, a path beginning with ``-``, an option given twice, a shell's
+completion variables), goes to Typer: help, usage errors and every other option keep Typer's words.
+
+The fast path calls ``report_run.report_json_command`` (``check_run.check_json_command``), the function
+``report --json`` (``check --format json``) calls, with the values Typer gives the command for the same line
+(``tests/test_cli_fast.py`` holds the defaults to the commands' signatures and the output, errors and exit
+codes to Typer's, byte for byte), and ends as Typer's ``main`` ends."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Sequence
-
-_JOBS = ("--jobs", "-j")
 
 REPORT_DEFAULTS: dict[str, object] = {
     "budget": None,
@@ -32,42 +33,99 @@ REPORT_DEFAULTS: dict[str, object] = {
 equals its value."""
 
 
-def parse_report_json(args: Sequence[str]) -> tuple[list[str], int | None] | None:
-    """The paths and ``--jobs`` of ``report PATH... --json [--jobs N]`` (in any order); None for any other
-    command line."""
-    if len(args) < 3 or args[0] != "report":
+def _number(value: str) -> int | None:
+    """A positive integer as written plainly (``1``, ``200000``), else None: 0, a sign, a space, leading
+    zeros, other digits, a huge number and an option are left to Typer's parse and words."""
+    if value.isascii() and value.isdigit() and value[0] != "0" and len(value) <= 12:
+        return int(value)
+    return None
+
+
+def _parse(args: Sequence[str], command: str, flags: dict[str, str]) -> tuple[list[str], dict[str, str]] | None:
+    """The paths and the options of ``COMMAND PATH... [OPTION VALUE]...``: each option in ``flags`` (its
+    spellings, ``--name value``, ``-n value`` or ``--name=value``, to its name) at most once; None for any
+    other line (another option, a path beginning with ``-``, ``-`` for stdin, ``--``)."""
+    if not args or args[0] != command:
         return None
     paths: list[str] = []
-    jobs: int | None = None
-    json_ = False
+    found: dict[str, str] = {}
     i = 1
     while i < len(args):
         arg = args[i]
-        if arg == "--json":
-            if json_:
+        spelling, equals, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        name = flags.get(spelling)
+        if name is not None:
+            if name in found:
                 return None
-            json_ = True
-        elif arg in _JOBS or arg.startswith("--jobs="):
-            if jobs is not None:
-                return None
-            if arg.startswith("--jobs="):
-                value = arg[len("--jobs=") :]
-            else:
+            if not equals and name != "--json":
                 i += 1
                 if i == len(args):
                     return None
                 value = args[i]
-            if not (value.isascii() and value.isdigit() and value[0] != "0" and len(value) <= 6):
-                return None  # 0, a sign, a space, other digits or a huge number: Typer's parse and words
-            jobs = int(value)
+            elif equals and name == "--json":
+                return None
+            found[name] = value
         elif not arg or arg.startswith("-"):
             return None  # an option Typer reads (or "-", stdin, or "--")
         else:
             paths.append(arg)
         i += 1
-    if not json_ or not paths:
+    return (paths, found) if paths else None
+
+
+_REPORT_FLAGS = {"--json": "--json", "--jobs": "--jobs", "-j": "--jobs"}
+_CHECK_FLAGS = {"--budget": "--budget", "-b": "--budget", "--format": "--format", "--jobs": "--jobs", "-j": "--jobs"}
+
+
+def parse_report_json(args: Sequence[str]) -> tuple[list[str], int | None] | None:
+    """The paths and ``--jobs`` of ``report PATH... --json [--jobs N]`` (in any order); None for any other
+    command line."""
+    parsed = _parse(args, "report", _REPORT_FLAGS)
+    if parsed is None or "--json" not in parsed[1]:
+        return None
+    paths, found = parsed
+    jobs = _number(found["--jobs"]) if "--jobs" in found else None
+    if "--jobs" in found and jobs is None:
         return None
     return paths, jobs
+
+
+def parse_check_json(args: Sequence[str]) -> tuple[list[str], int, int | None] | None:
+    """The paths, ``--budget`` and ``--jobs`` of ``check PATH... --budget N --format json [--jobs N]`` (in any
+    order); None for any other command line."""
+    parsed = _parse(args, "check", _CHECK_FLAGS)
+    if parsed is None or parsed[1].get("--format") != "json" or "--budget" not in parsed[1]:
+        return None
+    paths, found = parsed
+    budget = _number(found["--budget"])
+    jobs = _number(found["--jobs"]) if "--jobs" in found else None
+    if budget is None or ("--jobs" in found and jobs is None):
+        return None
+    return paths, budget, jobs
+
+
+def check_defaults() -> dict[str, object]:
+    """What Typer gives ``check``'s other options when the line leaves them out (``fit.DEFAULTS``' for the
+    plan's; ``tests/test_cli_fast.py`` holds them to ``check``'s signature). ``fail_on`` and ``size`` are
+    their enums' values."""
+    from windowfit.fitting.fit import DEFAULTS
+
+    return {
+        "window": None,
+        "fail_on": "too-long",
+        "batch_size": DEFAULTS.batch_size,
+        "protected_fraction": DEFAULTS.protected_fraction,
+        "min_clear_ratio": DEFAULTS.min_clear_ratio,
+        "batch_tokens": DEFAULTS.batch_tokens,
+        "cut_step": None,
+        "estimator": "seed",
+        "overhead": 1.0,
+        "skip_invalid": False,
+        "strict": False,
+        "from_": None,
+        "size": "auto",
+        "preamble": None,
+    }
 
 
 def _completing() -> bool:
@@ -77,22 +135,32 @@ def _completing() -> bool:
 
 def main() -> None:
     """``windowfit``: the fast path where it applies, else Typer's app."""
-    parsed = None if _completing() else parse_report_json(sys.argv[1:])
-    if parsed is None:
+    args = sys.argv[1:]
+    report = None if _completing() else parse_report_json(args)
+    check = None if _completing() or report is not None else parse_check_json(args)
+    if report is None and check is None:
         from .app import main as typer_main
 
         typer_main()
         return
-    paths, jobs = parsed
+    failed = False
     try:
-        from .report_run import report_json_command
         from .shared import SizeChoice
 
-        options = dict(REPORT_DEFAULTS, size=SizeChoice(REPORT_DEFAULTS["size"]))
-        report_json_command(paths, jobs=jobs, **options)  # type: ignore[arg-type]
+        if report is not None:
+            from .report_run import report_json_command
+
+            options = dict(REPORT_DEFAULTS, size=SizeChoice(REPORT_DEFAULTS["size"]))
+            report_json_command(report[0], jobs=report[1], **options)  # type: ignore[arg-type]
+        elif check is not None:
+            from .check_run import check_json_command
+
+            defaults = check_defaults()
+            options = dict(defaults, size=SizeChoice(defaults["size"]))
+            failed = check_json_command(check[0], budget=check[1], jobs=check[2], **options)  # type: ignore[arg-type]
     except BaseException as exc:  # as Typer's main ends on it (typer.core._main, typer.main.Typer.__call__)
         _end(exc)
-    sys.exit(0)
+    sys.exit(1 if failed else 0)  # ExitCode.FAILED, as check's typer.Exit gives it
 
 
 def _end(exc: BaseException) -> None:

@@ -13,6 +13,7 @@ import pytest
 from conftest import require_shared
 
 from windowfit.cli import fast
+from windowfit.cli.fit_cmd import check
 from windowfit.cli.report_cmd import report
 
 SAMPLES = Path(__file__).parents[1] / "sample_transcripts"
@@ -57,7 +58,7 @@ def test_the_fast_path_takes_report_json_with_paths_and_jobs(
         ["report", "a", "--json", "--jobs", "+2"],
         ["report", "a", "--json", "--jobs", " 2"],
         ["report", "a", "--json", "--jobs", "٢"],
-        ["report", "a", "--json", "--jobs", "99999999"],
+        ["report", "a", "--json", "--jobs", "9999999999999"],
         ["report", "a", "--json", "--jobs", "--json"],
         ["report", "a", "--json", "-j2"],
         ["report", "a", "--json", "--budget", "100"],
@@ -81,6 +82,55 @@ def test_the_fast_path_runs_report_with_report_s_own_defaults() -> None:
     for name in ("json_", "jobs", "format_", "output", "details"):
         defaults.pop(name)
     assert defaults == fast.REPORT_DEFAULTS
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["check", "a", "--budget", "100000", "--format", "json"], (["a"], 100000, None)),
+        (["check", "--format=json", "-b", "5", "a", "b", "--jobs", "2"], (["a", "b"], 5, 2)),
+        (["check", "a", "--budget=7", "--format", "json", "-j", "1"], (["a"], 7, 1)),
+    ],
+)
+def test_the_fast_path_takes_check_json_with_paths_budget_and_jobs(
+    args: list[str], expected: tuple[list[str], int, int | None]
+) -> None:
+    assert fast.parse_check_json(args) == expected
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "a", "--format", "json"],  # no budget: check's own error
+        ["check", "a", "--budget", "100"],  # text
+        ["check", "a", "--budget", "100", "--format", "github"],
+        ["check", "a", "--budget", "100", "--format", "jsonl"],
+        ["check", "a", "--budget", "0", "--format", "json"],
+        ["check", "a", "--budget", "1e5", "--format", "json"],
+        ["check", "a", "--budget", "100", "--format", "json", "--window", "200"],
+        ["check", "a", "--budget", "100", "--format", "json", "--fail-on", "cleared"],
+        ["check", "a", "--budget", "100", "--format", "json", "--format", "json"],
+        ["check", "a", "--budget", "100", "--format", "json", "--json"],
+        ["check", "a", "--budget", "100", "--format", "json", "--jobs", "0"],
+        ["check", "a", "--budget", "100", "--format", "json", "-q"],
+        ["check", "-", "--budget", "100", "--format", "json"],
+        ["check", "--budget", "100", "--format", "json"],
+        ["report", "a", "--budget", "100", "--format", "json"],
+    ],
+)
+def test_every_other_check_line_goes_to_typer(args: list[str]) -> None:
+    assert fast.parse_check_json(args) is None
+
+
+def test_the_fast_check_runs_check_with_check_s_own_defaults() -> None:
+    defaults = {
+        name: getattr(p.default, "value", p.default)
+        for name, p in inspect.signature(check).parameters.items()
+        if p.default is not p.empty
+    }
+    for name in ("budget", "format_", "jobs", "quiet", "output"):
+        defaults.pop(name)
+    assert defaults == fast.check_defaults()
 
 
 def _both(args: list[str], cwd: Path | None = None) -> tuple[subprocess.CompletedProcess[bytes], ...]:
@@ -135,10 +185,27 @@ def test_the_real_corpus_reports_as_through_typer() -> None:
     _same(["report", str(corpus), "--json", "--jobs", "2"])
 
 
+@pytest.mark.parametrize("budget", ["1000", "20000", "100000000"])
+def test_a_folder_s_check_json_is_typer_s_byte_for_byte(budget: str) -> None:
+    done = _same(["check", str(SAMPLES), "--budget", budget, "--format", "json"])
+    assert done.returncode in (0, 1)
+    assert done.stdout.startswith(b"{\n")
+
+
+def test_check_s_errors_and_jobs_are_typer_s(tmp_path: Path) -> None:
+    assert _same(["check", str(tmp_path / "missing.jsonl"), "--budget", "10", "--format", "json"]).returncode == 3
+    _same(["check", str(SAMPLES), "--budget", "5000", "--format", "json", "--jobs", "2"])
+
+
+def test_the_real_corpus_checks_as_through_typer() -> None:
+    corpus = require_shared("corpus", "transcripts")
+    _same(["check", str(corpus), "--budget", "100000", "--format", "json", "--jobs", "2"])  # a broken file: exit 3
+
+
 PROBE = """
 import sys
 from windowfit.cli.fast import main
-sys.argv = ["windowfit", "report", sys.argv[1], "--json"]
+sys.argv = ["windowfit", *sys.argv[1:]]
 try:
     main()
 except SystemExit as e:
@@ -146,9 +213,13 @@ except SystemExit as e:
 """
 
 
-def test_the_fast_path_imports_neither_typer_nor_rich() -> None:
+@pytest.mark.parametrize(
+    "line", [["report", "{path}", "--json"], ["check", "{path}", "--budget", "100000000", "--format", "json"]]
+)
+def test_the_fast_path_imports_neither_typer_nor_rich(line: list[str]) -> None:
+    path = str(SAMPLES / "en_coding_session.jsonl")
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(SAMPLES / "en_coding_session.jsonl")], capture_output=True, text=True
+        [sys.executable, "-c", PROBE, *(a.format(path=path) for a in line)], capture_output=True, text=True
     )
     assert done.stderr.strip() == "0 []"
 
