@@ -159,7 +159,7 @@ def commands(path: Path, out: Path) -> dict[str, list[str]]:
     }
 
 
-ENTRY = "import sys; from windowfit.cli.app import main; sys.argv = ['windowfit', *sys.argv[1:]]; main()"
+ENTRY = "import sys; from windowfit.cli.fast import main; sys.argv = ['windowfit', *sys.argv[1:]]; main()"
 BASELINE = "import windowfit.cli.app"
 
 

@@ -19,16 +19,10 @@ from windowfit.fitting.suggest import Sample, Suggestion
 from windowfit.fitting.suggest import suggest as fit_suggestion
 from windowfit.fitting.tokenizers import DEFAULT_TOKENIZER, KNOWN_TOKENIZERS, Tokenizer, load_tokenizer
 
+from .options import EstimatorName, Files, FromFormat, Jobs, JsonFlag, SkipInvalid, Strict
 from .render import plural
 from .render_audit import render_audit, render_suggestion
-from .scan import Jobs
 from .shared import (
-    EstimatorName,
-    Files,
-    FromFormat,
-    JsonFlag,
-    SkipInvalid,
-    Strict,
     estimator_from,
     fail,
     out,

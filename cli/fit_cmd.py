@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
-from windowfit.fitting.columns import Columns, columns_from_stream, is_plain, plan_columns
+from windowfit.fitting.columns import Columns, columns_from_stream, is_plain
 from windowfit.fitting.columns_fit import fitted_header, fitted_messages, fitted_skeleton, lined, plain_lines_of
 from windowfit.fitting.errors import FileChanged, InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
@@ -32,7 +32,6 @@ from windowfit.fitting.fit import (
     apply_plan,
     crossed,
     keep_cleared,
-    plan_fit,
     too_long_message,
 )
 from windowfit.fitting.formats import Format, Input
@@ -46,7 +45,7 @@ from windowfit.fitting.request import (
     write_transcript,
     writes_body,
 )
-from windowfit.fitting.serialize import check_document, plan_document
+from windowfit.fitting.serialize import plan_document
 from windowfit.fitting.size import Size, predict_size
 from windowfit.fitting.store import PAGE_TOKENS, Entry, ResultStore, open_store
 from windowfit.fitting.transcript import Dialect
@@ -55,26 +54,40 @@ from windowfit.fitting.validate import Violation, check_request, new_violations,
 if TYPE_CHECKING:
     from windowfit.fitting.ccplan import FoldedPlan  # imported where a Claude Code file is fitted
 
+from .check_run import (  # the workers' side, without Typer; the names kept here for fit and the tests
+    FAST_FOLD_ENV,
+    _options,
+    _plan,
+    _plan_columns,
+    check_json_command,
+    check_stream,
+    check_work,
+)
+from .check_run import Checked as Checked
+from .check_run import _folded_check as _folded_check
+from .check_run import summary_plan as summary_plan
 from .exit_codes import ExitCode
-from .render_fit import OUTCOME_STYLE, render_plan
-from .rows_out import RowsOutput, scan_rows
-from .scan import Jobs
-from .shared import (
+from .options import (
     Budget,
     EstimatorName,
     Files,
     FromFormat,
     Index,
+    Jobs,
     JsonFlag,
     Name,
-    OutputRefused,
     Overhead,
     PreambleOption,
-    SizeChoice,
     SizeModeOption,
     SkipInvalid,
     Strict,
     Window,
+)
+from .render_fit import OUTCOME_STYLE, render_plan
+from .rows_out import RowsOutput, scan_rows
+from .shared import (
+    OutputRefused,
+    SizeChoice,
     check_limits,
     err,
     estimator_from,
@@ -88,7 +101,7 @@ from .shared import (
     size_of,
     write_atomic,
 )
-from .steps import BatchTokens, CutStep, cut_step_of
+from .steps import BatchTokens, CutStep
 from .terminal import markup_safe, visible
 
 
@@ -144,67 +157,6 @@ AddNotice = Annotated[
         help="Tell the agent, in the system prompt, that old tool results get cleared and not to stop to save space.",
     ),
 ]
-
-
-def _options(
-    budget: int,
-    batch_size: int,
-    protected: float,
-    min_ratio: float,
-    add_notice: bool,
-    batch_tokens: int | None,
-    cut_step: str | None,
-    carried_cut: int | None = None,
-) -> FitOptions:
-    try:
-        step = cut_step_of(cut_step, budget)
-        return FitOptions(
-            budget,
-            batch_size,
-            protected,
-            min_ratio,
-            add_notice,
-            batch_tokens=batch_tokens,
-            cut_step=step,
-            carried_cut=carried_cut,
-        )
-    except OptionError as exc:
-        fail(exc)
-
-
-def _plan(transcript: Transcript, est: Estimator, options: FitOptions, size: Size) -> Plan:
-    try:
-        return plan_fit(
-            transcript,
-            budget=options.budget,
-            estimator=est,
-            batch_size=options.batch_size,
-            protected_fraction=options.protected_fraction,
-            min_clear_ratio=options.min_clear_ratio,
-            add_notice=options.add_notice,
-            size=size,
-            batch_tokens=options.batch_tokens,
-            cut_step=options.cut_step,
-            page_tokens=options.page_tokens,
-            carried_cut=options.carried_cut,
-        )
-    except WindowfitError as exc:
-        fail(exc)
-
-
-def _plan_columns(
-    columns: Columns, est: Estimator, options: FitOptions, size: Size, skeleton: Transcript | None = None
-) -> Plan:
-    """``_plan`` of the transcript ``columns`` holds (``fitting.columns.plan_columns``): the same plan."""
-    try:
-        return plan_columns(
-            columns, budget=options.budget, estimator=est, size=size, batch_size=options.batch_size,
-            protected_fraction=options.protected_fraction, min_clear_ratio=options.min_clear_ratio,
-            add_notice=options.add_notice, page_tokens=options.page_tokens, batch_tokens=options.batch_tokens,
-            cut_step=options.cut_step, skeleton=skeleton,
-        )  # fmt: skip
-    except WindowfitError as exc:
-        fail(exc)
 
 
 P = ParamSpec("P")
@@ -861,9 +813,19 @@ def check(
     """
     if budget is None:
         fail(OptionError("check needs --budget"))
+    if format_ is CheckFormat.json:
+        failed = check_json_command(
+            files, budget=budget, window=window, fail_on=fail_on.value, batch_size=batch_size,
+            protected_fraction=protected_fraction, min_clear_ratio=min_clear_ratio, batch_tokens=batch_tokens,
+            cut_step=cut_step, estimator=estimator, overhead=overhead, skip_invalid=skip_invalid, strict=strict,
+            from_=from_, size=size, preamble=preamble, jobs=jobs,
+        )  # fmt: skip
+        if failed:
+            raise typer.Exit(ExitCode.FAILED)
+        return
     check_limits(budget, window)
     options = _options(budget, batch_size, protected_fraction, min_clear_ratio, False, batch_tokens, cut_step)
-    est = estimator_from(estimator, overhead)
+    estimator_from(estimator, overhead)  # a usage error before any file is read
     threshold = OUTCOMES.index(fail_on.value)
     if format_ in (CheckFormat.jsonl, CheckFormat.parquet):
         flat = scan_rows(
@@ -892,194 +854,49 @@ def check(
     )  # fmt: skip
     rows = loaded.values
     any_failed = any(c.failed for c in rows)
-    if format_ is CheckFormat.json:
-        print_json(
-            check_document(
-                [(c.path, c.name, c.plan, c.failed) for c in rows],
-                estimator=est.rule.name,
-                budget=budget,
-                window=window,
-                fail_on=OUTCOMES[threshold],
-                skipped=loaded.skipped,
-            )
-        )
-    else:
-        for c in rows:
-            path, p, limit, f = c.path, c.plan, c.limit, c.failed
-            tokens = f"{p.outcome}: {p.tokens_before:,} → {p.tokens_after:,} tokens"
-            summary = (
-                f"[{c.name}] " if c.name else ""
-            ) + f"{tokens} ({limits_phrase(p, limit, budget, window)}{_sized(p)})"
-            if p.cause:
-                summary += f" — {p.cause}"
-            if format_ is CheckFormat.github:
-                for r in p.repairs:  # a defect needs a look even in a passing file
-                    line = f",line={r.source.line}" if r.source.line else ""
-                    props = f"file={_gh(path, prop=True)}{line},title={_gh('windowfit ' + r.defect, prop=True)}"
-                    sys.stdout.write(f"::warning {props}::{_gh(r.why + ' (call ' + r.call_id + '; fit repairs it)')}\n")
-                if not f:  # errors are for what fails: a passing file makes none
-                    continue
-                level = "error"
-                message = summary
-                if p.outcome == "too-long":
-                    message = too_long_message(p)
-                    if limit == "window":
-                        message += f" The smallest request, {p.tokens_after:,} tokens, is over the {window:,} window."
-                props = f"file={_gh(path, prop=True)},title={_gh('windowfit ' + p.outcome, prop=True)}"
-                sys.stdout.write(f"::{level} {props}::{_gh(message)}\n")
-            elif not (quiet and not f):
-                mark = "[red]FAIL[/]" if f else "[green]ok[/]  "
-                out.print(
-                    f"{mark} {markup_safe(path)}  [{OUTCOME_STYLE[p.outcome]}]{markup_safe(summary)}[/]", soft_wrap=True
-                )
-                for r in p.repairs:  # what fit repairs first: the input breaks the provider's rules here
-                    where = f"{r.source.path}:{r.source.line}" if r.source.line else r.source.path
-                    out.print(
-                        f"     [yellow]{markup_safe(where)}: {r.defect}: {markup_safe(r.why)} "
-                        f"(call {markup_safe(r.call_id)}; fit repairs it)[/]",
-                        soft_wrap=True,
-                    )
-        if format_ is CheckFormat.text:
-            n_failed = sum(1 for c in rows if c.failed)
-            skipped = f", {len(loaded.skipped)} skipped (not transcripts windowfit reads)" if loaded.skipped else ""
+    for c in rows:
+        path, p, limit, f = c.path, c.plan, c.limit, c.failed
+        tokens = f"{p.outcome}: {p.tokens_before:,} → {p.tokens_after:,} tokens"
+        summary = (
+            f"[{c.name}] " if c.name else ""
+        ) + f"{tokens} ({limits_phrase(p, limit, budget, window)}{_sized(p)})"
+        if p.cause:
+            summary += f" — {p.cause}"
+        if format_ is CheckFormat.github:
+            for r in p.repairs:  # a defect needs a look even in a passing file
+                line = f",line={r.source.line}" if r.source.line else ""
+                props = f"file={_gh(path, prop=True)}{line},title={_gh('windowfit ' + r.defect, prop=True)}"
+                sys.stdout.write(f"::warning {props}::{_gh(r.why + ' (call ' + r.call_id + '; fit repairs it)')}\n")
+            if not f:  # errors are for what fails: a passing file makes none
+                continue
+            level = "error"
+            message = summary
+            if p.outcome == "too-long":
+                message = too_long_message(p)
+                if limit == "window":
+                    message += f" The smallest request, {p.tokens_after:,} tokens, is over the {window:,} window."
+            props = f"file={_gh(path, prop=True)},title={_gh('windowfit ' + p.outcome, prop=True)}"
+            sys.stdout.write(f"::{level} {props}::{_gh(message)}\n")
+        elif not (quiet and not f):
+            mark = "[red]FAIL[/]" if f else "[green]ok[/]  "
             out.print(
-                f"{len(rows)} checked, {n_failed} failed{skipped} (fail on: {fail_on.value} or worse)", soft_wrap=True
+                f"{mark} {markup_safe(path)}  [{OUTCOME_STYLE[p.outcome]}]{markup_safe(summary)}[/]", soft_wrap=True
             )
+            for r in p.repairs:  # what fit repairs first: the input breaks the provider's rules here
+                where = f"{r.source.path}:{r.source.line}" if r.source.line else r.source.path
+                out.print(
+                    f"     [yellow]{markup_safe(where)}: {r.defect}: {markup_safe(r.why)} "
+                    f"(call {markup_safe(r.call_id)}; fit repairs it)[/]",
+                    soft_wrap=True,
+                )
+    if format_ is CheckFormat.text:
+        n_failed = sum(1 for c in rows if c.failed)
+        skipped = f", {len(loaded.skipped)} skipped (not transcripts windowfit reads)" if loaded.skipped else ""
+        out.print(
+            f"{len(rows)} checked, {n_failed} failed{skipped} (fail on: {fail_on.value} or worse)", soft_wrap=True
+        )
     if any_failed:
         raise typer.Exit(ExitCode.FAILED)
-
-
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """One transcript's check: what the output shows of it (the transcript itself is dropped)."""
-
-    path: str
-    name: str
-    plan: Plan
-    """The plan's outcome, tokens, cause, repairs and size; without the per-message and per-result detail
-    (``summary_plan``), which no check output shows."""
-    limit: Limit | None
-    failed: bool
-
-
-def _checked(t: Transcript, plan: Plan, window: int | None, threshold: int) -> Checked:
-    """One transcript's check line: its plan's summary, the limit it crosses and whether that fails the run."""
-    return _checked_at(t.source.path, t.name, plan, window, threshold)
-
-
-def _checked_at(path: str, name: str, plan: Plan, window: int | None, threshold: int) -> Checked:
-    """``_checked`` of the transcript named ``name`` in ``path``."""
-    limit = crossed(plan, window)
-    failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
-    return Checked(path, name, summary_plan(plan), limit, failed)
-
-
-def check_work(
-    transcripts: tuple[Transcript, ...],
-    *,
-    estimator: str,
-    overhead: float,
-    budget: int,
-    window: int | None,
-    threshold: int,
-    fit_options: FitOptions,
-    size: SizeChoice,
-    preamble: int | None,
-) -> list[Checked]:
-    """One file's checks, with an estimator (and memo) of its own."""
-    est = estimator_from(estimator, overhead)
-    checked = []
-    for session in transcripts:
-        t = session.live()
-        predicted = size_of(session, est, size, preamble)
-        plan = _plan(t, est, fit_options, predicted)
-        checked.append(_checked(t, plan, window, threshold))
-    return checked
-
-
-def check_stream(
-    item: Input,
-    chosen: Format,
-    skip_invalid: bool,
-    *,
-    estimator: str,
-    overhead: float,
-    budget: int,
-    window: int | None,
-    threshold: int,
-    fit_options: FitOptions,
-    size: SizeChoice,
-    preamble: int | None,
-) -> list[Checked] | None:
-    """``check_work``'s check of a messages file, read one message at a time into columns (a role and an
-    estimate a plain message, ``fitting.columns``): a file of a million tiny lines is never held as messages.
-    None for another format, or when the stream stops on an error (the file is then loaded, and the loader
-    words the error). A Claude Code session that fits is checked from the fold of its lines (``_folded_check``)."""
-    from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE  # loaded with the format registry
-
-    if chosen.name == CLAUDE_CODE:
-        return _folded_check(
-            item, estimator=estimator, overhead=overhead, window=window, threshold=threshold,
-            fit_options=fit_options, size=size, preamble=preamble, skip_invalid=skip_invalid,
-        )  # fmt: skip
-    try:
-        found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
-        if found is None:
-            return None
-        est = estimator_from(estimator, overhead)
-        columns = columns_from_stream(found.messages, found.header, est)
-        predicted = predict_size(columns.header, est, mode=size.value, preamble=preamble)
-    except (WindowfitError, ValueError, RecursionError, OSError):
-        return None
-    predicted = replace(predicted, tokens=predicted.tokens + columns.total, estimated_tokens=columns.total)
-    plan = _plan_columns(columns, est, fit_options, predicted)
-    header = columns.header
-    del columns
-    return [_checked(header, plan, window, threshold)]
-
-
-FAST_FOLD_ENV = "WINDOWFIT_FASTFOLD"
-"""Set to 0 to load every Claude Code file (``report_cmd.FAST_FOLD_ENV``: one switch for both commands)."""
-
-
-def _folded_check(
-    item: Input,
-    *,
-    estimator: str,
-    overhead: float,
-    window: int | None,
-    threshold: int,
-    fit_options: FitOptions,
-    size: SizeChoice,
-    preamble: int | None,
-    skip_invalid: bool = False,
-) -> list[Checked] | None:
-    """``check_work``'s check of a Claude Code session, from the fold of its lines without loading it
-    (``fitting.ccplan.fold_plans``: the same summary plans, fitting or not, one a transcript, sidechains beside
-    the main chain too); None to load the file (a shape the fold leaves to the loader, an option it does not
-    plan for, or the fold turned off)."""
-    if os.environ.get(FAST_FOLD_ENV) == "0":
-        return None
-    from windowfit.fitting.ccplan import fold_plans  # only a folder of Claude Code sessions needs it
-
-    est = estimator_from(estimator, overhead)
-    try:
-        found = fold_plans(
-            item, est, fit_options, size_mode=size.value, preamble=preamble, summary=True, skip_invalid=skip_invalid
-        )
-    except (WindowfitError, ValueError, RecursionError, OSError):
-        return None
-    return None if found is None else [_checked_at(f.path, f.name, f.plan, window, threshold) for f in found]
-
-
-def summary_plan(plan: Plan) -> Plan:
-    """``plan`` without what only ``fit`` shows: every message's estimate and every result's reference. A worker
-    of a folder check sends each plan back pickled, and those tuples were most of its bytes (2.35 MB over 200
-    sessions of ``benchmarks/bench_folder.py``, 0.26 s to pickle and 0.29 s to unpickle in one loaded process,
-    against 3.9 s for the checks; 0.09 MB and 0.01 s without them)."""
-    return replace(
-        plan, message_tokens=(), results=(), protected=(), too_small=(), candidates=(), batches=(), kept=(), dropped=()
-    )
 
 
 def limits_phrase(plan: Plan, limit: Limit | None, budget: int, window: int | None) -> str:

@@ -37,21 +37,23 @@ from windowfit.fitting.serialize import replay_document
 from windowfit.fitting.transcript import Transcript
 
 from .exit_codes import ExitCode
-from .render_replay import render_chart, render_retrievable, render_table
-from .shared import (
-    LISTED,
+from .options import (
     EstimatorName,
     FromFormat,
     Index,
     JsonFlag,
     Name,
-    OutputRefused,
     Overhead,
     PreambleOption,
-    SizeChoice,
     SkipInvalid,
     Strict,
     Window,
+)
+from .render_replay import render_chart, render_retrievable, render_table
+from .shared import (
+    LISTED,
+    OutputRefused,
+    SizeChoice,
     check_limits,
     counted_progress,
     err,

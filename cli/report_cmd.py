@@ -2,44 +2,60 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
 from functools import partial
 from typing import Annotated
 
 import typer
 
-from windowfit.fitting import Transcript, WindowfitError, build_report
-from windowfit.fitting._json import encode
-from windowfit.fitting.ccfold import fold_claude_code_all
-from windowfit.fitting.formats import Format, Input, SkippedFile, load
-from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
-from windowfit.fitting.report import Report, fold_report
-from windowfit.fitting.serialize import TranscriptReportJson, report_document_of, report_to_dict
-
-from .rows_out import RowsOutput, scan_rows
-from .scan import Jobs, Stream, Work
-from .shared import (
+from .options import (
     Budget,
     EstimatorName,
     Files,
     FromFormat,
+    Jobs,
     JsonFlag,
     Overhead,
     PreambleOption,
-    SizeChoice,
     SizeModeOption,
     SkipInvalid,
     Strict,
     Window,
-    check_limits,
-    estimator_from,
-    scan_all,
-    size_of,
 )
+from .report_run import (  # the workers' side, without Typer; the names kept here for the tests and benchmarks
+    FAST_FOLD_ENV,
+    FRAGMENT_INDENT,
+    ReportOptions,
+    claude_code_fold,
+    json_stream,
+    json_work,
+    report_file,
+    report_fragment,
+    report_json,
+    report_json_command,
+    report_json_parts,
+    report_stream,
+    report_work,
+)
+from .rows_out import RowsOutput, scan_rows
+from .shared import SizeChoice, check_limits, estimator_from, scan_all
+
+__all__ = [
+    "FAST_FOLD_ENV",
+    "FRAGMENT_INDENT",
+    "ReportFormat",
+    "ReportOptions",
+    "claude_code_fold",
+    "json_stream",
+    "json_work",
+    "report",
+    "report_file",
+    "report_fragment",
+    "report_json",
+    "report_json_parts",
+    "report_stream",
+    "report_work",
+]
 
 
 class ReportFormat(str, Enum):
@@ -83,8 +99,14 @@ def report(
 
     Example: windowfit report sample_transcripts/ru_subagent_chapters.jsonl --budget 400000 --window 1000000
     """
+    if json_ and format_ is ReportFormat.text:
+        report_json_command(
+            files, budget=budget, window=window, estimator=estimator, overhead=overhead, skip_invalid=skip_invalid,
+            strict=strict, from_=from_, size=size, preamble=preamble, jobs=jobs, top=top,
+        )  # fmt: skip
+        return
     check_limits(budget, window)
-    est = estimator_from(estimator, overhead)
+    estimator_from(estimator, overhead)  # a usage error before any file is read
     if format_ is not ReportFormat.text:
         scan_rows(
             files, kind=format_.value, output=output, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs,
@@ -94,22 +116,6 @@ def report(
     options = ReportOptions(estimator, overhead, budget, window, top, size, preamble)
     work = partial(report_work, options=options)
     stream = partial(report_stream, options=options)
-    if json_:  # each file's reports become JSON objects where they are made: in the workers, with a pool
-        documents = scan_all(
-            files,
-            partial(json_work, work=work),
-            fmt=from_,
-            skip_invalid=skip_invalid,
-            strict=strict,
-            jobs=jobs,
-            progress=False,
-            stream_work=partial(json_stream, stream=stream),
-        )
-        # what print_json writes for the same document, a piece at a time
-        for part in report_json_parts(documents.values, estimator=est.rule.name, skipped=documents.skipped):
-            sys.stdout.write(part.decode())
-        sys.stdout.write("\n")
-        return
     scanned = scan_all(
         files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=True, stream_work=stream
     )
@@ -117,154 +123,3 @@ def report(
     from .shared import out
 
     print_reports(out, scanned.values, details=details)
-
-
-def json_work(transcripts: tuple[Transcript, ...], *, work: Work[Report]) -> list[bytes]:
-    """``work``'s reports as ``report --json`` prints them (``report_fragment``)."""
-    return [report_fragment(report_to_dict(r)) for r in work(transcripts)]
-
-
-def json_stream(item: Input, chosen: Format, skip_invalid: bool, *, stream: Stream[Report]) -> list[bytes] | None:
-    """``stream``'s reports as ``report --json`` prints them; None where it reads no stream."""
-    reports = stream(item, chosen, skip_invalid)
-    return None if reports is None else [report_fragment(report_to_dict(r)) for r in reports]
-
-
-FRAGMENT_INDENT = b"\n    "
-"""A line break inside one of the document's ``transcripts``: two levels of orjson's two-space indent."""
-_PLACEHOLDER = "windowfit: the transcripts go here"
-
-
-def report_fragment(report: TranscriptReportJson) -> bytes:
-    """One transcript's object as it stands in ``report --json``'s indented document, made where the report is
-    (in a worker, with a pool): the parent then only joins bytes, instead of unpickling every report's objects
-    and encoding the whole document alone. JSON strings hold no raw line break, so indenting every line break
-    of the object's own indented text is exact."""
-    return encode(report, indent=True, sort_keys=True).replace(b"\n", FRAGMENT_INDENT)
-
-
-def report_json(fragments: Sequence[bytes], *, estimator: str, skipped: Sequence[SkippedFile]) -> bytes:
-    """``encode(report_document_of(reports, ...), indent=True, sort_keys=True)``, byte for byte, from the
-    reports' ``report_fragment``: ``report_json_parts`` joined."""
-    return b"".join(report_json_parts(fragments, estimator=estimator, skipped=skipped))
-
-
-def report_json_parts(fragments: Sequence[bytes], *, estimator: str, skipped: Sequence[SkippedFile]) -> list[bytes]:
-    """``report_json``'s document in pieces, to be written one after another (the command never holds the
-    whole document, a copy of every fragment, nor its text): the document is encoded with one placeholder in
-    ``transcripts`` (its last key, sorted: nothing is written after the placeholder but the brackets that close
-    it), and the fragments, separated as orjson separates an array's items there, take its place."""
-    document = encode(
-        report_document_of([_PLACEHOLDER], estimator=estimator, skipped=skipped),  # type: ignore[list-item]
-        indent=True,
-        sort_keys=True,
-    )
-    head, mark, tail = document.rpartition(encode(_PLACEHOLDER))
-    if not mark or not fragments:  # pragma: no cover - the placeholder is always there; a scan finds a report
-        raise ValueError("report_json needs the placeholder and at least one report")
-    parts = [head]
-    for i, fragment in enumerate(fragments):
-        if i:
-            parts.append(b",\n    ")
-        parts.append(fragment)
-    parts.append(tail)
-    return parts
-
-
-@dataclass(frozen=True, slots=True)
-class ReportOptions:
-    """What one file's report is made with: the same for the loaded and the streamed file, and small enough
-    to go to a worker."""
-
-    estimator: str
-    overhead: float
-    budget: int | None
-    window: int | None
-    top: int
-    size: SizeChoice
-    preamble: int | None
-
-
-def report_work(transcripts: tuple[Transcript, ...], *, options: ReportOptions) -> list[Report]:
-    """One file's reports, with an estimator (and memo) of its own, so nothing of the file outlives it."""
-    o = options
-    est = estimator_from(o.estimator, o.overhead)
-    return [
-        build_report(t, est, budget=o.budget, window=o.window, top=o.top, size=size_of(t, est, o.size, o.preamble))
-        for t in transcripts
-    ]
-
-
-def report_stream(
-    item: Input,
-    chosen: Format,
-    skip_invalid: bool,
-    *,
-    options: ReportOptions,
-) -> list[Report] | None:
-    """``report_work``'s report of a messages file, folded over its messages as they are read (a file of a
-    million tiny lines is never held), or of a Claude Code session folded from its lines (``claude_code_fold``);
-    None for another format, or when the stream stops on an error (the file is then loaded, and the loader
-    words the error)."""
-    if chosen.name == CLAUDE_CODE:
-        return claude_code_fold(item, options, skip_invalid=skip_invalid)
-    from windowfit.fitting.formats.messages import stream_messages  # not for a Claude Code session
-
-    try:
-        found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
-        if found is None:
-            return None
-        o = options
-        est = estimator_from(o.estimator, o.overhead)
-        return [
-            fold_report(
-                found.messages,
-                found.header,
-                est,
-                budget=o.budget,
-                window=o.window,
-                top=o.top,
-                size_mode=o.size.value,
-                preamble=o.preamble,
-            )
-        ]
-    except (WindowfitError, ValueError, RecursionError, OSError):
-        return None
-
-
-FAST_FOLD_ENV = "WINDOWFIT_FASTFOLD"
-"""Set to 0 to read every Claude Code file with the loader (the benchmarks compare the two paths)."""
-
-
-def claude_code_fold(item: Input, options: ReportOptions, *, skip_invalid: bool = False) -> list[Report] | None:
-    """``report_work``'s report of a Claude Code session, folded from its lines without building its messages
-    (``fitting.ccfold``; unreadable lines skipped as the loader skips them with ``skip_invalid``); None for a
-    file of a shape the fold leaves to the loader, or when it is turned off."""
-    if os.environ.get(FAST_FOLD_ENV) == "0":
-        return None
-    o = options
-    est = estimator_from(o.estimator, o.overhead)
-    try:
-        found = fold_claude_code_all(
-            item,
-            est,
-            budget=o.budget,
-            window=o.window,
-            top=o.top,
-            size_mode=o.size.value,
-            preamble=o.preamble,
-            skip_invalid=skip_invalid,
-        )
-    except (WindowfitError, ValueError, RecursionError, OSError):
-        return None
-    return found
-
-
-def report_file(item: Input, options: ReportOptions, *, fast: bool = True, skip_invalid: bool = False) -> list[Report]:
-    """One file's reports as ``report`` makes them in one process: from the fold where it vouches for the
-    file (``fast``), else loaded (what ``bench_report.py --claude-code`` times both ways)."""
-    if fast:
-        folded = claude_code_fold(item, options, skip_invalid=skip_invalid)
-        if folded is not None:
-            return folded
-    return report_work(load(item, skip_invalid=skip_invalid), options=options)

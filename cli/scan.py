@@ -13,9 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Generic, TypeVar
-
-import typer
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from windowfit.fitting import Transcript
 from windowfit.fitting.errors import InputError
@@ -38,18 +36,6 @@ it streams (``Input``, its format and ``skip_invalid``); None to have the file l
 
 POOL_MIN_BYTES = int(os.environ.get("WINDOWFIT_POOL_BYTES", 32_000_000))
 """Without ``--jobs``, a folder smaller than this is scanned in one process: starting workers costs more."""
-
-Jobs = Annotated[
-    int | None,
-    typer.Option(
-        "--jobs",
-        "-j",
-        min=1,
-        help="Worker processes for many files (default: one per CPU when the inputs pass 32 MB; 1 turns it off). "
-        "The output is the same with any number.",
-        show_default=False,
-    ),
-]
 
 
 def cpu_count() -> int:

@@ -13,9 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, NoReturn, TypeVar, cast
-
-import typer
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar, cast
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
 from windowfit.fitting._json import encode
@@ -29,8 +27,8 @@ from windowfit.fitting.errors import (
     StoreError,
     StoreUnavailable,
 )
-from windowfit.fitting.estimate import ESTIMATORS, Estimator
-from windowfit.fitting.formats import NAMES, Format, Input, SkippedFile, discover
+from windowfit.fitting.estimate import Estimator
+from windowfit.fitting.formats import Format, Input, SkippedFile, discover
 from windowfit.fitting.formats.registry import FALLBACK_NAME
 from windowfit.fitting.size import Size, predict_size
 
@@ -78,76 +76,9 @@ def _safe(text: str) -> str:
     return markup_safe(text)
 
 
-Files = Annotated[
-    list[str],
-    typer.Argument(help="Transcript files, directories (searched recursively), or - for stdin.", show_default=False),
-]
-Budget = Annotated[int | None, typer.Option("--budget", "-b", min=1, help="Your token budget per request.")]
-Window = Annotated[int | None, typer.Option("--window", "-w", min=1, help="The model's context window (hard limit).")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")]
-EstimatorName = Annotated[
-    str,
-    typer.Option(
-        "--estimator",
-        "-e",
-        help=f"Token estimator: {', '.join(ESTIMATORS)}, or custom:ascii=4,cjk=1,other=2 "
-        "(chars per token by class, as audit --suggest prints it).",
-    ),
-]
-Overhead = Annotated[
-    float,
-    typer.Option(
-        "--overhead",
-        min=0.0,
-        help="Multiply the structural overheads (per message, block, tool "
-        "definition) by this; 0 leaves the pure text rule.",
-    ),
-]
-SkipInvalid = Annotated[
-    bool, typer.Option("--skip-invalid", help="Skip lines that are not JSON (or not messages) and count them.")
-]
-Strict = Annotated[
-    bool,
-    typer.Option(
-        "--strict",
-        help="In a folder, a file that is not a transcript windowfit reads is an error (exit 3), not a warning.",
-    ),
-]
-
-
-def _known_format(name: str | None) -> str | None:
-    if name is not None and name not in NAMES:
-        raise typer.BadParameter(f"unknown format {name!r}; known formats: {', '.join(NAMES)}")
-    return name
-
-
 class SizeChoice(str, Enum):
     auto = "auto"
     estimate = "estimate"
-
-
-SizeModeOption = Annotated[
-    SizeChoice,
-    typer.Option(
-        "--size",
-        help="How to size the next request: auto anchors on the provider's measured usage where the file "
-        "records it (last measured request + its reply + an estimate of what came after); estimate "
-        "forces the pure estimate.",
-    ),
-]
-PreambleOption = Annotated[
-    int | None,
-    typer.Option(
-        "--preamble",
-        min=0,
-        help="Tokens of the system prompt and tool definitions when the file does not record them "
-        "(default: inferred from the first measured request, else 0).",
-    ),
-]
-FromFormat = Annotated[
-    str | None,
-    typer.Option("--from", callback=_known_format, help=f"Input format, instead of detecting it: {', '.join(NAMES)}."),
-]
 
 
 def fail(error: WindowfitError) -> NoReturn:
@@ -155,6 +86,8 @@ def fail(error: WindowfitError) -> NoReturn:
     _err().print(f"[bold red]error:[/] {_safe(str(error))}")
     if error.hint:
         _err().print(f"[dim]hint: {_safe(error.hint)}[/]")
+    import typer  # only to fail: the fast path of report --json starts without it (cli/fast.py)
+
     raise typer.Exit(exit_code_of(error))
 
 
@@ -336,18 +269,6 @@ def scan_all(
         fail(InputError(_loc(str(exc.filename)), "is a directory"))
     except OSError as exc:
         fail(InputError(_loc(str(exc.filename)), exc.strerror or "cannot read"))
-
-
-Index = Annotated[
-    int | None, typer.Option("--index", min=0, help="Which transcript, in a folder or a file that holds several.")
-]
-Name = Annotated[
-    str | None,
-    typer.Option(
-        "--name",
-        help="Which transcript, by its name (as listed, e.g. 'subagent agent-a5bdbc1'), its file's path, or file name.",
-    ),
-]
 
 
 def _progress_bar() -> Progress:

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from windowfit.fitting.errors import OptionError
-from windowfit.fitting.fit import auto_cut_step
+from .check_run import cut_step_of  # the workers' side, without Typer
+
+__all__ = ["BatchTokens", "CutStep", "cut_step_of"]
 
 BatchTokens = Annotated[
     int | None,
@@ -27,18 +28,3 @@ CutStep = Annotated[
         "session grows; auto: a quarter of the budget.",
     ),
 ]
-
-
-def cut_step_of(value: str | None, budget: int) -> int | None:
-    """``--cut-step``'s tokens: a number, ``auto`` (a quarter of the budget), or None (off)."""
-    if value is None:
-        return None
-    if value.strip().lower() == "auto":
-        return auto_cut_step(budget)
-    try:
-        step = int(value.replace(",", "").replace("_", ""))
-    except ValueError:
-        raise OptionError(f"--cut-step takes a number of tokens or auto, not {value!r}") from None
-    if step < 1:
-        raise OptionError(f"--cut-step must be at least 1 token, not {step}")
-    return step

@@ -17,7 +17,8 @@ from windowfit.fitting.errors import OptionError
 from windowfit.fitting.serialize import page_document, store_document
 from windowfit.fitting.store import Entry, ResultStore, open_store
 
-from .shared import JsonFlag, err, fail, out, print_json
+from .options import JsonFlag
+from .shared import err, fail, out, print_json
 from .tables import WholeTable
 from .terminal import markup_safe
 

@@ -377,6 +377,12 @@ ascii:
             }
             cp = ((uint32_t)(b & 0x1F) << 6) | (p[1] & 0x3F);
             p += 2;
+            /* a run of two-byte characters (Cyrillic, Greek...): each decoded here, past the loop's tests */
+            while (end - p >= 2 && p[0] >= 0xC2 && p[0] <= 0xDF && (p[1] & 0xC0) == 0x80) {
+                k[g[cp]]++;
+                cp = ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
+                p += 2;
+            }
         }
         else if (b >= 0xE0 && b <= 0xEF) {
             run = 0;
@@ -388,6 +394,13 @@ ascii:
             }
             cp = ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
             p += 3;
+            /* a run of three-byte characters (CJK...): E1-EC and EE-EF leads, which need no more check */
+            while (end - p >= 3 && p[0] >= 0xE1 && p[0] <= 0xEF && p[0] != 0xED && (p[1] & 0xC0) == 0x80 &&
+                   (p[2] & 0xC0) == 0x80) {
+                k[g[cp]]++;
+                cp = ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+                p += 3;
+            }
         }
         else if (b >= 0xF0 && b <= 0xF4) {
             run = 0;

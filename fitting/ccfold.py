@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
@@ -459,30 +459,36 @@ _CHUNK = 1 << 20
 
 def _lines(f: BinaryIO, scanner: Scanner | None, size: int = _CHUNK) -> Iterator[bytes | _Record]:
     """The lines of ``f`` as iterating it gives them, each as the scanner's record where it vouches for the
-    line (``Scanner.scan_lines``, ``size`` bytes of lines at a time), else as its bytes."""
+    line (``Scanner.scan_lines``, ``size`` bytes of lines at a time), else as its bytes.
+
+    The bytes are read into one buffer, used again for every read (``readinto``): a fresh chunk per read cost
+    more than the copy (new memory to fault in each time), and the scanner copies what it keeps. A line begun
+    at the end of the buffer is moved to its start before the next read; a line longer than the buffer has
+    the buffer doubled."""
     if scanner is None:
         yield from f
         return
     scan_lines = scanner.scan_lines
-    rest = b""
+    readinto: Callable[[memoryview], int | None] = f.readinto  # type: ignore[attr-defined]  # files, BytesIO
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    kept = 0  # the bytes at the start of the buffer: a line begun in the read before
     while True:
-        chunk = f.read(size)
-        final = not chunk
-        view = memoryview(chunk)
-        if rest:  # a line begun in the chunk before
-            cut = chunk.find(b"\n")
-            if cut < 0 and not final:
-                rest += chunk
-                continue
-            items, _ = scan_lines(rest + chunk[: cut + 1], True)
-            yield from items
-            rest = b""
-            view = view[cut + 1 :] if cut >= 0 else view[len(chunk) :]
-        items, used = scan_lines(view, final)
+        got = readinto(view[kept:])
+        final = not got
+        end = kept + (got or 0)
+        items, used = scan_lines(view[:end], final)
         yield from items
         if final:
             return
-        rest = bytes(view[used:])
+        kept = end - used
+        if kept == len(buffer):  # one line fills the buffer: a larger one, the line moved into it
+            larger = bytearray(2 * len(buffer))
+            larger[:kept] = view
+            view.release()
+            buffer, view = larger, memoryview(larger)
+        elif kept:
+            view[:kept] = bytes(view[used:end])
 
 
 def _record(rule: ScriptRule, value: object, by_kind: dict[str, int]) -> _Record | None:

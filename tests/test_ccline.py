@@ -326,6 +326,14 @@ HAZARDS = {
     "a lone low surrogate escape": GOOD.replace("é".encode(), b"\\ude00"),
     "a high surrogate before another escape": GOOD.replace("é".encode(), b"\\ud83d\\u0041"),
     "a control character": GOOD.replace("é".encode(), b"\x01"),
+    # the same hazards right after a run of two- or three-byte characters (the scanner decodes runs apart)
+    "a surrogate after a run of CJK": GOOD.replace("日本".encode(), "日本語".encode() + b"\xed\xa0\x80"),
+    "an overlong form after a run of CJK": GOOD.replace("日本".encode(), "日本語".encode() + b"\xe0\x80\xaf"),
+    "a cut character after a run of CJK": GOOD.replace("日本".encode(), "日本語".encode() + b"\xe6\x97"),
+    "a bad continuation after a run of CJK": GOOD.replace("日本".encode(), "日本".encode() + b"\xe6\x28\x97"),
+    "invalid UTF-8 after a run of Cyrillic": GOOD.replace("é".encode(), "Жжж".encode() + b"\xd0\x28"),
+    "an overlong form after a run of Cyrillic": GOOD.replace("é".encode(), "Жжж".encode() + b"\xc1\xbf"),
+    "a lone continuation after a run of Cyrillic": GOOD.replace("é".encode(), "Жжж".encode() + b"\x80"),
     "a float in a tool input": GOOD.replace(b"-2", b"-2.0"),
     "an exponent in a tool input": GOOD.replace(b"-2", b"2e1"),
     "minus zero in a tool input": GOOD.replace(b"-2", b"-0"),
@@ -355,6 +363,16 @@ HAZARDS = {
     "a blank line": b"  \n",
     "a comment line": b"// note\n",
 }
+
+
+@needs_scanner
+@pytest.mark.parametrize(
+    "text", ["日本語のテキスト" * 40, "Съешь же ещё этих мягких" * 40, "日本Жж語ё" * 30, "Ωμέγα\uffff\ue000\u0800" * 9]
+)
+def test_runs_of_two_and_three_byte_characters_count_as_the_python_path_counts(text: str) -> None:
+    raw = GOOD.replace("日本".encode(), text.encode())
+    for rule in RULES:
+        assert check(rule, raw) is not None
 
 
 @needs_scanner

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_ccfold import _example, sessions
 
-from windowfit.cli import fit_cmd
+from windowfit.cli import check_run, fit_cmd
 from windowfit.cli.report_cmd import FAST_FOLD_ENV
 from windowfit.cli.shared import SizeChoice
 from windowfit.fitting import make_estimator
@@ -256,7 +256,7 @@ def test_check_prints_the_same_with_the_fast_path_off(
         taken.append(found is not None)
         return found
 
-    monkeypatch.setattr(fit_cmd, "_folded_check", counted)
+    monkeypatch.setattr(check_run, "_folded_check", counted)  # where check_stream reads it
     for budget in (middle, middle - 1, sizes[-1] + 1):
         argv = ["check", str(folder), "--budget", str(budget), *(a.format(window=sizes[-1] + 1) for a in args)]
         monkeypatch.delenv(FAST_FOLD_ENV, raising=False)

@@ -51,7 +51,8 @@ def test_wheel_installs_only_the_windowfit_package(wheel: Path) -> None:
         assert len(compiled) == 1, names
     assert "windowfit/fitting/_ccline.pyi" in names  # the scanner of Claude Code lines (fitting/_ccline.c)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "windowfit = windowfit.cli.app:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    # the fast path of report --json and check --format json first, then Typer (cli/fast.py)
+    assert "windowfit = windowfit.cli.fast:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 @pytest.mark.slow
