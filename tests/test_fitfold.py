@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from strategies import texts
 from test_ccfold import _example, sessions
 
-from windowfit.cli import fit_cmd
+from windowfit.cli import check_run, fit_cmd
 from windowfit.cli.report_cmd import FAST_FOLD_ENV
 from windowfit.fitting import make_estimator
 from windowfit.fitting.ccfold import _fold_lines, _fold_tree, fold_claude_code
@@ -468,7 +468,7 @@ def test_fit_and_check_of_the_corpus_print_the_same_with_the_fold_off(
         return found
 
     monkeypatch.setattr(fit_cmd, "_fold_planned", counted_fit)
-    monkeypatch.setattr(fit_cmd, "_folded_check", counted_check)
+    monkeypatch.setattr(check_run, "_folded_check", counted_check)  # where check_stream reads it
     skip = ("--skip-invalid",) if skip_invalid else ()
     for path in corpus_files():
         found = loaded(Input(str(path), keep_text=False), skip_invalid)
