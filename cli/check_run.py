@@ -19,6 +19,7 @@ from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.serialize import check_document
 from windowfit.fitting.size import Size, predict_size
 
+from .scan import Scanned
 from .shared import SizeChoice, check_limits, estimator_from, fail, print_json, scan_all, size_of
 
 
@@ -48,21 +49,9 @@ def check_json_command(
     options = _options(budget, batch_size, protected_fraction, min_clear_ratio, False, batch_tokens, cut_step)
     est = estimator_from(estimator, overhead)
     threshold = OUTCOMES.index(fail_on)
-    settings: dict[str, Any] = {
-        "estimator": estimator,
-        "overhead": overhead,
-        "budget": budget,
-        "window": window,
-        "threshold": threshold,
-        "fit_options": options,
-        "size": size,
-        "preamble": preamble,
-    }  # the loaded and the streamed check take the same settings
-    work = partial(check_work, **settings)
-    stream = partial(check_stream, **settings)
-    loaded = scan_all(
-        files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False,
-        stream_work=stream,
+    loaded = scan_checks(
+        files, estimator=estimator, overhead=overhead, window=window, threshold=threshold, fit_options=options,
+        size=size, preamble=preamble, from_=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False,
     )  # fmt: skip
     rows = loaded.values
     print_json(
@@ -76,6 +65,42 @@ def check_json_command(
         )
     )
     return any(c.failed for c in rows)
+
+
+def scan_checks(
+    files: list[str],
+    *,
+    estimator: str,
+    overhead: float,
+    window: int | None,
+    threshold: int,
+    fit_options: FitOptions,
+    size: SizeChoice,
+    preamble: int | None,
+    from_: str | None,
+    skip_invalid: bool,
+    strict: bool,
+    jobs: int | None,
+    progress: bool,
+) -> Scanned[Checked]:
+    """Every file's checks (``check_work`` of a loaded file, ``check_stream`` of one it reads without loading),
+    in the inputs' order: what ``check`` prints in each of its formats."""
+    settings: dict[str, Any] = {
+        "estimator": estimator,
+        "overhead": overhead,
+        "budget": fit_options.budget,
+        "window": window,
+        "threshold": threshold,
+        "fit_options": fit_options,
+        "size": size,
+        "preamble": preamble,
+    }  # the loaded and the streamed check take the same settings
+    work = partial(check_work, **settings)
+    stream = partial(check_stream, **settings)
+    return scan_all(
+        files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=progress,
+        stream_work=stream,
+    )  # fmt: skip
 
 
 def cut_step_of(value: str | None, budget: int) -> int | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from functools import partial, wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
+from typing import TYPE_CHECKING, Annotated, ParamSpec
 
 import typer
 
@@ -60,11 +60,12 @@ from .check_run import (  # the workers' side, without Typer; the names kept her
     _plan,
     _plan_columns,
     check_json_command,
-    check_stream,
-    check_work,
+    scan_checks,
 )
 from .check_run import Checked as Checked
 from .check_run import _folded_check as _folded_check
+from .check_run import check_stream as check_stream
+from .check_run import check_work as check_work
 from .check_run import summary_plan as summary_plan
 from .exit_codes import ExitCode
 from .options import (
@@ -835,22 +836,10 @@ def check(
         if any(OUTCOMES.index(r.outcome or "fits") >= threshold or r.crossed == "window" for r in flat):
             raise typer.Exit(ExitCode.FAILED)
         return
-    settings: dict[str, Any] = {
-        "estimator": estimator,
-        "overhead": overhead,
-        "budget": budget,
-        "window": window,
-        "threshold": threshold,
-        "fit_options": options,
-        "size": size,
-        "preamble": preamble,
-    }  # the loaded and the streamed check take the same settings
-    work = partial(check_work, **settings)
-    stream = partial(check_stream, **settings)
-    progress = format_ is CheckFormat.text
-    loaded = scan_all(
-        files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=progress,
-        stream_work=stream,
+    loaded = scan_checks(
+        files, estimator=estimator, overhead=overhead, window=window, threshold=threshold, fit_options=options,
+        size=size, preamble=preamble, from_=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs,
+        progress=format_ is CheckFormat.text,
     )  # fmt: skip
     rows = loaded.values
     any_failed = any(c.failed for c in rows)
