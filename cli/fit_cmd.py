@@ -31,6 +31,7 @@ from windowfit.fitting.fit import (
     Plan,
     apply_plan,
     crossed,
+    fitted_shape,
     keep_cleared,
     plan_fit,
     too_long_message,
@@ -575,10 +576,11 @@ def _fit_folded(folded: FoldedPlan, est: Estimator, *, json_: bool, window: int 
     skeleton (which holds every message's role and line, and every call and result: what they read)."""
     skeleton = folded.skeleton
     assert skeleton is not None
-    fitted = apply_plan(skeleton, folded.plan)
+    # The fitted request's shape, without its stubs: a stub keeps all check_request reads (fitted_shape).
+    shape = fitted_shape(skeleton, folded.plan)
     before = check_request(skeleton)
-    after = check_request(fitted, fitted.dialect)
-    del fitted
+    after = before if shape is skeleton else check_request(shape, shape.dialect)
+    del shape
     added = new_violations(before, after)
     if added:  # a bug in windowfit, not bad input: crash loudly
         raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))

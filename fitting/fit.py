@@ -1161,6 +1161,23 @@ def apply_plan(transcript: Transcript, plan: Plan) -> Transcript:
     return replace(source, messages=(*head, _note_message(), *rest))
 
 
+def fitted_shape(transcript: Transcript, plan: Plan) -> Transcript:
+    """The request ``apply_plan`` builds with its cleared results left as they were (no stub made): the same
+    messages, in the same places, with the same roles, sources and blocks, but for a stub's text. What
+    ``check_request`` reads of a request (roles, which blocks are calls, results or reasoning, the calls' ids
+    and names, the results' ids, sources) a stub keeps as its result had it (``_stub_of`` keeps the result's
+    call id, or the text observation a text), so ``check_request`` of this is ``check_request`` of
+    ``apply_plan``'s (tests/test_fit_arrays.py compares them). Where nothing is left out (``fits``,
+    ``cleared``) it is the input as repaired (``repaired``): the input itself when nothing was repaired."""
+    source = repaired(transcript, plan)
+    if plan.outcome in ("fits", "cleared"):
+        return source
+    messages = source.messages
+    head = messages[plan.head[0] : plan.head[1]]
+    rest = [m for start, stop in plan.kept for m in messages[start:stop]]
+    return replace(source, messages=(*head, _note_message(), *rest))
+
+
 @dataclass(frozen=True, slots=True)
 class Fitted:
     """A plan and the request it describes."""

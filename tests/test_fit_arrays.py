@@ -18,7 +18,7 @@ from typing import Any
 from conftest import require_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import observed_transcripts, transcripts
+from strategies import damaged_transcripts, observed_transcripts, transcripts
 from test_ccfold import sessions
 
 from windowfit.fitting import ccplan
@@ -40,8 +40,11 @@ from windowfit.fitting.fit import (
     _Sizer,
     _too_long,
     _usage_in,
+    apply_plan,
     batch_ranges,
     clear_into,
+    fitted_shape,
+    plan_fit,
     result_refs,
     step_position,
     stub_text,
@@ -61,6 +64,7 @@ from windowfit.fitting.transcript import (
     split_units,
     turn_bounds,
 )
+from windowfit.fitting.validate import check_request
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -468,3 +472,60 @@ def test_the_corpus_s_claude_code_sessions_plan_as_the_reference() -> None:
                     reference_plan, item, options, MODES[0]
                 )
     assert taken >= 4
+
+
+def shape_of(transcript: Transcript) -> list[tuple[object, ...]]:
+    """All ``check_request`` reads of a request: each message's role and source, and each block's kind, with
+    a call's id and name, a result's id and a text's being an observation."""
+    return [
+        (
+            m.role,
+            m.source,
+            tuple(
+                (type(b).__name__, getattr(b, "id", None), getattr(b, "name", None), getattr(b, "call_id", None))
+                for b in m.content
+            ),
+        )
+        for m in transcript.messages
+    ]
+
+
+def same_check(transcript: Transcript, plan: Plan) -> None:
+    """``fitted_shape`` is ``apply_plan``'s request but for the stubs' text: the same shape, the same check."""
+    fitted, shape = apply_plan(transcript, plan), fitted_shape(transcript, plan)
+    assert shape_of(shape) == shape_of(fitted)
+    assert len(shape.messages) == len(fitted.messages) and shape.dialect == fitted.dialect
+    for dialect in (None, "anthropic", "openai"):
+        assert check_request(shape, dialect) == check_request(fitted, dialect)  # type: ignore[arg-type]
+    if plan.outcome in ("fits", "cleared") and not plan.repairs and not plan.notice_added:
+        assert shape is transcript  # what _fit_folded takes for the input's check
+
+
+@PROPERTY
+@given(
+    transcript=st.one_of(transcripts(), damaged_transcripts(), observed_transcripts()),
+    share=st.sampled_from(SHARES),
+    batch=st.integers(1, 4),
+    notice=st.booleans(),
+)
+def test_the_fitted_shape_checks_as_the_fitted_request(
+    transcript: Transcript, share: float, batch: int, notice: bool
+) -> None:
+    budget = max(1, int(make_estimator().request(transcript) * share))
+    same_check(transcript, plan_fit(transcript, budget=budget, batch_size=batch, add_notice=notice))
+
+
+@PROPERTY
+@given(data=sessions(), share=st.sampled_from(SHARES), variant=st.sampled_from(VARIANTS))
+def test_the_fitted_shape_of_a_fold_s_skeleton_checks_as_its_fitted_request(
+    data: bytes, share: float, variant: dict[str, Any]
+) -> None:
+    item = Input("session.jsonl", data, keep_text=False)
+    first = fold_plan(item, make_estimator(), FitOptions(10**9))
+    if first is None:
+        return
+    found = fold_plan(
+        item, make_estimator(), replace(FitOptions(max(1, int(first.plan.tokens_before * share))), **variant)
+    )
+    assert found is not None and found.skeleton is not None
+    same_check(found.skeleton, found.plan)
