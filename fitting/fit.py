@@ -13,7 +13,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypeAlias
+from typing import Literal, NamedTuple, TypeAlias
 
 from .errors import Location, OptionError
 from .estimate import CharCounts, Estimator, ScriptRule, _groups, make_estimator, sum_counts
@@ -441,10 +441,9 @@ def result_refs(
     return _result_refs(messages, estimator, page_tokens)[0]
 
 
-@dataclass(frozen=True, slots=True)
-class _StubParts:
+class _StubParts(NamedTuple):
     """What stage 1 needs of one result's stub, made once (``_result_refs``): its text (an anchored fit
-    counts its ceiling) and its parts as ``_Stubbing`` sums them (``_Stubbing.parts`` of the stub block)."""
+    counts its ceiling) and its parts as ``_Stubbing`` sums them (a tuple: one a result, made quickly)."""
 
     text: str
     script: tuple[int, int, int, int] | None
