@@ -509,45 +509,55 @@ def _result_refs(
 class _Stubbing:
     """Stage 1's arithmetic: the estimate of a message with some of its results stubbed, summed from the
     parts (characters per class and fixed tokens) of its blocks as ``Estimator.message`` sums them for the
-    message ``clear_into`` builds, without building it: each block's parts are counted once (the first time
-    a result of its message is cleared) and a stubbed block's are its stub's (``_StubParts``)."""
+    message ``clear_into`` builds, without building it: a stubbed block's parts are its stub's
+    (``_StubParts``), and every other block's are counted once, when its message's estimate is first asked
+    for (a result cleared before that is never counted: its text is not read)."""
 
     est: Estimator
     messages: Sequence[Message]
-    script: dict[int, list[tuple[int, int, int, int]]] = field(default_factory=dict)
-    """Under a ``ScriptRule``: by message index, each block's parts as plain integers."""
-    general: dict[int, list[tuple[CharCounts, int]]] = field(default_factory=dict)
-    """Under any other rule: by message index, each block's ``Estimator.block_parts``."""
+    script: dict[int, list[tuple[int, int, int, int] | None]] = field(default_factory=dict)
+    """Under a ``ScriptRule``: by message index, each block's parts as plain integers (None: not counted yet)."""
+    general: dict[int, list[tuple[CharCounts, int] | None]] = field(default_factory=dict)
+    """Under any other rule: by message index, each block's ``Estimator.block_parts`` (None: not counted yet)."""
 
     def clear(self, ref: ResultRef, stub: _StubParts) -> None:
         """Stub the result ``ref`` names (its message's other blocks as they are)."""
-        mi, est = ref.message_index, self.est
-        rule = est.rule
-        if type(rule) is ScriptRule:
+        mi = ref.message_index
+        if type(self.est.rule) is ScriptRule:
             parts = self.script.get(mi)
             if parts is None:
-                parts = self.script[mi] = [est._script_parts(rule, b) for b in self.messages[mi].content]
+                parts = self.script[mi] = [None] * len(self.messages[mi].content)
             assert stub.script is not None
             parts[ref.block_index] = stub.script
         else:
             counted = self.general.get(mi)
             if counted is None:
-                counted = self.general[mi] = [est.block_parts(b) for b in self.messages[mi].content]
+                counted = self.general[mi] = [None] * len(self.messages[mi].content)
             assert stub.general is not None
             counted[ref.block_index] = stub.general
 
     def tokens(self, mi: int) -> int:
         """Message ``mi``'s estimate with the results cleared so far stubbed (``Estimator.blocks``)."""
-        rule = self.est.rule
+        est = self.est
+        rule = est.rule
         fixed = rule.message_overhead_tokens
+        content = self.messages[mi].content
         if type(rule) is ScriptRule:
             wa, wc, wo, denominator = rule._weights
             a = c = o = 0
-            for a2, c2, o2, f in self.script[mi]:
+            parts = self.script[mi]
+            for k, got in enumerate(parts):
+                if got is None:
+                    got = parts[k] = est._script_parts(rule, content[k])
+                a2, c2, o2, f = got
                 a, c, o, fixed = a + a2, c + c2, o + o2, fixed + f
             return -(-(a * wa + c * wc + o * wo) // denominator) + fixed
         counted = self.general[mi]
-        return rule.text_tokens(sum_counts([c for c, _ in counted])) + fixed + sum(f for _, f in counted)
+        for k, made in enumerate(counted):
+            if made is None:
+                counted[k] = est.block_parts(content[k])
+        each = [made for made in counted if made is not None]
+        return rule.text_tokens(sum_counts([c for c, _ in each])) + fixed + sum(f for _, f in each)
 
     @property
     def touched(self) -> list[int]:
