@@ -20,7 +20,6 @@ import typer
 
 from windowfit.fitting import Transcript, WindowfitError
 from windowfit.fitting.columns import Columns, columns_from_stream, is_plain
-from windowfit.fitting.columns_fit import fitted_header, fitted_messages, fitted_skeleton, lined, plain_lines_of
 from windowfit.fitting.errors import FileChanged, InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import (
@@ -31,20 +30,13 @@ from windowfit.fitting.fit import (
     Plan,
     apply_plan,
     crossed,
+    fitted_shape,
     keep_cleared,
     too_long_message,
 )
 from windowfit.fitting.formats import Format, Input
 from windowfit.fitting.formats.messages import NAME as FORMAT_NAME
 from windowfit.fitting.formats.messages import LineTexts, file_changed, stream_messages, write_lines
-from windowfit.fitting.request import (
-    missing_parts,
-    target_dialect,
-    tools_from_json,
-    with_request_parts,
-    write_transcript,
-    writes_body,
-)
 from windowfit.fitting.serialize import plan_document
 from windowfit.fitting.size import Size, predict_size
 from windowfit.fitting.store import PAGE_TOKENS, Entry, ResultStore, open_store
@@ -53,6 +45,9 @@ from windowfit.fitting.validate import Violation, check_request, new_violations,
 
 if TYPE_CHECKING:
     from windowfit.fitting.ccplan import FoldedPlan  # imported where a Claude Code file is fitted
+
+# Imported where they run: writing a request (fitting.request) and a streamed file's fit (fitting.columns_fit),
+# which a Claude Code session planned from its fold, fit without -o, does neither of (tests/test_cli_startup.py).
 
 from .check_run import (  # the workers' side, without Typer; the names kept here for fit and the tests
     FAST_FOLD_ENV,
@@ -350,6 +345,8 @@ def fit(
 
     data: bytes | None = None
     if output is not None and plan.fits:
+        from windowfit.fitting.request import target_dialect, write_transcript, writes_body
+
         try:
             data = write_transcript(fitted, to=to.value)
         except WindowfitError as exc:
@@ -487,6 +484,8 @@ def fit_stream(
         return _fold_planned(item, estimator, options, size, preamble, skip_invalid)
     if json_:
         return None
+    from windowfit.fitting.columns_fit import plain_lines_of
+
     stamp = _stamp(item.path)
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid, keep_text=True, plain=is_plain)
@@ -533,10 +532,11 @@ def _fit_folded(folded: FoldedPlan, est: Estimator, *, json_: bool, window: int 
     skeleton (which holds every message's role and line, and every call and result: what they read)."""
     skeleton = folded.skeleton
     assert skeleton is not None
-    fitted = apply_plan(skeleton, folded.plan)
+    # The fitted request's shape, without its stubs: a stub keeps all check_request reads (fitted_shape).
+    shape = fitted_shape(skeleton, folded.plan)
     before = check_request(skeleton)
-    after = check_request(fitted, fitted.dialect)
-    del fitted
+    after = before if shape is skeleton else check_request(shape, shape.dialect)
+    del shape
     added = new_violations(before, after)
     if added:  # a bug in windowfit, not bad input: crash loudly
         raise AssertionError("the fitted request breaks the provider's rules: " + "; ".join(map(str, added)))
@@ -557,6 +557,8 @@ def _fit_streamed(
     """``fit`` of a streamed file: planned on its columns, the request written a message at a time (the
     untouched messages as their lines' text, read again and checked), the diff the loaded file gives. False
     (nothing done) where only the loaded transcript words what to say: the file is then loaded."""
+    from windowfit.fitting.columns_fit import fitted_skeleton, lined
+
     skeleton = streamed.columns.skeleton()
     plan = _plan_columns(streamed.columns, est, o, streamed.size, skeleton)
     fitted = fitted_skeleton(skeleton, plan)
@@ -586,6 +588,8 @@ def _fit_streamed(
 def _fitted_lines(streamed: Streamed, skeleton: Transcript, plan: Plan) -> Iterator[bytes]:
     """The fitted request's lines: the kept plain messages as their text, read again from the file and
     checked against the first reading; raises ``FileChanged`` (before the last line) where the file changed."""
+    from windowfit.fitting.columns_fit import fitted_header, fitted_messages
+
     texts = LineTexts(streamed.item)
     lines, checks = streamed.plain_lines, streamed.plain_checks
     try:
@@ -627,6 +631,8 @@ def _fit_all(
 ) -> None:
     """``fit --all -o DIR``: each transcript fitted and written to ``DIR/<NNN>-<name><ext>`` (its index, then its
     name or file name: stable for the same input); one line each; exit 1 if any is too long (it is not written)."""
+    from windowfit.fitting.request import write_transcript, writes_body
+
     if directory.exists() and not directory.is_dir():
         err.print(f"[bold red]error:[/] cannot write {markup_safe(str(directory))}: --all needs a directory")
         raise typer.Exit(ExitCode.OUTPUT)
@@ -722,6 +728,8 @@ def _with_parts(
     transcript: Transcript, system: Path | None, tools: Path | None, model: str | None, max_tokens: int | None
 ) -> Transcript:
     """The transcript with what the user gave for the parts its file does not record."""
+    from windowfit.fitting.request import tools_from_json, with_request_parts
+
     try:
         system_text = _read(system).decode() if system else None
         tool_defs = tools_from_json(_read(tools), str(tools)) if tools else None
@@ -747,6 +755,8 @@ MISSING_OPTIONS = {
 
 def _warn_missing(fitted: Transcript, dialect: Dialect) -> None:
     """Say on stderr what the written request body lacks because the file does not record it."""
+    from windowfit.fitting.request import missing_parts
+
     missing = missing_parts(fitted, to=dialect)
     if not missing:
         return

@@ -13,10 +13,10 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypeAlias
+from typing import Literal, NamedTuple, TypeAlias
 
 from .errors import Location, OptionError
-from .estimate import Estimator, make_estimator
+from .estimate import CharCounts, Estimator, ScriptRule, _groups, make_estimator, sum_counts
 from .notice import with_notice
 from .repair import Repair, repair
 from .size import FLOOR_RULE, Size, SizeSource, ceiling_tokens, floor_tokens
@@ -438,15 +438,42 @@ def result_refs(
     synthetic id ``observation_id`` gives it: it has no call to pair with. The
     first message is never one (SPEC invariant 3 keeps it unchanged). With
     ``page_tokens`` (a store), each has the handle and page count its stub names."""
+    return _result_refs(messages, estimator, page_tokens)[0]
+
+
+class _StubParts(NamedTuple):
+    """What stage 1 needs of one result's stub, made once (``_result_refs``): its text (an anchored fit
+    counts its ceiling) and its parts as ``_Stubbing`` sums them (a tuple: one a result, made quickly)."""
+
+    text: str
+    script: tuple[int, int, int, int] | None
+    """Under a ``ScriptRule``: ascii, cjk and other characters and fixed tokens."""
+    general: tuple[CharCounts, int] | None
+    """Under any other rule: ``Estimator.block_parts`` of the stub."""
+
+
+def _result_refs(
+    messages: Sequence[Message], estimator: Estimator, page_tokens: int | None
+) -> tuple[tuple[ResultRef, ...], list[_StubParts]]:
+    """``result_refs``, and each result's stub (its text and parts, for stage 1), in the same order. Under a
+    ``ScriptRule`` the stub's parts and tokens come from its text, as ``Estimator.block`` counts the block
+    ``_stub_of`` makes of it (a text in a result, or the text alone for an observation), without making it."""
     names = tool_names(messages)
     refs = []
+    stubs = []
+    rule = estimator.rule
+    script = type(rule) is ScriptRule
+    overhead = rule.block_overhead_tokens
+    wa, wc, wo, denominator = rule._weights if type(rule) is ScriptRule else (0, 0, 0, 1)
     for mi, message in enumerate(messages):
         estimate: tuple[int, ...] | None = None  # looked up once a message (a lookup hashes all its blocks)
         for bi, block in enumerate(message.content):
             if isinstance(block, ToolResult):
                 call_id, tool = block.call_id, names.get(block.call_id) or block.name
+                observation = False
             elif isinstance(block, Text) and block.observation_of and mi > 0:
                 call_id, tool = observation_id(mi, bi), block.observation_of
+                observation = True
             else:
                 continue
             if estimate is None:
@@ -462,9 +489,80 @@ def result_refs(
                         block_pages(block, page_tokens),
                     )
                 handle, pages = found
-            stub = estimator.block(_stub_of(block, tool, call_id, tokens, handle, pages))
+            if script:
+                text = (observation_stub_text if observation else stub_text)(tool, call_id, tokens, handle, pages)
+                a, c, o = _groups(text)
+                fixed = overhead if observation else overhead + overhead  # the text's, and the result's
+                stub = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
+                stubs.append(_StubParts(text, (a, c, o, fixed), None))
+            else:
+                made = _stub_of(block, tool, call_id, tokens, handle, pages)
+                stub = estimator.block(made)
+                inner = made if isinstance(made, Text) else made.content[0]
+                assert isinstance(inner, Text)
+                stubs.append(_StubParts(inner.text, None, estimator.block_parts(made)))
             refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub, handle, pages))
-    return tuple(refs)
+    return tuple(refs), stubs
+
+
+@dataclass(slots=True)
+class _Stubbing:
+    """Stage 1's arithmetic: the estimate of a message with some of its results stubbed, summed from the
+    parts (characters per class and fixed tokens) of its blocks as ``Estimator.message`` sums them for the
+    message ``clear_into`` builds, without building it: a stubbed block's parts are its stub's
+    (``_StubParts``), and every other block's are counted once, when its message's estimate is first asked
+    for (a result cleared before that is never counted: its text is not read)."""
+
+    est: Estimator
+    messages: Sequence[Message]
+    script: dict[int, list[tuple[int, int, int, int] | None]] = field(default_factory=dict)
+    """Under a ``ScriptRule``: by message index, each block's parts as plain integers (None: not counted yet)."""
+    general: dict[int, list[tuple[CharCounts, int] | None]] = field(default_factory=dict)
+    """Under any other rule: by message index, each block's ``Estimator.block_parts`` (None: not counted yet)."""
+
+    def clear(self, ref: ResultRef, stub: _StubParts) -> None:
+        """Stub the result ``ref`` names (its message's other blocks as they are)."""
+        mi = ref.message_index
+        if type(self.est.rule) is ScriptRule:
+            parts = self.script.get(mi)
+            if parts is None:
+                parts = self.script[mi] = [None] * len(self.messages[mi].content)
+            assert stub.script is not None
+            parts[ref.block_index] = stub.script
+        else:
+            counted = self.general.get(mi)
+            if counted is None:
+                counted = self.general[mi] = [None] * len(self.messages[mi].content)
+            assert stub.general is not None
+            counted[ref.block_index] = stub.general
+
+    def tokens(self, mi: int) -> int:
+        """Message ``mi``'s estimate with the results cleared so far stubbed (``Estimator.blocks``)."""
+        est = self.est
+        rule = est.rule
+        fixed = rule.message_overhead_tokens
+        content = self.messages[mi].content
+        if type(rule) is ScriptRule:
+            wa, wc, wo, denominator = rule._weights
+            a = c = o = 0
+            parts = self.script[mi]
+            for k, got in enumerate(parts):
+                if got is None:
+                    got = parts[k] = est._script_parts(rule, content[k])
+                a2, c2, o2, f = got
+                a, c, o, fixed = a + a2, c + c2, o + o2, fixed + f
+            return -(-(a * wa + c * wc + o * wo) // denominator) + fixed
+        counted = self.general[mi]
+        for k, made in enumerate(counted):
+            if made is None:
+                counted[k] = est.block_parts(content[k])
+        each = [made for made in counted if made is not None]
+        return rule.text_tokens(sum_counts([c for c, _ in each])) + fixed + sum(f for _, f in each)
+
+    @property
+    def touched(self) -> list[int]:
+        """The messages a result was cleared in, in order."""
+        return sorted(self.script or self.general)
 
 
 def _protected_tail(results: Sequence[ResultRef], allowance: float) -> int:
@@ -572,10 +670,11 @@ def _plan(
     if size is not None and size.anchored:
         # The notice and repairs change the request after it was measured: add their estimate.
         before = size.tokens + before - est.request(transcript) - preamble + est.preamble(source)
-    results = result_refs(messages, est, page_tokens)
+    results, stubs = _result_refs(messages, est, page_tokens)
 
     first_protected = _protected_tail(results, budget * protected_fraction)
     older = results[:first_protected]
+    candidate_at = [i for i, r in enumerate(older) if r.tokens >= min_clear_ratio * r.stub_tokens]
     base = Plan(
         options=options,
         outcome="fits",
@@ -587,7 +686,7 @@ def _plan(
         results=results,
         protected=results[first_protected:],
         too_small=tuple(r for r in older if r.tokens < min_clear_ratio * r.stub_tokens),
-        candidates=tuple(r for r in older if r.tokens >= min_clear_ratio * r.stub_tokens),
+        candidates=tuple(results[i] for i in candidate_at),
         batches=(),
         notice_added=notice_added,
         repairs=repairs,
@@ -602,7 +701,10 @@ def _plan(
     # carried cut, every batch: the request that cut there had cleared all it could
     # (a cut comes only after stage 1 runs out), and taking a stub back would change
     # the prefix that request sent and shrink the cleared set (SPEC invariant 8).
-    working = list(messages)
+    # No message is rebuilt: what clearing a batch takes off each of its messages is
+    # summed from the parts of its blocks and of its stubs (``_Stubbing``); the
+    # messages stubbed are built once, by ``apply_plan``. Stages 2 and 3 read only
+    # roles, calls and results' ids of the messages, which a stub keeps as they were.
     tokens = list(message_tokens)
     result_floors: dict[tuple[int, int], int] = {}
     known = floors_of(messages, result_floors) if anchored and floors_of is not None else None
@@ -612,32 +714,35 @@ def _plan(
     total = before
     batches: list[ClearBatch] = []
     candidates = base.candidates
+    stubbing = _Stubbing(est, messages)
     for k, stop in batch_ranges(candidates, batch_size, batch_tokens):
         batch = candidates[k:stop]
         saved = 0
-        if anchored:
-            for ref in batch:
-                result = working[ref.message_index].content[ref.block_index]
-                assert isinstance(result, ToolResult)
-                stub = stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
-                cut = result_floors[(ref.message_index, ref.block_index)] - ceiling_tokens(stub)
+        for j in range(k, stop):
+            ref, stub = candidates[j], stubs[candidate_at[j]]
+            if anchored:
+                assert isinstance(messages[ref.message_index].content[ref.block_index], ToolResult)
+                cut = result_floors[(ref.message_index, ref.block_index)] - ceiling_tokens(stub.text)
                 sizer.save(ref.message_index, cut)
                 saved += cut
-        for mi in sorted(clear_into(working, batch)):
-            new = est.message(working[mi]).tokens
-            if not anchored:
+            stubbing.clear(ref, stub)
+        if not anchored:
+            for mi in sorted({ref.message_index for ref in batch}):
+                new = stubbing.tokens(mi)
                 sizer.save(mi, tokens[mi] - new)
                 saved += tokens[mi] - new
-            tokens[mi] = new
+                tokens[mi] = new
         total -= saved
         batches.append(ClearBatch(len(batches), batch, saved))
         if total <= budget and carried_cut is None:
             return replace(base, outcome="cleared", tokens_after=total, stages=(1,), batches=tuple(batches))
+    if anchored:  # what the dropped parts hold is counted with the stubs (the sizes, from the floors)
+        for mi in stubbing.touched:
+            tokens[mi] = stubbing.tokens(mi)
     stages = (1,) if batches else ()
     sizer.seal()
-
     note_tokens = est.message(_note_message()).tokens
-    if not working:
+    if not messages:
         # Only the preamble, and it alone is over the budget (issue 8: an IndexError
         # here): no turn or round to keep, so nothing can fit.
         empty = (0, 0)
@@ -665,17 +770,17 @@ def _plan(
 
     # Stage 2: the head, a note, and the newest whole turns that fit. A request that
     # leaves messages out is the total so far, plus the note, minus what they held.
-    head = _head(working)
+    head = _head(messages)
     note_add = (
         ceiling_tokens(TRUNCATION_NOTE) + est.rule.message_overhead_tokens + est.rule.block_overhead_tokens
         if anchored
         else note_tokens
     )
     truncated = replace(base, batches=tuple(batches), head=head, note=TRUNCATION_NOTE)
-    bounds = turn_bounds(working)  # the turns, as machine integers: a file of tiny lines has very many
+    bounds = turn_bounds(messages)  # the turns, as machine integers: a file of tiny lines has very many
     floor_at = 0 if carried_cut is None else carried_cut
     if carried_cut is not None:
-        carried = _carried(truncated, working, tokens, sizer, total + note_add, carried_cut, stages)
+        carried = _carried(truncated, messages, tokens, sizer, total + note_add, carried_cut, stages)
         if carried.tokens_after <= budget:
             return carried
     starts = bounds[bisect_left(bounds, head[1], 0, len(bounds) - 1) : len(bounds) - 1]  # turns after the head
@@ -696,7 +801,7 @@ def _plan(
             outcome="turns-dropped",
             tokens_after=sizes[k],
             stages=(*stages, 2),
-            kept=((start, len(working)),),
+            kept=((start, len(messages)),),
             dropped=_dropped_turns(bounds, tokens, head[1], start),
             cut_at=cut_at,
         )
@@ -708,12 +813,12 @@ def _plan(
     last = Turn(bounds[-2], bounds[-1])
     opener = (last.start, last.start + 1) if last.start >= head[1] else None
     units_from = opener[1] if opener else head[1]
-    units = split_units(working, units_from, len(working))
+    units = split_units(messages, units_from, len(messages))
     before_units = total + note_add - (sizer.removed(head[1], last.start) if opener else 0)
 
     def size_keeping(take: int) -> int:
         """The request with the newest ``take`` units of the last turn."""
-        stop = units[len(units) - take].start if take else len(working)
+        stop = units[len(units) - take].start if take else len(messages)
         return before_units - sizer.removed(units_from, stop)
 
     most = len(units) - bisect_left([u.start for u in units], floor_at)  # never a unit before the carried cut
@@ -734,8 +839,8 @@ def _plan(
     fits = keep_units > 0 and len(units) - keep_units <= newest
     # Too long keeps what stage 3 would at the least: everything from the newest round on.
     take = keep_units if fits else len(units) - newest if units else 0
-    start = units[len(units) - take].start if take else len(working)
-    kept = ((opener,) if opener else ()) + (((start, len(working)),) if take else ())
+    start = units[len(units) - take].start if take else len(messages)
+    kept = ((opener,) if opener else ()) + (((start, len(messages)),) if take else ())
     dropped = _dropped_turns(bounds, tokens, head[1], last.start if opener else head[1]) + _dropped_units(
         units[: len(units) - take], tokens
     )
@@ -1060,6 +1165,23 @@ def apply_plan(transcript: Transcript, plan: Plan) -> Transcript:
     messages = clear_results(source.messages, plan.cleared)
     if plan.outcome == "cleared":
         return replace(source, messages=tuple(messages))
+    head = messages[plan.head[0] : plan.head[1]]
+    rest = [m for start, stop in plan.kept for m in messages[start:stop]]
+    return replace(source, messages=(*head, _note_message(), *rest))
+
+
+def fitted_shape(transcript: Transcript, plan: Plan) -> Transcript:
+    """The request ``apply_plan`` builds with its cleared results left as they were (no stub made): the same
+    messages, in the same places, with the same roles, sources and blocks, but for a stub's text. What
+    ``check_request`` reads of a request (roles, which blocks are calls, results or reasoning, the calls' ids
+    and names, the results' ids, sources) a stub keeps as its result had it (``_stub_of`` keeps the result's
+    call id, or the text observation a text), so ``check_request`` of this is ``check_request`` of
+    ``apply_plan``'s (tests/test_fit_arrays.py compares them). Where nothing is left out (``fits``,
+    ``cleared``) it is the input as repaired (``repaired``): the input itself when nothing was repaired."""
+    source = repaired(transcript, plan)
+    if plan.outcome in ("fits", "cleared"):
+        return source
+    messages = source.messages
     head = messages[plan.head[0] : plan.head[1]]
     rest = [m for start, stop in plan.kept for m in messages[start:stop]]
     return replace(source, messages=(*head, _note_message(), *rest))

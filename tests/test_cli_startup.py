@@ -215,3 +215,12 @@ def test_check_imports_no_replay_audit_tokenizers_pool_or_store_file() -> None:
         "sqlite3",
     }
     assert not modules & never
+
+
+def test_fit_of_a_claude_code_session_planned_from_its_fold_writes_and_streams_nothing() -> None:
+    """``fit`` without -o of a session the fold plans imports neither the request writer (fitting.request) nor
+    a streamed file's fit (fitting.columns_fit): cli/fit_cmd.py imports them where they run (issue 15)."""
+    modules, stdout = loaded_by("fit", str(CLAUDE_CODE.with_name("parallel.jsonl")), "--budget", "100")
+    assert "too-long" in stdout  # the command ran: the session is too long for 100
+    assert "windowfit.fitting.ccplan" in modules  # planned from the fold
+    assert not modules & {"windowfit.fitting.request", "windowfit.fitting.columns_fit"}
