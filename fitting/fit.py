@@ -720,8 +720,7 @@ def _plan(
         saved = 0
         for j in range(k, stop):
             ref, stub = candidates[j], stubs[candidate_at[j]]
-            if anchored:
-                assert isinstance(messages[ref.message_index].content[ref.block_index], ToolResult)
+            if anchored:  # the floor of what the stub replaces: a result's content, an observation's text
                 cut = result_floors[(ref.message_index, ref.block_index)] - ceiling_tokens(stub.text)
                 sizer.save(ref.message_index, cut)
                 saved += cut
@@ -1045,7 +1044,8 @@ class _Sizer:
 def _floors(
     messages: Sequence[Message], floor: Estimator, result_floors: dict[tuple[int, int], int] | None
 ) -> list[int]:
-    """``floor_tokens`` of each message's content, and of each tool result's in ``result_floors``."""
+    """``floor_tokens`` of each message's content, and in ``result_floors`` each tool result's content's and each
+    text observation's (what stage 1 replaces with a stub: a result's content, an observation's whole text)."""
     if result_floors is None:
         return [floor_tokens(m.content, floor) for m in messages]
     each = []
@@ -1054,6 +1054,10 @@ def _floors(
         for bi, block in enumerate(message.content):
             if isinstance(block, ToolResult):
                 inner = floor_tokens(block.content, floor)
+                result_floors[(mi, bi)] = inner
+                total += inner
+            elif isinstance(block, Text) and block.observation_of:
+                inner = floor.block(block)
                 result_floors[(mi, bi)] = inner
                 total += inner
             elif isinstance(block, (Text, Thinking, ToolCall)):

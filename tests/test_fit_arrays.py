@@ -44,6 +44,7 @@ from windowfit.fitting.fit import (
     batch_ranges,
     clear_into,
     fitted_shape,
+    observation_stub_text,
     plan_fit,
     result_refs,
     step_position,
@@ -143,8 +144,10 @@ def reference_plan(
         if anchored:
             for ref in batch:
                 result = working[ref.message_index].content[ref.block_index]
-                assert isinstance(result, ToolResult)
-                stub = stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
+                if isinstance(result, ToolResult):
+                    stub = stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
+                else:  # a text observation: 7272a36 asserted here (an anchored fit of a Cline task raised)
+                    stub = observation_stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
                 cut = result_floors[(ref.message_index, ref.block_index)] - ceiling_tokens(stub)
                 sizer.save(ref.message_index, cut)
                 saved += cut
@@ -315,8 +318,6 @@ def planned(
     est = make_estimator(rule[0], overhead=rule[1])
     try:
         return planner(transcript, options, est, size, lambda ms: est.message_tokens(tuple(ms)))
-    except AssertionError:  # both assert a result of an anchored fit's batch is no text observation
-        return "AssertionError"
     except Exception as exc:  # a refused carried cut: in the same words
         return (type(exc).__name__, str(exc))
 

@@ -14,10 +14,12 @@ from conftest import DATA
 
 from windowfit.fitting import Transcript
 from windowfit.fitting.errors import UnknownShape
-from windowfit.fitting.fit import fit
+from windowfit.fitting.estimate import Estimator, make_estimator
+from windowfit.fitting.fit import apply_plan, fit, plan_fit
 from windowfit.fitting.formats import load_path
 from windowfit.fitting.formats.cline import sniff, tool_of_header
 from windowfit.fitting.request import write_transcript
+from windowfit.fitting.size import FLOOR_RULE, predict_size
 from windowfit.fitting.transcript import Text, ToolResult
 from windowfit.fitting.validate import check_request
 
@@ -145,3 +147,37 @@ def test_keys_the_api_does_not_accept_are_left_out_of_the_request() -> None:
             assert not {"reasoning_details", "call_id", "summary"} & set(block), block
     assert any("modelInfo" in n and "text.call_id" in n for n in t.notes)
     assert check_request(t) == ()
+
+
+def test_an_xml_task_with_metrics_clears_its_observations_against_the_measured_size(tmp_path: Path) -> None:
+    """An XML-era task whose replies carry ``metrics`` (a measured, anchored size) and whose tool output is text
+    observations: stage 1 clears them (until 2026-12-02 it raised an AssertionError: an anchored batch was
+    assumed to hold tool results only). What a cleared observation takes off the measured size is the lower
+    bound of its text less the upper bound of its stub, as for a result's content."""
+    raw = raw_messages(XML)
+    prompt = 0
+    for message in raw:
+        if message["role"] == "assistant":
+            prompt += 1000
+            message["metrics"] = {"tokens": {"prompt": prompt, "completion": 40}}
+    path = tmp_path / "api_conversation_history.json"
+    path.write_bytes(orjson.dumps(raw))
+    t = load_one(path)
+    est = make_estimator()
+    size = predict_size(t, est)
+    assert size.anchored and size.tokens > 4000  # the last reply's prompt, and what came after it
+    plan = plan_fit(t, budget=size.tokens - 1, batch_size=1, estimator=est, size=size)
+    assert plan.stages[:1] == (1,) and plan.batches
+    fitted = apply_plan(t, plan)
+    floor = Estimator(FLOOR_RULE)
+    for batch in plan.batches:
+        want = 0
+        for ref in batch.results:
+            text = t.messages[ref.message_index].content[ref.block_index]
+            assert isinstance(text, Text) and text.observation_of
+            stub = fitted.messages[ref.message_index].content[ref.block_index]
+            assert isinstance(stub, Text) and "cleared" in stub.text
+            want += floor.block(text) - len(stub.text.encode())
+        assert batch.tokens_saved == want
+    assert plan.tokens_before - plan.tokens_after == sum(b.tokens_saved for b in plan.batches)
+    assert check_request(fitted, "anthropic") == ()
