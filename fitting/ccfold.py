@@ -329,7 +329,8 @@ class _Folded:
         self.off_chain = self.branches = 0
         """Message lines the loader leaves out on other branches, and how many branches (``_fold_tree``)."""
         self.defects: tuple[Defect, ...] = ()
-        """The loader's and the repair check's defects (``_fold_tree``; the one pass vouches there are none)."""
+        """The loader's and the repair check's defects (``_fold_tree``; the one pass vouches there are none); with
+        ``plan``, the loader's alone (ccplan reads from them whether repair changes the request)."""
         self.skeleton: list[Message] | None = None
         """Each message's calls and results without text, kept by ``_Draft.close`` for the defects
         (``_fold_tree``), else None."""
@@ -1073,8 +1074,15 @@ def _fold_group(
     defects.extend(message_defects(path, skeleton, call_lines, result_lines))
     defects.extend(branches)
     defects.sort(key=lambda d: d.source.line or 0)
-    session = Transcript(system=(), tools=(), messages=skeleton, source=Source(path), defects=tuple(defects))
-    out.defects = _defects(session, session)
+    if plan:
+        # What ccplan reads of them: whether repair changes the request. The repair check's defects are these
+        # already: the fold refuses a call id used twice and a second result (which ``repair`` would rename or
+        # drop without ``check_messages`` wording them), so ``repair`` finds ``check_messages``'s violations of
+        # the same stand-ins that ``message_defects`` words, and ``report._defects`` (two more passes) adds none.
+        out.defects = tuple(defects)
+    else:
+        session = Transcript(system=(), tools=(), messages=skeleton, source=Source(path), defects=tuple(defects))
+        out.defects = _defects(session, session)
     out.skeleton = None
     return True
 
