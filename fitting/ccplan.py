@@ -163,9 +163,11 @@ class _Counted(Estimator):
     """The estimator of a skeleton: a ``_Chars`` counts as the characters and fixed tokens it carries, every
     other block as ``Estimator`` counts it (a stub, the note, a call's name). The skeleton's own messages
     come with their estimates (``known``, by identity: no message is hashed), as ``_script_blocks`` makes them
-    of those blocks."""
+    of those blocks: each message's tokens, counts (characters per class and fixed tokens) and each block's
+    tokens, made into a ``MessageEstimate`` when it is asked for (``result_refs`` asks for the messages with
+    results only)."""
 
-    known: dict[int, tuple[Message, MessageEstimate]] = field(default_factory=dict)
+    known: dict[int, tuple[Message, int, tuple[int, int, int, int], tuple[int, ...]]] = field(default_factory=dict)
     whole: tuple[tuple[Message, ...], tuple[int, ...]] | None = None
     """The skeleton's messages and their tokens (``message_tokens`` of them)."""
 
@@ -177,7 +179,8 @@ class _Counted(Estimator):
     def message(self, message: Message) -> MessageEstimate:
         hit = self.known.get(id(message))
         if hit is not None and hit[0] is message:
-            return hit[1]
+            _, tokens, counts, each = hit
+            return MessageEstimate(tokens, CharCounts(counts[0], counts[1], counts[2]), counts[3], each)
         return Estimator.message(self, message)
 
     def message_tokens(self, messages: tuple[Message, ...]) -> tuple[int, ...]:
@@ -189,7 +192,7 @@ class _Counted(Estimator):
         tokens = []
         for m in messages:
             hit = known.get(id(m))
-            tokens.append(hit[1].tokens if hit is not None and hit[0] is m else Estimator.message(self, m).tokens)
+            tokens.append(hit[1] if hit is not None and hit[0] is m else Estimator.message(self, m).tokens)
         return tuple(tokens)
 
 
@@ -392,6 +395,10 @@ def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcrip
     bo = rule.block_overhead_tokens
     by_name: dict[str, tuple[int, int, int, int, int, int]] = {}
     floors = Estimator(FLOOR_RULE)
+    parts, results = folded.parts, folded.results
+    chars, result_of, call_of, message_of = _Chars, ToolResult, ToolCall, Message
+    none: tuple[int, ...] = ()
+    # Positional constructors (frozen dataclasses: keywords cost more); ``_Chars``'s first three are ``Text``'s.
     for i, (role, line, counts, calls, tokens, message_floor) in enumerate(
         zip(folded.roles, folded.lines, folded.chars, folded.calls_of, folded.tokens, folded.floors, strict=True)
     ):
@@ -400,30 +407,30 @@ def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcrip
         blocks: list[Block] = []
         each: list[int] = []
         fixed -= overhead
-        for k in results_of.get(i, ()):
-            ra, rc, ro, rf, result_floor = folded.parts[k]
-            result = folded.results[k]
-            inner = _Chars("", a=ra, c=rc, o=ro, fixed=rf - bo, floor=result_floor)
-            blocks.append(ToolResult(result[0], (inner,)))
+        for k in results_of.get(i, none):
+            ra, rc, ro, rf, result_floor = parts[k]
+            result = results[k]
+            blocks.append(result_of(result[0], (chars("", "", "", ra, rc, ro, rf - bo, result_floor),)))
             each.append(result[2])
             a, c, o, fixed, rest_floor = a - ra, c - rc, o - ro, fixed - rf, rest_floor - result_floor
         for call_id in calls:
-            call = ToolCall(call_id, names[call_id], "{}")
-            counted = by_name.get(call.name)
+            name = names[call_id]
+            counted = by_name.get(name)
             if counted is None:  # a call's counts are its name's (and its input's, "{}" here)
+                call = call_of(call_id, name, "{}")
                 ca, cc, co, cf = est._script_parts(rule, call)
                 call_tokens = -(-(ca * wa + cc * wc + co * wo) // denominator) + cf
-                counted = by_name[call.name] = (ca, cc, co, cf, call_tokens, floors.block(call))
+                counted = by_name[name] = (ca, cc, co, cf, call_tokens, floors.block(call))
             ca, cc, co, cf, call_tokens, call_floor = counted
-            blocks.append(call)
+            blocks.append(call_of(call_id, name, "{}"))
             each.append(call_tokens)
             a, c, o, fixed, rest_floor = a - ca, c - cc, o - co, fixed - cf, rest_floor - call_floor
         if a or c or o or fixed or rest_floor or not blocks:
-            blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed, floor=rest_floor))
+            blocks.append(chars("", "", "", a, c, o, fixed, rest_floor))
             each.append(-(-(a * wa + c * wc + o * wo) // denominator) + fixed)
-        m = Message("user" if role == "user" else "assistant", tuple(blocks), Source(path, line))
+        m = message_of("user" if role == "user" else "assistant", tuple(blocks), Source(path, line))
         messages.append(m)
-        known[id(m)] = (m, MessageEstimate(tokens, CharCounts(*counts[:3]), counts[3], tuple(each)))
+        known[id(m)] = (m, tokens, counts, tuple(each))
     usage = tuple(Usage(u[0], u[1], u[2], u[3], Source(path, u[4]), u[5]) for u in folded.usage)
     whole = tuple(messages)
     est.whole = (whole, tuple(folded.tokens))
