@@ -414,15 +414,15 @@ def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcrip
             each.append(result[2])
             a, c, o, fixed, rest_floor = a - ra, c - rc, o - ro, fixed - rf, rest_floor - result_floor
         for call_id in calls:
-            name = names[call_id]
-            counted = by_name.get(name)
+            tool = names[call_id]
+            counted = by_name.get(tool)
             if counted is None:  # a call's counts are its name's (and its input's, "{}" here)
-                call = call_of(call_id, name, "{}")
+                call = call_of(call_id, tool, "{}")
                 ca, cc, co, cf = est._script_parts(rule, call)
                 call_tokens = -(-(ca * wa + cc * wc + co * wo) // denominator) + cf
-                counted = by_name[name] = (ca, cc, co, cf, call_tokens, floors.block(call))
+                counted = by_name[tool] = (ca, cc, co, cf, call_tokens, floors.block(call))
             ca, cc, co, cf, call_tokens, call_floor = counted
-            blocks.append(call_of(call_id, name, "{}"))
+            blocks.append(call_of(call_id, tool, "{}"))
             each.append(call_tokens)
             a, c, o, fixed, rest_floor = a - ca, c - cc, o - co, fixed - cf, rest_floor - call_floor
         if a or c or o or fixed or rest_floor or not blocks:
