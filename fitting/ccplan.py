@@ -51,6 +51,7 @@ from .formats.claude_code import NAME, subagent_files
 from .repair import DEFECT_OF
 from .size import FLOOR_RULE, Size, SizeMode, floor_tokens
 from .transcript import Block, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript, Usage
+from .validate import check_messages
 
 TAIL_BYTES = 256 * 1024
 """How much of a file's end is read for its last measured request (``last_measured``)."""
@@ -228,7 +229,7 @@ def fold_plan(
     the skeleton as on the loaded messages). None where the fold leaves the file to the loader, for a file of
     several transcripts (sidechains beside the main chain: ``fold_plans``), or for options it does not plan
     for (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
-    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid)
+    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid, summary)
     if found is None or len(found) != 1:
         return None  # left to the loader, or several transcripts (fit picks one, with a note)
     return _plan_of(source, found[0], estimator, options, size_mode, preamble, summary)
@@ -247,7 +248,7 @@ def fold_plans(
     """``fold_plan`` of every transcript ``claude_code.load`` reads from ``source``, in its order: the main
     conversation, then each tree of sidechain lines beside it (what ``check`` plans, one line each); None
     where the fold leaves any of them to the loader (a subagents folder beside the file among them)."""
-    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid)
+    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid, summary)
     if found is None:
         return None
     plans = []
@@ -266,9 +267,11 @@ def _folds(
     size_mode: SizeMode,
     preamble: int | None,
     skip_invalid: bool,
+    summary: bool,
 ) -> list[_Folded] | None:
     """The folds of the transcripts of ``source`` with what the plans read (the one pass's, else the tree
-    fold's), or None where the fold or the plans leave the file to the loader."""
+    fold's: with ``summary``, each message's stand-in for ``_repaired``), or None where the fold or the plans
+    leave the file to the loader."""
     rule = estimator.rule
     if options.add_notice or options.page_tokens is not None:
         return None  # the notice changes the system prompt; a store's handles are of the results' content
@@ -282,7 +285,8 @@ def _folds(
         if folded is not None:
             return [folded]
         # the tree fold goes on from the line the one pass got to (past ``_KEEP`` lines, from the file's start)
-        return _fold_tree(source, rule, skip_invalid, None, reading if reading.whole else None, plan=True)
+        whole = reading if reading.whole else None
+        return _fold_tree(source, rule, skip_invalid, None, whole, plan=True, stand_ins=summary)
 
 
 def _plan_of(
@@ -299,12 +303,14 @@ def _plan_of(
     assert type(rule) is ScriptRule
     size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
     name = folded.name if folded.name is not None else subagent_name(source.path, folded.agent)
-    repaired = any(d.kind in _REPAIRED for d in folded.defects)  # then the request is not the file's
-    if summary and options.carried_cut is None and not repaired:
+    repaired: bool | None = None  # whether repair changes the request (then it is not the file's): where asked
+    if summary and options.carried_cut is None:
         pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
         before = size.tokens if size.anchored else pre + size.estimated_tokens
         if before <= options.budget:
-            return FoldedPlan(source.path, name, _fits(options, before, pre, size), None, len(folded.tokens))
+            repaired = _repaired(folded)
+            if not repaired:
+                return FoldedPlan(source.path, name, _fits(options, before, pre, size), None, len(folded.tokens))
     est = _Counted(rule)
     skeleton = _skeleton(source.path, name, folded, est)
 
@@ -321,7 +327,7 @@ def _plan_of(
         return folded.floors
 
     plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), floors_of)
-    if bool(plan.repairs) is not repaired:
+    if repaired is not None and bool(plan.repairs) is not repaired:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
     if plan.repairs and not rule.block_overhead_tokens:
         # Blocks of no tokens (an empty text with --overhead 0) leave no stand-in: whether a message repair
@@ -353,7 +359,16 @@ def _floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int],
 
 
 _REPAIRED = frozenset(DEFECT_OF.values())
-"""The defects ``repair`` fixes (the tree fold's ``_Folded.defects`` holds them with the loader's)."""
+"""The defects ``repair`` fixes."""
+
+
+def _repaired(folded: _Folded) -> bool:
+    """Whether ``repair`` changes the transcript of ``folded`` (a fold with ``plan``): the one pass vouches it
+    does not (it keeps no stand-ins); for the tree fold's, whether ``check_messages`` finds a violation ``repair``
+    fixes in the stand-ins of its messages (the fold refuses the call ids used twice and second results, which
+    ``repair`` would also change) as ``claude_code.message_defects`` finds them for the loaded transcript."""
+    stand_ins = folded.skeleton
+    return stand_ins is not None and any(v.kind in _REPAIRED for v in check_messages(stand_ins, "anthropic"))
 
 
 def _fits(options: FitOptions, before: int, preamble: int, size: Size) -> Plan:
