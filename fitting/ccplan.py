@@ -318,7 +318,7 @@ def _plan_of(
         """``fit._floors`` of the skeleton: the fold's floors (each result's block is its place among them);
         of the skeleton as repaired, its blocks' (``_floors_of``)."""
         if messages is not skeleton.messages:
-            return _floors_of(messages, result_floors)
+            return _floors_of(messages, result_floors, skeleton.messages, folded.floors)
         at = -1
         for k, result in enumerate(folded.results):
             index = result[3]
@@ -336,13 +336,32 @@ def _plan_of(
     return FoldedPlan(source.path, name, plan, skeleton, len(folded.tokens))
 
 
-def _floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int], int]) -> list[int]:
+def _floors_of(
+    messages: Sequence[Message],
+    result_floors: dict[tuple[int, int], int],
+    skeleton: Sequence[Message] = (),
+    floors: Sequence[int] = (),
+) -> list[int]:
     """``fit._floors`` of the skeleton's messages as ``repair`` changed them (results dropped, synthetic results
     added): a stand-in counts the floor it carries (``_Chars.floor``), every other block as ``_floors`` counts it
-    (a synthetic result's text, a call's name and its "{}" input, whose characters the rest's floor leaves out)."""
+    (a synthetic result's text, a call's name and its "{}" input, whose characters the rest's floor leaves out).
+    A message of ``skeleton`` that repair left as it was (the same object) has its floor in ``floors`` (the
+    fold's: ``_skeleton`` splits it over the message's blocks, which sum to it) and its results first, each
+    holding one stand-in."""
     floor = Estimator(FLOOR_RULE)
     each = []
+    at = {id(m): k for k, m in enumerate(skeleton)}
     for mi, message in enumerate(messages):
+        k = at.get(id(message))
+        if k is not None and skeleton[k] is message:
+            for bi, block in enumerate(message.content):
+                if type(block) is not ToolResult:
+                    break
+                stand_in = block.content[0]
+                assert type(stand_in) is _Chars
+                result_floors[(mi, bi)] = stand_in.floor
+            each.append(floors[k])
+            continue
         total = 0
         for bi, block in enumerate(message.content):
             if type(block) is _Chars:
