@@ -329,10 +329,11 @@ class _Folded:
         self.off_chain = self.branches = 0
         """Message lines the loader leaves out on other branches, and how many branches (``_fold_tree``)."""
         self.defects: tuple[Defect, ...] = ()
-        """The loader's and the repair check's defects (``_fold_tree``; the one pass vouches there are none)."""
+        """The loader's and the repair check's defects (``_fold_tree``; the one pass vouches there are none); with
+        ``plan``, the loader's other than ``check_messages``'s (ccplan checks ``skeleton`` where it needs to)."""
         self.skeleton: list[Message] | None = None
         """Each message's calls and results without text, kept by ``_Draft.close`` for the defects
-        (``_fold_tree``), else None."""
+        (``_fold_tree``; with ``plan`` and ``stand_ins``, kept for ccplan), else None."""
         # For ccplan's plan of the fold (each message's, or each result's, as ``results``):
         self.lines: list[int] = []
         """Each message's line (its first)."""
@@ -809,6 +810,7 @@ def _fold_tree(
     reading: _Reading | None = None,
     *,
     plan: bool = False,
+    stand_ins: bool = True,
 ) -> list[_Folded] | None:
     """The fold of a file the one pass gives up on, read as the loader reads it: each line's record (the
     scanner's, else ``_record``'s), each line of the tree a ``claude_code._Node`` with stand-ins for its
@@ -821,14 +823,17 @@ def _fold_tree(
     for a shape it leaves to the loader. With ``reading``, the read the one pass gave up on: the lines it read
     are not read again, and the lines left go on from it; without it, the file is read from its start. With
     ``plan``, each fold keeps what ``ccplan.fold_plan`` reads of each message and result (``_Draft.plan``), as
-    ``_one_pass(plan=True)`` does."""
+    ``_one_pass(plan=True)`` does, and the defects ``check_messages`` finds are not worded: each fold keeps its
+    stand-ins (``_Folded.skeleton``) for ccplan to check where it needs to, only with ``stand_ins``."""
     if reading is None:
         with source.open() as f:
-            return _fold_tree(source, rule, skip_invalid, why, _Reading(f, _scanner(rule)), plan=plan)
+            reading = _Reading(f, _scanner(rule))
+            return _fold_tree(source, rule, skip_invalid, why, reading, plan=plan, stand_ins=stand_ins)
     path = source.path
+    keep = not plan or stand_ins
     out = _Folded()
     out.path = path
-    out.skeleton = []
+    out.skeleton = [] if keep else None
     out.by_kind, out.kinds = reading.by_kind, reading.kinds
     by_kind, kinds = out.by_kind, out.kinds
     loads = orjson.loads
@@ -921,7 +926,7 @@ def _fold_tree(
     for members, title in groups:
         group = out if not found else _Folded()  # the first holds the file's skipped lines and line kinds
         group.path = path
-        group.skeleton = []
+        group.skeleton = [] if keep else None
         group.name = title
         if not _fold_group(source, rule, tree, records, members, group, why, not found, reading, plan):
             return None
@@ -1067,9 +1072,19 @@ def _fold_group(
     kept_ids = {nodes[i].message_id for i in selected if nodes[i].kind == "assistant"} | calls_seen
     branches = _left_out(path, tree, members, selected, kept_ids)
     out.branches = len(branches)
+    defects = broken_links(path, tree, chain)
+    if plan:
+        # ccplan reads of the defects only whether repair changes the request, and only for check's summary of
+        # a session that fits (``ccplan._repaired``): it checks the stand-ins kept (``out.skeleton``) then. The
+        # fold refuses a call id used twice and a second result, so ``repair`` changes the request exactly
+        # where ``check_messages`` finds a violation of the stand-ins that it repairs (``repair.DEFECT_OF``):
+        # neither ``message_defects`` nor ``report._defects`` (two more passes) is needed to say so.
+        defects.extend(branches)
+        defects.sort(key=lambda d: d.source.line or 0)
+        out.defects = tuple(defects)
+        return True
     assert out.skeleton is not None
     skeleton = tuple(out.skeleton)
-    defects = broken_links(path, tree, chain)
     defects.extend(message_defects(path, skeleton, call_lines, result_lines))
     defects.extend(branches)
     defects.sort(key=lambda d: d.source.line or 0)

@@ -51,6 +51,7 @@ from .formats.claude_code import NAME, subagent_files
 from .repair import DEFECT_OF
 from .size import FLOOR_RULE, Size, SizeMode, floor_tokens
 from .transcript import Block, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript, Usage
+from .validate import check_messages
 
 TAIL_BYTES = 256 * 1024
 """How much of a file's end is read for its last measured request (``last_measured``)."""
@@ -163,9 +164,11 @@ class _Counted(Estimator):
     """The estimator of a skeleton: a ``_Chars`` counts as the characters and fixed tokens it carries, every
     other block as ``Estimator`` counts it (a stub, the note, a call's name). The skeleton's own messages
     come with their estimates (``known``, by identity: no message is hashed), as ``_script_blocks`` makes them
-    of those blocks."""
+    of those blocks: each message's tokens, counts (characters per class and fixed tokens) and each block's
+    tokens, made into a ``MessageEstimate`` when it is asked for (``result_refs`` asks for the messages with
+    results only)."""
 
-    known: dict[int, tuple[Message, MessageEstimate]] = field(default_factory=dict)
+    known: dict[int, tuple[Message, int, tuple[int, int, int, int], tuple[int, ...]]] = field(default_factory=dict)
     whole: tuple[tuple[Message, ...], tuple[int, ...]] | None = None
     """The skeleton's messages and their tokens (``message_tokens`` of them)."""
 
@@ -177,7 +180,8 @@ class _Counted(Estimator):
     def message(self, message: Message) -> MessageEstimate:
         hit = self.known.get(id(message))
         if hit is not None and hit[0] is message:
-            return hit[1]
+            _, tokens, counts, each = hit
+            return MessageEstimate(tokens, CharCounts(counts[0], counts[1], counts[2]), counts[3], each)
         return Estimator.message(self, message)
 
     def message_tokens(self, messages: tuple[Message, ...]) -> tuple[int, ...]:
@@ -189,7 +193,7 @@ class _Counted(Estimator):
         tokens = []
         for m in messages:
             hit = known.get(id(m))
-            tokens.append(hit[1].tokens if hit is not None and hit[0] is m else Estimator.message(self, m).tokens)
+            tokens.append(hit[1] if hit is not None and hit[0] is m else Estimator.message(self, m).tokens)
         return tuple(tokens)
 
 
@@ -225,7 +229,7 @@ def fold_plan(
     the skeleton as on the loaded messages). None where the fold leaves the file to the loader, for a file of
     several transcripts (sidechains beside the main chain: ``fold_plans``), or for options it does not plan
     for (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
-    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid)
+    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid, summary)
     if found is None or len(found) != 1:
         return None  # left to the loader, or several transcripts (fit picks one, with a note)
     return _plan_of(source, found[0], estimator, options, size_mode, preamble, summary)
@@ -244,7 +248,7 @@ def fold_plans(
     """``fold_plan`` of every transcript ``claude_code.load`` reads from ``source``, in its order: the main
     conversation, then each tree of sidechain lines beside it (what ``check`` plans, one line each); None
     where the fold leaves any of them to the loader (a subagents folder beside the file among them)."""
-    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid)
+    found = _folds(source, estimator, options, size_mode, preamble, skip_invalid, summary)
     if found is None:
         return None
     plans = []
@@ -263,9 +267,11 @@ def _folds(
     size_mode: SizeMode,
     preamble: int | None,
     skip_invalid: bool,
+    summary: bool,
 ) -> list[_Folded] | None:
     """The folds of the transcripts of ``source`` with what the plans read (the one pass's, else the tree
-    fold's), or None where the fold or the plans leave the file to the loader."""
+    fold's: with ``summary``, each message's stand-in for ``_repaired``), or None where the fold or the plans
+    leave the file to the loader."""
     rule = estimator.rule
     if options.add_notice or options.page_tokens is not None:
         return None  # the notice changes the system prompt; a store's handles are of the results' content
@@ -279,7 +285,8 @@ def _folds(
         if folded is not None:
             return [folded]
         # the tree fold goes on from the line the one pass got to (past ``_KEEP`` lines, from the file's start)
-        return _fold_tree(source, rule, skip_invalid, None, reading if reading.whole else None, plan=True)
+        whole = reading if reading.whole else None
+        return _fold_tree(source, rule, skip_invalid, None, whole, plan=True, stand_ins=summary)
 
 
 def _plan_of(
@@ -296,12 +303,14 @@ def _plan_of(
     assert type(rule) is ScriptRule
     size = _size(folded.usage, folded.tokens, folded.roles, size_mode, preamble)
     name = folded.name if folded.name is not None else subagent_name(source.path, folded.agent)
-    repaired = any(d.kind in _REPAIRED for d in folded.defects)  # then the request is not the file's
-    if summary and options.carried_cut is None and not repaired:
+    repaired: bool | None = None  # whether repair changes the request (then it is not the file's): where asked
+    if summary and options.carried_cut is None:
         pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
         before = size.tokens if size.anchored else pre + size.estimated_tokens
         if before <= options.budget:
-            return FoldedPlan(source.path, name, _fits(options, before, pre, size), None, len(folded.tokens))
+            repaired = _repaired(folded)
+            if not repaired:
+                return FoldedPlan(source.path, name, _fits(options, before, pre, size), None, len(folded.tokens))
     est = _Counted(rule)
     skeleton = _skeleton(source.path, name, folded, est)
 
@@ -309,7 +318,7 @@ def _plan_of(
         """``fit._floors`` of the skeleton: the fold's floors (each result's block is its place among them);
         of the skeleton as repaired, its blocks' (``_floors_of``)."""
         if messages is not skeleton.messages:
-            return _floors_of(messages, result_floors)
+            return _floors_of(messages, result_floors, skeleton.messages, folded.floors)
         at = -1
         for k, result in enumerate(folded.results):
             index = result[3]
@@ -318,7 +327,7 @@ def _plan_of(
         return folded.floors
 
     plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), floors_of)
-    if bool(plan.repairs) is not repaired:
+    if repaired is not None and bool(plan.repairs) is not repaired:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
     if plan.repairs and not rule.block_overhead_tokens:
         # Blocks of no tokens (an empty text with --overhead 0) leave no stand-in: whether a message repair
@@ -327,13 +336,32 @@ def _plan_of(
     return FoldedPlan(source.path, name, plan, skeleton, len(folded.tokens))
 
 
-def _floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int], int]) -> list[int]:
+def _floors_of(
+    messages: Sequence[Message],
+    result_floors: dict[tuple[int, int], int],
+    skeleton: Sequence[Message] = (),
+    floors: Sequence[int] = (),
+) -> list[int]:
     """``fit._floors`` of the skeleton's messages as ``repair`` changed them (results dropped, synthetic results
     added): a stand-in counts the floor it carries (``_Chars.floor``), every other block as ``_floors`` counts it
-    (a synthetic result's text, a call's name and its "{}" input, whose characters the rest's floor leaves out)."""
+    (a synthetic result's text, a call's name and its "{}" input, whose characters the rest's floor leaves out).
+    A message of ``skeleton`` that repair left as it was (the same object) has its floor in ``floors`` (the
+    fold's: ``_skeleton`` splits it over the message's blocks, which sum to it) and its results first, each
+    holding one stand-in."""
     floor = Estimator(FLOOR_RULE)
     each = []
+    at = {id(m): k for k, m in enumerate(skeleton)}
     for mi, message in enumerate(messages):
+        k = at.get(id(message))
+        if k is not None and skeleton[k] is message:
+            for bi, block in enumerate(message.content):
+                if type(block) is not ToolResult:
+                    break
+                stand_in = block.content[0]
+                assert type(stand_in) is _Chars
+                result_floors[(mi, bi)] = stand_in.floor
+            each.append(floors[k])
+            continue
         total = 0
         for bi, block in enumerate(message.content):
             if type(block) is _Chars:
@@ -350,7 +378,16 @@ def _floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int],
 
 
 _REPAIRED = frozenset(DEFECT_OF.values())
-"""The defects ``repair`` fixes (the tree fold's ``_Folded.defects`` holds them with the loader's)."""
+"""The defects ``repair`` fixes."""
+
+
+def _repaired(folded: _Folded) -> bool:
+    """Whether ``repair`` changes the transcript of ``folded`` (a fold with ``plan``): the one pass vouches it
+    does not (it keeps no stand-ins); for the tree fold's, whether ``check_messages`` finds a violation ``repair``
+    fixes in the stand-ins of its messages (the fold refuses the call ids used twice and second results, which
+    ``repair`` would also change) as ``claude_code.message_defects`` finds them for the loaded transcript."""
+    stand_ins = folded.skeleton
+    return stand_ins is not None and any(v.kind in _REPAIRED for v in check_messages(stand_ins, "anthropic"))
 
 
 def _fits(options: FitOptions, before: int, preamble: int, size: Size) -> Plan:
@@ -392,6 +429,10 @@ def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcrip
     bo = rule.block_overhead_tokens
     by_name: dict[str, tuple[int, int, int, int, int, int]] = {}
     floors = Estimator(FLOOR_RULE)
+    parts, results = folded.parts, folded.results
+    chars, result_of, call_of, message_of = _Chars, ToolResult, ToolCall, Message
+    none: tuple[int, ...] = ()
+    # Positional constructors (frozen dataclasses: keywords cost more); ``_Chars``'s first three are ``Text``'s.
     for i, (role, line, counts, calls, tokens, message_floor) in enumerate(
         zip(folded.roles, folded.lines, folded.chars, folded.calls_of, folded.tokens, folded.floors, strict=True)
     ):
@@ -400,30 +441,30 @@ def _skeleton(path: str, name: str, folded: _Folded, est: _Counted) -> Transcrip
         blocks: list[Block] = []
         each: list[int] = []
         fixed -= overhead
-        for k in results_of.get(i, ()):
-            ra, rc, ro, rf, result_floor = folded.parts[k]
-            result = folded.results[k]
-            inner = _Chars("", a=ra, c=rc, o=ro, fixed=rf - bo, floor=result_floor)
-            blocks.append(ToolResult(result[0], (inner,)))
+        for k in results_of.get(i, none):
+            ra, rc, ro, rf, result_floor = parts[k]
+            result = results[k]
+            blocks.append(result_of(result[0], (chars("", "", "", ra, rc, ro, rf - bo, result_floor),)))
             each.append(result[2])
             a, c, o, fixed, rest_floor = a - ra, c - rc, o - ro, fixed - rf, rest_floor - result_floor
         for call_id in calls:
-            call = ToolCall(call_id, names[call_id], "{}")
-            counted = by_name.get(call.name)
+            tool = names[call_id]
+            counted = by_name.get(tool)
             if counted is None:  # a call's counts are its name's (and its input's, "{}" here)
+                call = call_of(call_id, tool, "{}")
                 ca, cc, co, cf = est._script_parts(rule, call)
                 call_tokens = -(-(ca * wa + cc * wc + co * wo) // denominator) + cf
-                counted = by_name[call.name] = (ca, cc, co, cf, call_tokens, floors.block(call))
+                counted = by_name[tool] = (ca, cc, co, cf, call_tokens, floors.block(call))
             ca, cc, co, cf, call_tokens, call_floor = counted
-            blocks.append(call)
+            blocks.append(call_of(call_id, tool, "{}"))
             each.append(call_tokens)
             a, c, o, fixed, rest_floor = a - ca, c - cc, o - co, fixed - cf, rest_floor - call_floor
         if a or c or o or fixed or rest_floor or not blocks:
-            blocks.append(_Chars("", a=a, c=c, o=o, fixed=fixed, floor=rest_floor))
+            blocks.append(chars("", "", "", a, c, o, fixed, rest_floor))
             each.append(-(-(a * wa + c * wc + o * wo) // denominator) + fixed)
-        m = Message("user" if role == "user" else "assistant", tuple(blocks), Source(path, line))
+        m = message_of("user" if role == "user" else "assistant", tuple(blocks), Source(path, line))
         messages.append(m)
-        known[id(m)] = (m, MessageEstimate(tokens, CharCounts(*counts[:3]), counts[3], tuple(each)))
+        known[id(m)] = (m, tokens, counts, tuple(each))
     usage = tuple(Usage(u[0], u[1], u[2], u[3], Source(path, u[4]), u[5]) for u in folded.usage)
     whole = tuple(messages)
     est.whole = (whole, tuple(folded.tokens))

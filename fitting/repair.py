@@ -63,9 +63,10 @@ def _unique_call_ids(messages: Sequence[Message]) -> tuple[list[Message], list[R
     seen: set[str] = set()
     reused = False
     for message in messages:
-        for call in message.tool_calls:
-            reused = reused or call.id in seen
-            seen.add(call.id)
+        for block in message.content:  # not ``tool_calls``: a tuple of each message's calls
+            if isinstance(block, ToolCall):
+                reused = reused or block.id in seen
+                seen.add(block.id)
     if not reused:
         return list(messages), []
     taken = set(seen)

@@ -28,7 +28,7 @@ from windowfit.cli import check_run, fit_cmd
 from windowfit.cli.report_cmd import FAST_FOLD_ENV
 from windowfit.fitting import make_estimator
 from windowfit.fitting.ccfold import _fold_lines, _fold_tree, fold_claude_code
-from windowfit.fitting.ccplan import fold_plan
+from windowfit.fitting.ccplan import fold_plan, fold_plans
 from windowfit.fitting.errors import InputError, OptionError
 from windowfit.fitting.fit import DEFAULTS, FitOptions, Plan, plan_fit, repaired
 from windowfit.fitting.formats import Input, load
@@ -640,3 +640,35 @@ def test_fit_and_check_of_each_defect_print_the_same_with_the_fold_off(
             general = run_cli(*argv, *skip)
             assert (fast.exit_code, fast.stdout, fast.stderr) == (general.exit_code, general.stdout, general.stderr)
             assert fast.exit_code in (0, 1), fast.stderr
+
+
+def test_check_s_summary_is_full_exactly_where_the_loaded_plan_repairs() -> None:
+    """check's summary (``fold_plans`` with ``summary``) of a session that fits its budget has no skeleton where
+    the loaded plan makes no repairs, and is the full plan where it does (repair changes the request): the tree
+    fold's stand-ins, checked by ``ccplan._repaired``, say so as the loaded transcript's repair does. On each
+    generated defect and the corpus's files of one transcript; without ``summary`` the folds keep no stand-ins."""
+    items = [(Input("session.jsonl", _defective(d), keep_text=False), d == "cut-line") for d in DEFECTS]
+    items += [(Input(str(p), keep_text=False), True) for p in corpus_files()]
+    options = options_of(10**9, {})
+    met: set[bool] = set()
+    for item, skip_invalid in items:
+        found = fold_plans(item, make_estimator(), options, summary=True, skip_invalid=skip_invalid)
+        if found is None or len(found) != 1:
+            continue  # left to the loader, or several transcripts (compared in test_ccplan.py)
+        want = loaded_plan(item, options, "auto", None, skip_invalid)
+        assert want is not None and want.outcome == "fits"
+        (plan,) = found
+        assert (plan.skeleton is not None) is bool(want.repairs), item.path
+        assert (plan.plan.tokens_before, plan.plan.outcome) == (want.tokens_before, want.outcome)
+        met.add(bool(want.repairs))
+        full = fold_plans(item, make_estimator(), options, skip_invalid=skip_invalid)
+        assert full is not None and full[0].plan == want
+    assert met == {False, True}
+    tree = _fold_tree(
+        Input("session.jsonl", _defective("orphan-alone"), keep_text=False),
+        make_estimator().rule,
+        False,
+        plan=True,
+        stand_ins=False,
+    )
+    assert tree is not None and all(f.skeleton is None for f in tree)
