@@ -243,18 +243,33 @@ def _fold_file(
     why: list[str] | None,
 ) -> list[Report] | None:
     """The reports of the transcripts of the file ``source`` (its subagents folder aside), or None."""
-    with source.open() as f:
-        reading = _Reading(f, _scanner(rule))
-        folded = _one_pass(source, rule, reading)
-        # where the one pass gives up, the tree fold goes on from the line it got to
-        if folded is not None:
-            found: list[_Folded] | None = [folded]
-        else:  # past ``_KEEP`` lines of the tree, the tree fold reads the file from its start
-            found = _fold_tree(source, rule, skip_invalid, why, reading if reading.whole else None)
+    found = _fold_source(source, rule, skip_invalid, why)
     if found is None:
         return None
     reports = [_report(source.path, f, estimator, budget, window, top, size_mode, preamble) for f in found]
     return reports
+
+
+def _fold_source(
+    source: Input,
+    rule: ScriptRule,
+    skip_invalid: bool,
+    why: list[str] | None = None,
+    *,
+    plan: bool = False,
+    stand_ins: bool = True,
+) -> list[_Folded] | None:
+    """The folds of the transcripts of ``source`` in one read: the one pass's, or where it gives up the tree
+    fold's, going on from the line the one pass got to (past ``_KEEP`` lines of the tree, from the file's
+    start); ``plan`` and ``stand_ins`` as ``_one_pass`` and ``_fold_tree`` take them. None (the reason in
+    ``why``) for a shape left to the loader."""
+    with source.open() as f:
+        reading = _Reading(f, _scanner(rule))
+        folded = _one_pass(source, rule, reading, plan=plan)
+        if folded is not None:
+            return [folded]
+        whole = reading if reading.whole else None
+        return _fold_tree(source, rule, skip_invalid, why, whole, plan=plan, stand_ins=stand_ins)
 
 
 def _no(why: list[str] | None, reason: str) -> None:

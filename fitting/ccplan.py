@@ -34,12 +34,9 @@ from dataclasses import dataclass, field
 import orjson
 
 from .ccfold import (
-    _fold_tree,
+    _fold_source,
     _Folded,
-    _one_pass,
-    _Reading,
     _refused_options,
-    _scanner,
     _size,
     fold_claude_code,
     subagent_name,
@@ -279,14 +276,7 @@ def _folds(
         return None  # as report's fold refuses them (predict_size words the errors of its options)
     if source.data is None and subagent_files(source.path):
         return None
-    with source.open() as f:
-        reading = _Reading(f, _scanner(rule))
-        folded = _one_pass(source, rule, reading, plan=True)
-        if folded is not None:
-            return [folded]
-        # the tree fold goes on from the line the one pass got to (past ``_KEEP`` lines, from the file's start)
-        whole = reading if reading.whole else None
-        return _fold_tree(source, rule, skip_invalid, None, whole, plan=True, stand_ins=summary)
+    return _fold_source(source, rule, skip_invalid, plan=True, stand_ins=summary)
 
 
 def _plan_of(
