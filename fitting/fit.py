@@ -1234,6 +1234,7 @@ def fit(
     min_clear_ratio: float = DEFAULTS.min_clear_ratio,
     add_notice: bool = DEFAULTS.add_notice,
     store: ResultStore | None = None,
+    size: Size | None = None,
     page_tokens: int | None = DEFAULTS.page_tokens,
     batch_tokens: int | None = DEFAULTS.batch_tokens,
     cut_step: int | None = DEFAULTS.cut_step,
@@ -1241,11 +1242,15 @@ def fit(
 ) -> Fitted:
     """``plan_fit`` then ``apply_plan``. With ``store``, every cleared result is
     put in it first, in pages of ``page_tokens`` (default ``PAGE_TOKENS``), and
-    the stubs name their handles."""
+    the stubs name their handles. ``size`` is as for ``plan_fit``: pass
+    ``predict_size(session, estimator)`` of a recorded session so that the fit
+    starts from the provider's measured count where the file records one (the
+    estimator must be the one the size was predicted with)."""
     plan = plan_fit(
         transcript,
         budget=budget,
         estimator=estimator,
+        size=size,
         batch_size=batch_size,
         protected_fraction=protected_fraction,
         min_clear_ratio=min_clear_ratio,

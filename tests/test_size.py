@@ -18,7 +18,7 @@ from strategies import subagents, transcripts
 from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Transcript, make_estimator
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import SEED, Estimator, is_cjk
-from windowfit.fitting.fit import apply_plan, plan_fit
+from windowfit.fitting.fit import apply_plan, fit, plan_fit
 from windowfit.fitting.formats import Input, discover, load
 from windowfit.fitting.size import SizeMode, backtest, cut, predict_size
 from windowfit.fitting.store import PAGE_TOKENS
@@ -274,3 +274,20 @@ def test_claude_code_corpus_pure_estimate_misses_the_target(shared_dir: Path) ->
     ratios = corpus_points(shared_dir, "estimate")
     assert statistics.median(ratios) < 0.9
     assert sum(r < 0.95 for r in ratios) / len(ratios) > 0.5
+
+
+def test_the_library_fit_starts_from_the_measured_size_it_is_given() -> None:
+    # Six messages of 10 estimated tokens (60 in all), but the provider measured 900 before the reply at 3:
+    # the next request is about 900 + 10 + 20 = 930. Under a budget of 500 the pure estimate fits as it is,
+    # while the fit given the anchored size must leave something out (and says it started from 930).
+    usage = (Usage(3, 900, source=Source("s", 4), output_tokens=10),)
+    t = session(*(["x" * 40] * 6), usage=usage)
+    est = bare()
+    size = predict_size(t, est)
+    assert size.source == "anchored" and size.tokens > 500
+    assert fit(t, budget=500, estimator=est).plan.outcome == "fits"
+    anchored = fit(t, budget=500, estimator=est, size=size)
+    assert anchored.plan.tokens_before == size.tokens
+    assert anchored.plan.outcome != "fits"
+    assert anchored.plan == plan_fit(t, budget=500, estimator=est, size=size)
+    assert anchored.transcript == apply_plan(t, anchored.plan)
