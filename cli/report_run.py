@@ -13,7 +13,7 @@ from functools import partial
 from windowfit.fitting import Transcript, WindowfitError, build_report
 from windowfit.fitting._json import encode
 from windowfit.fitting.ccfold import fold_claude_code_all
-from windowfit.fitting.formats import Format, Input, SkippedFile, load
+from windowfit.fitting.formats import Format, Input, SkippedFile, detect, load
 from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
 from windowfit.fitting.report import Report, fold_report
 from windowfit.fitting.serialize import TranscriptReportJson, report_document_of, report_to_dict
@@ -203,8 +203,9 @@ def claude_code_fold(item: Input, options: ReportOptions, *, skip_invalid: bool 
 
 def report_file(item: Input, options: ReportOptions, *, fast: bool = True, skip_invalid: bool = False) -> list[Report]:
     """One file's reports as ``report`` makes them in one process: from the fold where it vouches for the
-    file (``fast``), else loaded (what ``bench_report.py --claude-code`` times both ways)."""
-    if fast:
+    file (``fast``), else loaded (what ``bench_report.py --claude-code`` times both ways). As the command does,
+    only what detection reads as a Claude Code session is folded: the fold reads any JSON lines it is given."""
+    if fast and detect(item).name == CLAUDE_CODE:
         folded = claude_code_fold(item, options, skip_invalid=skip_invalid)
         if folded is not None:
             return folded
