@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, NamedTuple, TypeAlias
+from typing import Literal, NamedTuple, Protocol, TypeAlias
 
 from .errors import Location, OptionError
 from .estimate import CharCounts, Estimator, ScriptRule, _groups, make_estimator, sum_counts
@@ -456,15 +456,12 @@ def _result_refs(
     messages: Sequence[Message], estimator: Estimator, page_tokens: int | None
 ) -> tuple[tuple[ResultRef, ...], list[_StubParts]]:
     """``result_refs``, and each result's stub (its text and parts, for stage 1), in the same order. Under a
-    ``ScriptRule`` the stub's parts and tokens come from its text, as ``Estimator.block`` counts the block
-    ``_stub_of`` makes of it (a text in a result, or the text alone for an observation), without making it."""
+    ``ScriptRule`` the stub's parts and tokens come from its text (``_script_stub``), without making it."""
     names = tool_names(messages)
     refs = []
     stubs = []
     rule = estimator.rule
-    script = type(rule) is ScriptRule
-    overhead = rule.block_overhead_tokens
-    wa, wc, wo, denominator = rule._weights if type(rule) is ScriptRule else (0, 0, 0, 1)
+    script = rule if type(rule) is ScriptRule else None
     for mi, message in enumerate(messages):
         estimate: tuple[int, ...] | None = None  # looked up once a message (a lookup hashes all its blocks)
         for bi, block in enumerate(message.content):
@@ -489,12 +486,10 @@ def _result_refs(
                         block_pages(block, page_tokens),
                     )
                 handle, pages = found
-            if script:
+            if script is not None:
                 text = (observation_stub_text if observation else stub_text)(tool, call_id, tokens, handle, pages)
-                a, c, o = _groups(text)
-                fixed = overhead if observation else overhead + overhead  # the text's, and the result's
-                stub = -(-(a * wa + c * wc + o * wo) // denominator) + fixed
-                stubs.append(_StubParts(text, (a, c, o, fixed), None))
+                stub, parts = _script_stub(script, text, observation)
+                stubs.append(parts)
             else:
                 made = _stub_of(block, tool, call_id, tokens, handle, pages)
                 stub = estimator.block(made)
@@ -503,6 +498,16 @@ def _result_refs(
                 stubs.append(_StubParts(inner.text, None, estimator.block_parts(made)))
             refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub, handle, pages))
     return tuple(refs), stubs
+
+
+def _script_stub(rule: ScriptRule, text: str, observation: bool = False) -> tuple[int, _StubParts]:
+    """The tokens and parts of the stub of ``text`` under ``rule``, as ``Estimator.block`` counts the block
+    ``_stub_of`` makes of it (a text in a result, or the text alone for an observation), without making it."""
+    a, c, o = _groups(text)
+    overhead = rule.block_overhead_tokens
+    fixed = overhead if observation else overhead + overhead  # the text's, and the result's
+    wa, wc, wo, denominator = rule._weights
+    return -(-(a * wa + c * wc + o * wo) // denominator) + fixed, _StubParts(text, (a, c, o, fixed), None)
 
 
 @dataclass(slots=True)
@@ -585,6 +590,87 @@ def _head(messages: Sequence[Message]) -> tuple[int, int]:
     return (0, first.stop if isinstance(first, Round) else 1)
 
 
+class _Stubber(Protocol):
+    """Stage 1's arithmetic over the messages of a ``_Shape`` (``_Stubbing``'s)."""
+
+    def clear(self, ref: ResultRef, stub: _StubParts) -> None:
+        """Stub the result ``ref`` names (its message's other blocks as they are)."""
+
+    def tokens(self, mi: int) -> int:
+        """Message ``mi``'s estimate with the results cleared so far stubbed (a message with one, only)."""
+
+    @property
+    def touched(self) -> list[int]:
+        """The messages a result was cleared in, in order."""
+
+
+class _Shape(Protocol):
+    """What ``_decide`` reads of the messages it plans (as repaired): their results and stubs, the sizes an
+    anchored fit removes, stage 1's arithmetic, the head, the turns and the units. ``_Messages`` reads them of
+    ``Message`` objects; ``fitting.ccplan`` of the fold of a session's lines, without making any (check's
+    plan of a session over its budget: tests/test_fitfold.py and tests/test_ccplan.py keep the two equal)."""
+
+    def __len__(self) -> int:
+        """How many messages."""
+
+    def result_refs(self, est: Estimator, page_tokens: int | None) -> tuple[tuple[ResultRef, ...], list[_StubParts]]:
+        """``_result_refs`` of the messages."""
+
+    def sizer(
+        self, estimates: Sequence[int], floor: Estimator | None, result_floors: dict[tuple[int, int], int]
+    ) -> _Sizer:
+        """``_Sizer.of`` the messages: with a ``floor`` (anchored), of their floors and measured requests, and
+        each result's floor put in ``result_floors``; else of ``estimates``."""
+
+    def stubbing(self, est: Estimator) -> _Stubber:
+        """Stage 1's arithmetic, nothing cleared yet."""
+
+    def head(self) -> tuple[int, int]:
+        """``_head`` of the messages (there is at least one)."""
+
+    def turn_bounds(self) -> array[int]:
+        """``turn_bounds`` of the messages."""
+
+    def units(self, start: int, stop: int) -> tuple[Unit, ...]:
+        """``split_units`` of messages ``[start, stop)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Messages:
+    """``_Shape`` of ``Message`` objects: the messages as repaired of ``transcript`` (its usage is moved onto
+    them, ``_usage_in``), with ``_plan``'s ``floors_of``."""
+
+    messages: Sequence[Message]
+    transcript: Transcript | None = None
+    floors_of: Callable[[Sequence[Message], dict[tuple[int, int], int]], Sequence[int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def result_refs(self, est: Estimator, page_tokens: int | None) -> tuple[tuple[ResultRef, ...], list[_StubParts]]:
+        return _result_refs(self.messages, est, page_tokens)
+
+    def sizer(
+        self, estimates: Sequence[int], floor: Estimator | None, result_floors: dict[tuple[int, int], int]
+    ) -> _Sizer:
+        messages = self.messages
+        known = self.floors_of(messages, result_floors) if floor is not None and self.floors_of is not None else None
+        usage = _usage_in(self.transcript, messages) if self.transcript is not None else ()
+        return _Sizer.of(messages, estimates, floor, usage, result_floors, known)
+
+    def stubbing(self, est: Estimator) -> _Stubber:
+        return _Stubbing(est, self.messages)
+
+    def head(self) -> tuple[int, int]:
+        return _head(self.messages)
+
+    def turn_bounds(self) -> array[int]:
+        return turn_bounds(self.messages)
+
+    def units(self, start: int, stop: int) -> tuple[Unit, ...]:
+        return split_units(self.messages, start, stop)
+
+
 def plan_fit(
     transcript: Transcript,
     *,
@@ -653,9 +739,6 @@ def _plan(
     holds for the messages it holds no ``Message`` of (those that stand in for plain text). ``floors_of``
     gives what an anchored fit removes, as ``_floors`` does (each message's floor, and each result's in the
     dict, by message and block index): ``fitting.ccplan`` gives the floors the fold counted."""
-    budget, batch_size, batch_tokens = options.budget, options.batch_size, options.batch_tokens
-    protected_fraction, min_clear_ratio = options.protected_fraction, options.min_clear_ratio
-    page_tokens, cut_step, carried_cut = options.page_tokens, options.cut_step, options.carried_cut
     noticed = with_notice(transcript) if options.add_notice else transcript
     notice_added = noticed is not transcript
     source, repairs = repair(noticed)
@@ -665,12 +748,33 @@ def _plan(
     if size is not None and size.preamble_source in ("inferred", "given"):
         preamble += size.preamble_tokens - est.preamble(transcript)  # what the file does not record
     before = preamble + sum(message_tokens)
-    anchored = size is not None and size.anchored
-    floor = Estimator(FLOOR_RULE)
     if size is not None and size.anchored:
         # The notice and repairs change the request after it was measured: add their estimate.
         before = size.tokens + before - est.request(transcript) - preamble + est.preamble(source)
-    results, stubs = _result_refs(messages, est, page_tokens)
+    if options.carried_cut is not None:
+        _check_cut(source, options.carried_cut, _head(messages))
+    shape = _Messages(messages, transcript, floors_of)
+    return _decide(shape, options, est, size, message_tokens, preamble, before, notice_added, repairs)
+
+
+def _decide(
+    shape: _Shape,
+    options: FitOptions,
+    est: Estimator,
+    size: Size | None,
+    message_tokens: tuple[int, ...],
+    preamble: int,
+    before: int,
+    notice_added: bool = False,
+    repairs: tuple[Repair, ...] = (),
+) -> Plan:
+    """``_plan``'s decisions, stage by stage, from what it reads of the messages (as repaired: ``shape``), their
+    estimates, the preamble and the request's size (``before``); a carried cut is checked already."""
+    budget, batch_size, batch_tokens = options.budget, options.batch_size, options.batch_tokens
+    protected_fraction, min_clear_ratio = options.protected_fraction, options.min_clear_ratio
+    page_tokens, cut_step, carried_cut = options.page_tokens, options.cut_step, options.carried_cut
+    anchored = size is not None and size.anchored
+    results, stubs = shape.result_refs(est, page_tokens)
 
     first_protected = _protected_tail(results, budget * protected_fraction)
     older = results[:first_protected]
@@ -692,9 +796,7 @@ def _plan(
         repairs=repairs,
         size=size,
     )
-    if carried_cut is not None:
-        _check_cut(source, carried_cut, _head(messages))
-    elif before <= budget:
+    if carried_cut is None and before <= budget:
         return base
 
     # Stage 1: clear whole batches of candidates, oldest first, until it fits. With a
@@ -707,14 +809,11 @@ def _plan(
     # roles, calls and results' ids of the messages, which a stub keeps as they were.
     tokens = list(message_tokens)
     result_floors: dict[tuple[int, int], int] = {}
-    known = floors_of(messages, result_floors) if anchored and floors_of is not None else None
-    sizer = _Sizer.of(
-        messages, message_tokens, floor if anchored else None, _usage_in(transcript, messages), result_floors, known
-    )
+    sizer = shape.sizer(message_tokens, Estimator(FLOOR_RULE) if anchored else None, result_floors)
     total = before
     batches: list[ClearBatch] = []
     candidates = base.candidates
-    stubbing = _Stubbing(est, messages)
+    stubbing = shape.stubbing(est)
     for k, stop in batch_ranges(candidates, batch_size, batch_tokens):
         batch = candidates[k:stop]
         saved = 0
@@ -741,7 +840,8 @@ def _plan(
     stages = (1,) if batches else ()
     sizer.seal()
     note_tokens = est.message(_note_message()).tokens
-    if not messages:
+    n = len(shape)
+    if not n:
         # Only the preamble, and it alone is over the budget (issue 8: an IndexError
         # here): no turn or round to keep, so nothing can fit.
         empty = (0, 0)
@@ -769,17 +869,17 @@ def _plan(
 
     # Stage 2: the head, a note, and the newest whole turns that fit. A request that
     # leaves messages out is the total so far, plus the note, minus what they held.
-    head = _head(messages)
+    head = shape.head()
     note_add = (
         ceiling_tokens(TRUNCATION_NOTE) + est.rule.message_overhead_tokens + est.rule.block_overhead_tokens
         if anchored
         else note_tokens
     )
     truncated = replace(base, batches=tuple(batches), head=head, note=TRUNCATION_NOTE)
-    bounds = turn_bounds(messages)  # the turns, as machine integers: a file of tiny lines has very many
+    bounds = shape.turn_bounds()  # the turns, as machine integers: a file of tiny lines has very many
     floor_at = 0 if carried_cut is None else carried_cut
     if carried_cut is not None:
-        carried = _carried(truncated, messages, tokens, sizer, total + note_add, carried_cut, stages)
+        carried = _carried(truncated, shape, tokens, sizer, total + note_add, carried_cut, stages)
         if carried.tokens_after <= budget:
             return carried
     starts = bounds[bisect_left(bounds, head[1], 0, len(bounds) - 1) : len(bounds) - 1]  # turns after the head
@@ -800,7 +900,7 @@ def _plan(
             outcome="turns-dropped",
             tokens_after=sizes[k],
             stages=(*stages, 2),
-            kept=((start, len(messages)),),
+            kept=((start, n),),
             dropped=_dropped_turns(bounds, tokens, head[1], start),
             cut_at=cut_at,
         )
@@ -812,12 +912,12 @@ def _plan(
     last = Turn(bounds[-2], bounds[-1])
     opener = (last.start, last.start + 1) if last.start >= head[1] else None
     units_from = opener[1] if opener else head[1]
-    units = split_units(messages, units_from, len(messages))
+    units = shape.units(units_from, n)
     before_units = total + note_add - (sizer.removed(head[1], last.start) if opener else 0)
 
     def size_keeping(take: int) -> int:
         """The request with the newest ``take`` units of the last turn."""
-        stop = units[len(units) - take].start if take else len(messages)
+        stop = units[len(units) - take].start if take else n
         return before_units - sizer.removed(units_from, stop)
 
     most = len(units) - bisect_left([u.start for u in units], floor_at)  # never a unit before the carried cut
@@ -838,8 +938,8 @@ def _plan(
     fits = keep_units > 0 and len(units) - keep_units <= newest
     # Too long keeps what stage 3 would at the least: everything from the newest round on.
     take = keep_units if fits else len(units) - newest if units else 0
-    start = units[len(units) - take].start if take else len(messages)
-    kept = ((opener,) if opener else ()) + (((start, len(messages)),) if take else ())
+    start = units[len(units) - take].start if take else n
+    kept = ((opener,) if opener else ()) + (((start, n),) if take else ())
     dropped = _dropped_turns(bounds, tokens, head[1], last.start if opener else head[1]) + _dropped_units(
         units[: len(units) - take], tokens
     )
@@ -905,7 +1005,7 @@ def _check_cut(transcript: Transcript, cut: int, head: tuple[int, int]) -> None:
 
 def _carried(
     truncated: Plan,
-    working: Sequence[Message],
+    working: _Shape,
     tokens: Sequence[int],
     sizer: _Sizer,
     whole: int,
@@ -918,7 +1018,7 @@ def _carried(
     request with the note and stage 1's stubs (``tokens``), before anything is
     left out."""
     head = truncated.head
-    bounds = turn_bounds(working)
+    bounds = working.turn_bounds()
     at = bisect_right(bounds, cut, 0, len(bounds) - 1) - 1
     turn = Turn(bounds[at], bounds[at + 1])
     opener = (turn.start, turn.start + 1) if head[1] <= turn.start < cut else None
@@ -931,7 +1031,7 @@ def _carried(
     else:
         units_from = opener[1] if opener else head[1]
         dropped = _dropped_turns(bounds, tokens, head[1], max(turn.start, head[1])) + _dropped_units(
-            split_units(working, units_from, cut), tokens
+            working.units(units_from, cut), tokens
         )
     return replace(
         truncated,
@@ -995,21 +1095,27 @@ class _Sizer:
         """With a ``floor``, ``result_floors`` (if given) gets the floor of each tool result's content, by
         message and block index (what clearing it takes off the floor), counted once with its message's; or,
         with ``floors`` too, those are each message's floor, and ``result_floors`` holds the results' already."""
-        n = len(messages)
         each = estimates if floor is None else floors if floors is not None else _floors(messages, floor, result_floors)
+        return cls.over(each, None if floor is None else ((u.before, u.total) for u in usage))
+
+    @classmethod
+    def over(cls, each: Sequence[int], measured: Iterable[tuple[int, int]] | None) -> _Sizer:
+        """``of`` from each message's estimate or floor (``each``) and, for an anchored size, each measured
+        request's ``before`` and total (None: not anchored)."""
+        n = len(each)
         held = array("q", [0])
         for tokens in each:
             held.append(held[-1] + tokens)
-        if floor is None:  # nothing measured is read: no list of None a message (16 B of a tiny one's few hundred)
+        if measured is None:  # nothing measured is read: no list of None a message (16 B of a tiny one's few hundred)
             return cls(held, {}, None, None)
         upto: list[int | None] = [None] * (n + 1)
         since: list[int | None] = [None] * (n + 1)
-        for u in usage:
-            if 0 <= u.before <= n:
-                at = upto[u.before]
-                upto[u.before] = u.total if at is None else max(at, u.total)
-                at = since[u.before]
-                since[u.before] = u.total if at is None else min(at, u.total)
+        for before, total in measured:
+            if 0 <= before <= n:
+                at = upto[before]
+                upto[before] = total if at is None else max(at, total)
+                at = since[before]
+                since[before] = total if at is None else min(at, total)
         for i in range(1, n + 1):
             a, b = upto[i - 1], upto[i]
             upto[i] = b if a is None else a if b is None else max(a, b)

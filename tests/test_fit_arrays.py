@@ -34,6 +34,7 @@ from windowfit.fitting.fit import (
     _dropped_turns,
     _dropped_units,
     _head,
+    _Messages,
     _note_message,
     _plan,
     _protected_tail,
@@ -203,7 +204,7 @@ def reference_plan(
     bounds = turn_bounds(working)  # the turns, as machine integers: a file of tiny lines has very many
     floor_at = 0 if carried_cut is None else carried_cut
     if carried_cut is not None:
-        carried = _carried(truncated, working, tokens, sizer, total + note_add, carried_cut, stages)
+        carried = _carried(truncated, _Messages(working), tokens, sizer, total + note_add, carried_cut, stages)
         if carried.tokens_after <= budget:
             return carried
     starts = bounds[bisect_left(bounds, head[1], 0, len(bounds) - 1) : len(bounds) - 1]  # turns after the head
