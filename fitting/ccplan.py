@@ -21,6 +21,12 @@ sidechains beside its main chain, as ``check`` checks each. The notice (it chang
 store's pages (handles of the results' content) are left to the loader: ``fold_plan`` returns None for them, as
 for a shape the fold refuses, and the caller loads the file.
 
+Check reads only the plan, so with ``summary`` a session that repair leaves as it is (no carried cut) gets no
+skeleton: ``fit._decide`` plans it on the fold's lists (``_FoldShape``, a ``fit._Shape``: the results, floors,
+stage 1's arithmetic, turns and rounds of the skeleton, read without making a message) and gives the same plan,
+field for field (tests/test_fitfold.py compares it with the loaded one, tests/test_ccplan.py each read with the
+skeleton's).
+
 ``fits_plan`` is the earlier, narrower path: check's summary plan of a session that fits, from the fold's report
 alone (for a session that fits, ``fit._plan`` returns ``fits`` at once, with ``tokens_before`` the predicted
 size). When the last measured request the file's tail records is over the budget already, it returns None
@@ -28,7 +34,9 @@ without folding (``last_measured``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import orjson
@@ -42,12 +50,25 @@ from .ccfold import (
     subagent_name,
 )
 from .estimate import CharCounts, Estimator, MessageEstimate, ScriptRule
-from .fit import FitOptions, Plan, _plan
+from .fit import FitOptions, Plan, ResultRef, _decide, _plan, _script_stub, _Sizer, _StubParts, stub_text
 from .formats.base import Input
 from .formats.claude_code import NAME, subagent_files
 from .repair import DEFECT_OF
 from .size import FLOOR_RULE, Size, SizeMode, floor_tokens
-from .transcript import Block, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript, Usage
+from .transcript import (
+    Block,
+    Message,
+    Round,
+    Single,
+    Source,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    Unit,
+    Usage,
+)
 from .validate import check_messages
 
 TAIL_BYTES = 256 * 1024
@@ -204,7 +225,9 @@ class FoldedPlan:
     name: str
     plan: Plan
     skeleton: Transcript | None
-    """None for a session that fits: its plan has no detail to show (check's summary)."""
+    """None for check's summary (``summary``) of a session ``repair`` leaves as it is: where it fits, its plan
+    has no detail to show; else the plan is decided on the fold's lists (``_FoldShape``), which check reads no
+    message of."""
     messages: int = 0
     """How many messages the loaded transcript has (a row of it, ``fitting.rows``)."""
 
@@ -225,7 +248,8 @@ def fold_plan(
     (``ccfold._fold_tree``: branches, broken links, skipped lines, defective rounds, which ``repair`` fixes on
     the skeleton as on the loaded messages). None where the fold leaves the file to the loader, for a file of
     several transcripts (sidechains beside the main chain: ``fold_plans``), or for options it does not plan
-    for (the notice, a store's pages). With ``summary`` (check), a session that fits is not given a skeleton."""
+    for (the notice, a store's pages). With ``summary`` (check), no session that repair leaves as it is is given a
+    skeleton (``FoldedPlan.skeleton``)."""
     found = _folds(source, estimator, options, size_mode, preamble, skip_invalid, summary)
     if found is None or len(found) != 1:
         return None  # left to the loader, or several transcripts (fit picks one, with a note)
@@ -295,28 +319,19 @@ def _plan_of(
     name = folded.name if folded.name is not None else subagent_name(source.path, folded.agent)
     repaired: bool | None = None  # whether repair changes the request (then it is not the file's): where asked
     if summary and options.carried_cut is None:
-        pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
-        before = size.tokens if size.anchored else pre + size.estimated_tokens
-        if before <= options.budget:
-            repaired = _repaired(folded)
-            if not repaired:
-                return FoldedPlan(source.path, name, _fits(options, before, pre, size), None, len(folded.tokens))
+        repaired = _repaired(folded)
+        if not repaired:
+            # fit._plan with est.preamble(...) == 0 (no system prompt, no tools) and no notice or repairs.
+            pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
+            before = size.tokens if size.anchored else pre + size.estimated_tokens
+            if before <= options.budget:
+                plan = _fits(options, before, pre, size)
+            else:  # check reads no skeleton: the plan is decided on the fold's lists (a carried cut is checked on one)
+                plan = _decide(_FoldShape.of(folded, rule), options, estimator, size, tuple(folded.tokens), pre, before)
+            return FoldedPlan(source.path, name, plan, None, len(folded.tokens))
     est = _Counted(rule)
     skeleton = _skeleton(source.path, name, folded, est)
-
-    def floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int], int]) -> Sequence[int]:
-        """``fit._floors`` of the skeleton: the fold's floors (each result's block is its place among them);
-        of the skeleton as repaired, its blocks' (``_floors_of``)."""
-        if messages is not skeleton.messages:
-            return _floors_of(messages, result_floors, skeleton.messages, folded.floors)
-        at = -1
-        for k, result in enumerate(folded.results):
-            index = result[3]
-            at = at + 1 if k and folded.results[k - 1][3] == index else 0
-            result_floors[(index, at)] = folded.parts[k][4]
-        return folded.floors
-
-    plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), floors_of)
+    plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), _floors_for(skeleton, folded))
     if repaired is not None and bool(plan.repairs) is not repaired:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
     if plan.repairs and not rule.block_overhead_tokens:
@@ -324,6 +339,162 @@ def _plan_of(
         # empties of its results holds other blocks, which the loader then keeps, is not known.
         return None
     return FoldedPlan(source.path, name, plan, skeleton, len(folded.tokens))
+
+
+def _floors_for(
+    skeleton: Transcript, folded: _Folded
+) -> Callable[[Sequence[Message], dict[tuple[int, int], int]], Sequence[int]]:
+    """``_plan``'s ``floors_of`` of the skeleton of ``folded``: ``fit._floors`` of the skeleton, the fold's
+    floors; of the skeleton as repaired, its blocks' (``_floors_of``)."""
+
+    def floors_of(messages: Sequence[Message], result_floors: dict[tuple[int, int], int]) -> Sequence[int]:
+        if messages is not skeleton.messages:
+            return _floors_of(messages, result_floors, skeleton.messages, folded.floors)
+        _result_floors(folded, result_floors)
+        return folded.floors
+
+    return floors_of
+
+
+def _result_floors(folded: _Folded, result_floors: dict[tuple[int, int], int]) -> None:
+    """Each result's floor (the fold's) into ``result_floors``, by its message's index and its place among that
+    message's results (its block's index: they come first)."""
+    last, at = -1, 0
+    for result, part in zip(folded.results, folded.parts, strict=True):
+        index = result[3]
+        at = at + 1 if index == last else 0
+        last = index
+        result_floors[(index, at)] = part[4]
+
+
+@dataclass(frozen=True, slots=True)
+class _FoldShape:
+    """``fit._Shape`` of the transcript of a fold (with ``plan``) that ``repair`` leaves as it is, read from the
+    fold's lists without making a message: what ``_Messages`` reads of its skeleton (``_skeleton``, under
+    ``_Counted``), the same values (tests/test_ccplan.py compares each read). The results are each message's
+    first blocks, in the fold's order (``_Folded.results``); a result's tool is its call's (a result without its
+    call is an orphan, which repair drops: not here); each message's characters and fixed tokens are the fold's
+    (``_Folded.chars``), which its blocks' in the skeleton sum to."""
+
+    folded: _Folded
+    rule: ScriptRule
+    at: array[int]
+    """Each result's message index (ascending, as ``folded.results``)."""
+
+    @classmethod
+    def of(cls, folded: _Folded, rule: ScriptRule) -> _FoldShape:
+        return cls(folded, rule, array("q", [result[3] for result in folded.results]))
+
+    def __len__(self) -> int:
+        return len(self.folded.tokens)
+
+    def result_refs(self, est: Estimator, page_tokens: int | None) -> tuple[tuple[ResultRef, ...], list[_StubParts]]:
+        if page_tokens is not None:
+            raise ValueError("a fold's shape has no results' content to keep in a store")
+        names, rule = self.folded.names, self.rule
+        refs = []
+        stubs = []
+        last, bi = -1, 0
+        for call_id, _, tokens, mi, _ in self.folded.results:
+            bi = bi + 1 if mi == last else 0
+            last = mi
+            tool = names.get(call_id, "")
+            stub, parts = _script_stub(rule, stub_text(tool, call_id, tokens))
+            refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub))
+            stubs.append(parts)
+        return tuple(refs), stubs
+
+    def sizer(
+        self, estimates: Sequence[int], floor: Estimator | None, result_floors: dict[tuple[int, int], int]
+    ) -> _Sizer:
+        if floor is None:
+            return _Sizer.over(estimates, None)
+        folded = self.folded
+        _result_floors(folded, result_floors)
+        return _Sizer.over(folded.floors, ((u[0], u[1] + u[2] + u[3]) for u in folded.usage))
+
+    def stubbing(self, est: Estimator) -> _FoldStubbing:
+        return _FoldStubbing(self)
+
+    def head(self) -> tuple[int, int]:
+        if not len(self):
+            return (0, 0)
+        first = next(self._units(0, len(self)))
+        return (0, first.stop if isinstance(first, Round) else 1)
+
+    def turn_bounds(self) -> array[int]:
+        roles = self.folded.roles
+        n = len(roles)
+        bounds = array("q")
+        if not n:
+            return bounds
+        answering = set(self.at)  # a user message with results answers calls: no turn starts there
+        starts = [i for i, role in enumerate(roles) if role == "user" and i not in answering]
+        if not starts or starts[0]:
+            bounds.append(0)
+        bounds.extend(starts)
+        bounds.append(n)
+        return bounds
+
+    def units(self, start: int, stop: int) -> tuple[Unit, ...]:
+        return tuple(self._units(start, stop))
+
+    def _units(self, start: int, stop: int) -> Iterator[Unit]:
+        """``iter_units`` of messages ``[start, stop)``."""
+        folded, at = self.folded, self.at
+        roles, calls_of, results = folded.roles, folded.calls_of, folded.results
+        i = start
+        while i < stop:
+            calls = calls_of[i] if roles[i] != "user" else ()  # the skeleton's roles: user, else assistant
+            if not calls:
+                yield Single(i)
+                i += 1
+                continue
+            pending = set(calls)
+            j = i + 1
+            while j < stop and pending:
+                lo = bisect_left(at, j)
+                answered = {results[k][0] for k in range(lo, bisect_right(at, j, lo))}
+                if not answered or roles[j] != "user":
+                    break
+                pending -= answered
+                j += 1
+            yield Round(i, j, tuple(calls))
+            i = j
+
+
+@dataclass(slots=True)
+class _FoldStubbing:
+    """``fit._Stubbing`` of a ``_FoldShape``: a message's characters and fixed tokens as the fold counted them,
+    with each cleared result's parts (``_Folded.parts``) taken off and its stub's added."""
+
+    shape: _FoldShape
+    changed: dict[int, list[int]] = field(default_factory=dict)
+    """By message index: what its stubs add to its ascii, CJK and other characters and fixed tokens."""
+
+    def clear(self, ref: ResultRef, stub: _StubParts) -> None:
+        mi = ref.message_index
+        ra, rc, ro, rf, _ = self.shape.folded.parts[bisect_left(self.shape.at, mi) + ref.block_index]
+        assert stub.script is not None
+        sa, sc, so, sf = stub.script
+        delta = self.changed.get(mi)
+        if delta is None:
+            delta = self.changed[mi] = [0, 0, 0, 0]
+        delta[0] += sa - ra
+        delta[1] += sc - rc
+        delta[2] += so - ro
+        delta[3] += sf - rf
+
+    def tokens(self, mi: int) -> int:
+        wa, wc, wo, denominator = self.shape.rule._weights
+        a, c, o, fixed = self.shape.folded.chars[mi]
+        da, dc, do, df = self.changed[mi]
+        a, c, o = a + da, c + dc, o + do
+        return -(-(a * wa + c * wc + o * wo) // denominator) + fixed + df
+
+    @property
+    def touched(self) -> list[int]:
+        return sorted(self.changed)
 
 
 def _floors_of(

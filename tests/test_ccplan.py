@@ -3,7 +3,8 @@ against the loaded check (``check_work``: the loader, ``predict_size`` and ``pla
 wherever the fast path gives a check it is the loaded one, it gives one for every session the fold vouches for
 that fits, and check's output (text, github, --format json and jsonl) is the same with it and without it. On
 the corpus's Claude Code files and their prefixes, and generated sessions, with budgets on both sides of their
-size, both size modes and a given preamble."""
+size, both size modes and a given preamble. Over its budget, check's plan is decided on the fold's lists
+(``ccplan._FoldShape``): each read the plan makes of them is the same read of the skeleton's messages."""
 
 from __future__ import annotations
 
@@ -21,16 +22,17 @@ from test_ccfold import _example, sessions
 from windowfit.cli import check_run, fit_cmd
 from windowfit.cli.report_cmd import FAST_FOLD_ENV
 from windowfit.cli.shared import SizeChoice
-from windowfit.fitting import make_estimator
+from windowfit.fitting import ccplan, make_estimator
 from windowfit.fitting.ccfold import fold_claude_code, fold_claude_code_all
 from windowfit.fitting.ccplan import TAIL_BYTES, fits_plan, last_measured
 from windowfit.fitting.errors import InputError
-from windowfit.fitting.estimate import Estimator
-from windowfit.fitting.fit import DEFAULTS, OUTCOMES
+from windowfit.fitting.estimate import Estimator, ScriptRule
+from windowfit.fitting.fit import DEFAULTS, OUTCOMES, _Messages
 from windowfit.fitting.formats import Input, load
 from windowfit.fitting.formats.claude_code import subagent_files
 from windowfit.fitting.repair import DEFECT_OF
 from windowfit.fitting.report import Report
+from windowfit.fitting.size import FLOOR_RULE
 
 
 def settings_of(
@@ -273,3 +275,74 @@ def test_check_prints_the_same_with_the_fast_path_off(
 
 def test_one_switch_turns_the_fold_off_for_report_and_check() -> None:
     assert fit_cmd.FAST_FOLD_ENV == FAST_FOLD_ENV
+
+
+# --------------------------------------------------------------------------
+# check's plan over the budget: what fit._decide reads of the fold's lists, against the skeleton's messages
+
+
+def shape_reads_as_skeleton(item: Input, skip_invalid: bool = False) -> int:
+    """Each read ``fit._decide`` makes of the ``_FoldShape`` of each transcript of ``item`` that repair leaves as
+    it is, asserted equal to the same read of the ``_Messages`` of its skeleton as ``ccplan._plan_of`` plans it
+    (under ``_Counted``, with the fold's floors): the results and their stubs, the sizer (estimated and anchored),
+    the turns, the head, the units from each turn and a few other places, and stage 1's arithmetic with every
+    result cleared a few at a time. How many transcripts it compared (0 where the fold leaves the file)."""
+    est = make_estimator()
+    rule = est.rule
+    assert type(rule) is ScriptRule
+    found = ccplan._folds(item, est, DEFAULTS, "auto", None, skip_invalid, True)
+    compared = 0
+    for folded in found or ():
+        if ccplan._repaired(folded):
+            continue  # planned on the skeleton, as repaired
+        counted = ccplan._Counted(rule)
+        skeleton = ccplan._skeleton(item.path, "", folded, counted)
+        fold = ccplan._FoldShape.of(folded, rule)
+        messages = _Messages(skeleton.messages, skeleton, ccplan._floors_for(skeleton, folded))
+        n = len(messages)
+        assert len(fold) == n
+        refs, stubs = fold.result_refs(est, None)
+        assert (refs, stubs) == messages.result_refs(counted, None)
+        tokens = counted.message_tokens(skeleton.messages)
+        for floor in (None, Estimator(FLOOR_RULE)):
+            got: dict[tuple[int, int], int] = {}
+            want: dict[tuple[int, int], int] = {}
+            a, b = fold.sizer(tokens, floor, got), messages.sizer(tokens, floor, want)
+            assert (a.held, a.measured_upto, a.measured_from, got) == (b.held, b.measured_upto, b.measured_from, want)
+        bounds = fold.turn_bounds()
+        assert bounds == messages.turn_bounds()
+        if n:
+            head = fold.head()
+            assert head == messages.head()
+            for start in {*bounds[:-1][:12], *bounds[-4:-1], head[1], n // 3, n - 1}:
+                assert fold.units(start, n) == messages.units(start, n)
+        cleared, stubbed = fold.stubbing(est), messages.stubbing(counted)
+        for k in range(0, len(refs), 3):
+            for ref, stub in zip(refs[k : k + 3], stubs[k : k + 3], strict=True):
+                cleared.clear(ref, stub)
+                stubbed.clear(ref, stub)
+            for mi in {ref.message_index for ref in refs[k : k + 3]}:
+                assert cleared.tokens(mi) == stubbed.tokens(mi)
+        assert cleared.touched == stubbed.touched
+        compared += 1
+    return compared
+
+
+def test_the_fold_s_shape_reads_as_its_skeleton_on_the_corpus() -> None:
+    compared = 0
+    for path in sorted(require_shared("corpus", "transcripts", "claude_code").rglob("*.jsonl")):
+        for skip_invalid in (False, True):
+            compared += shape_reads_as_skeleton(Input(str(path), keep_text=False), skip_invalid)
+    for path in sorted(DATA.joinpath("claude_code").rglob("*.jsonl")):
+        compared += shape_reads_as_skeleton(Input(str(path), keep_text=False))
+    # 38 transcripts (sidechains beside their main chains among them, twice where --skip-invalid reads more) on
+    # 2026-12-06
+    assert compared >= 36
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=sessions(), skip_invalid=st.booleans())
+def test_the_fold_s_shape_reads_as_its_skeleton_on_generated_sessions(data: bytes, skip_invalid: bool) -> None:
+    """test_ccfold's sessions: branches, broken links, images, unanswered calls (repaired: skipped), tools named
+    in Cyrillic."""
+    shape_reads_as_skeleton(Input("session.jsonl", data, keep_text=False), skip_invalid)

@@ -1,7 +1,8 @@
 """``fit`` and ``check`` of a Claude Code session planned from the fold of its lines (``fitting.ccplan.fold_plan``),
 against the loaded path (``claude_code.load``, ``predict_size`` and ``plan_fit``: the ground truth): wherever the
 fold vouches for a file its plan is the loaded one, field for field, under budgets that force each stage and
-too-long, batch options, protected fractions, cut steps, carried cuts and both size modes; its skeleton has the
+too-long, batch options, protected fractions, cut steps, carried cuts and both size modes, and so is check's
+(``summary``: planned on the fold's lists, without a skeleton, where repair changes nothing); its skeleton has the
 loaded messages' roles and lines; and ``fit``'s diff and ``--json`` are the same with the fold and without it
 (``WINDOWFIT_FASTFOLD=0``). On the corpus's Claude Code files and their prefixes, the test data, and generated
 sessions (test_ccfold's, and sessions whose results are lists of text parts in every script)."""
@@ -142,6 +143,11 @@ def compare(
         item, est, options, size_mode=size_mode, preamble=preamble, summary=True, skip_invalid=skip_invalid
     )
     assert summary is not None and fit_cmd.summary_plan(summary.plan) == fit_cmd.summary_plan(want)
+    if want.outcome != "fits":
+        # check's plan of a session over its budget is the whole plan: decided on the fold's lists, no skeleton
+        # made, where repair leaves the session as it is (and no cut is carried); else on the skeleton.
+        assert summary.plan == want
+        assert (summary.skeleton is None) is (not want.repairs and options.carried_cut is None)
     return want
 
 
