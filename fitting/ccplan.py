@@ -395,11 +395,18 @@ class _FoldShape:
         refs = []
         stubs = []
         last, bi = -1, 0
+        # A stub's characters per class and UTF-8 bytes are its tool's, its call id's and its size's, formatted
+        # with commas: an ASCII call id counts as its length, the size as its digits (its stub is counted once).
+        made: dict[tuple[str, int | str, int], tuple[int, _StubParts]] = {}
         for call_id, _, tokens, mi, _ in self.folded.results:
             bi = bi + 1 if mi == last else 0
             last = mi
             tool = names.get(call_id, "")
-            stub, parts = _script_stub(rule, stub_text(tool, call_id, tokens))
+            shape = (tool, len(call_id) if call_id.isascii() else call_id, len(str(tokens)))
+            found = made.get(shape)
+            if found is None:
+                found = made[shape] = _script_stub(rule, stub_text(tool, call_id, tokens))
+            stub, parts = found
             refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub))
             stubs.append(parts)
         return tuple(refs), stubs

@@ -442,10 +442,11 @@ def result_refs(
 
 
 class _StubParts(NamedTuple):
-    """What stage 1 needs of one result's stub, made once (``_result_refs``): its text (an anchored fit
-    counts its ceiling) and its parts as ``_Stubbing`` sums them (a tuple: one a result, made quickly)."""
+    """What stage 1 needs of one result's stub, made once (``_result_refs``): its text's ceiling
+    (``ceiling_tokens``: what an anchored fit adds for it) and its parts as ``_Stubbing`` sums them (a tuple:
+    one a result, made quickly)."""
 
-    text: str
+    ceiling: int
     script: tuple[int, int, int, int] | None
     """Under a ``ScriptRule``: ascii, cjk and other characters and fixed tokens."""
     general: tuple[CharCounts, int] | None
@@ -495,7 +496,7 @@ def _result_refs(
                 stub = estimator.block(made)
                 inner = made if isinstance(made, Text) else made.content[0]
                 assert isinstance(inner, Text)
-                stubs.append(_StubParts(inner.text, None, estimator.block_parts(made)))
+                stubs.append(_StubParts(ceiling_tokens(inner.text), None, estimator.block_parts(made)))
             refs.append(ResultRef(mi, bi, call_id, tool, tokens, stub, handle, pages))
     return tuple(refs), stubs
 
@@ -507,7 +508,8 @@ def _script_stub(rule: ScriptRule, text: str, observation: bool = False) -> tupl
     overhead = rule.block_overhead_tokens
     fixed = overhead if observation else overhead + overhead  # the text's, and the result's
     wa, wc, wo, denominator = rule._weights
-    return -(-(a * wa + c * wc + o * wo) // denominator) + fixed, _StubParts(text, (a, c, o, fixed), None)
+    parts = _StubParts(ceiling_tokens(text), (a, c, o, fixed), None)
+    return -(-(a * wa + c * wc + o * wo) // denominator) + fixed, parts
 
 
 @dataclass(slots=True)
@@ -820,7 +822,7 @@ def _decide(
         for j in range(k, stop):
             ref, stub = candidates[j], stubs[candidate_at[j]]
             if anchored:  # the floor of what the stub replaces: a result's content, an observation's text
-                cut = result_floors[(ref.message_index, ref.block_index)] - ceiling_tokens(stub.text)
+                cut = result_floors[(ref.message_index, ref.block_index)] - stub.ceiling
                 sizer.save(ref.message_index, cut)
                 saved += cut
             stubbing.clear(ref, stub)

@@ -27,7 +27,7 @@ from windowfit.fitting.ccfold import fold_claude_code, fold_claude_code_all
 from windowfit.fitting.ccplan import TAIL_BYTES, fits_plan, last_measured
 from windowfit.fitting.errors import InputError
 from windowfit.fitting.estimate import Estimator, ScriptRule
-from windowfit.fitting.fit import DEFAULTS, OUTCOMES, _Messages
+from windowfit.fitting.fit import DEFAULTS, OUTCOMES, _Messages, stub_text
 from windowfit.fitting.formats import Input, load
 from windowfit.fitting.formats.claude_code import subagent_files
 from windowfit.fitting.repair import DEFECT_OF
@@ -346,3 +346,42 @@ def test_the_fold_s_shape_reads_as_its_skeleton_on_generated_sessions(data: byte
     """test_ccfold's sessions: branches, broken links, images, unanswered calls (repaired: skipped), tools named
     in Cyrillic."""
     shape_reads_as_skeleton(Input("session.jsonl", data, keep_text=False), skip_invalid)
+
+
+def _stub_session() -> bytes:
+    """A prompt and rounds of three calls (an ASCII id to a tool named in ASCII, a Cyrillic id to one named in
+    Cyrillic, a longer id with an accent to one named in Japanese) whose results are 9 and 10, 99 and 100, 999 and
+    1,000, 9,999 and 10,000 tokens (CJK text: a character a token, and 6 of overheads), so that each tool's stubs
+    have sizes of each number of digits and commas."""
+    lines = []
+    parent: str | None = None
+
+    def line(kind: str, content: Any) -> None:
+        nonlocal parent
+        uuid = f"u{len(lines)}"
+        envelope = {"parentUuid": parent, "isSidechain": False, "userType": "external", "sessionId": "s"}
+        message = {"role": kind, "content": content, **({"id": f"m{len(lines)}"} if kind == "assistant" else {})}
+        lines.append(orjson.dumps({**envelope, "type": kind, "uuid": uuid, "message": message}))
+        parent = uuid
+
+    line("user", "Read them all.")
+    for r, size in enumerate((3, 4, 93, 94, 993, 994, 9_993, 9_994)):
+        calls = [("Read", f"toolu_01_{r}"), ("Чтение", f"вызов_{r}"), ("読む", f"toolu_0123456789é_{r}")]
+        line("assistant", [{"type": "tool_use", "id": c, "name": tool, "input": {}} for tool, c in calls])
+        line("user", [{"type": "tool_result", "tool_use_id": c, "content": "字" * size} for _, c in calls])
+    return b"\n".join(lines) + b"\n"
+
+
+def test_a_stub_counted_once_a_shape_is_each_result_s_own() -> None:
+    """``_FoldShape.result_refs`` counts a stub once for every result of its tool, call id length (an ASCII id)
+    and number of digits: each result's stub tokens and parts are those of its own stub's text."""
+    item = Input("session.jsonl", _stub_session(), keep_text=False)
+    assert shape_reads_as_skeleton(item) == 1
+    est = make_estimator()
+    (folded,) = ccplan._folds(item, est, DEFAULTS, "auto", None, False, True) or []
+    refs, _ = ccplan._FoldShape.of(folded, est.rule).result_refs(est, None)  # type: ignore[arg-type]
+    assert sorted({ref.tokens for ref in refs}) == [9, 10, 99, 100, 999, 1_000, 9_999, 10_000]
+    assert any(not ref.call_id.isascii() for ref in refs) and any(not ref.tool.isascii() for ref in refs)
+    for ref in refs:
+        stub = stub_text(ref.tool, ref.call_id, ref.tokens)
+        assert ref.stub_tokens == est.block(ccplan.ToolResult(ref.call_id, (ccplan.Text(stub),)))
