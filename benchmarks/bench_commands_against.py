@@ -5,10 +5,12 @@ command and its workers, from ``wait4``) of ``--rounds`` runs. What ``bench_fold
 time for this checkout alone, for a before and after on a shared machine: a neighbour's burst falls on both.
 
 Run ``python benchmarks/bench_commands_against.py`` (against ``main``; ``--ref COMMIT`` for another,
-``--rounds N``, ``--quick`` for the 40-session folder). The other commit is exported with ``git archive`` into
-a temporary folder (the built C extensions copied beside it, bytecode written as for this checkout) and run
-by this checkout's interpreter with that folder's ``src`` first on ``PYTHONPATH``; this checkout is run the
-same way from an export of its working tree's files, so both pay the same path search.
+``--rounds N``, ``--quick`` for the 40-session folder; ``--check`` adds the folder's ``check --format json`` at
+budget 100,000 and its CPU seconds against report's; ``--folder-only`` leaves out the 201 MB session). The other
+commit is exported with ``git archive`` into a temporary folder (the built C extensions copied beside it,
+bytecode written as for this checkout) and run by this checkout's interpreter with that folder's ``src`` first
+on ``PYTHONPATH``; this checkout is run the same way from an export of its working tree's files, so both pay
+the same path search.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the 40-session folder")
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--check", action="store_true", help="the folder's check --format json (budget 100,000) beside report"
+    )
+    parser.add_argument("--folder-only", action="store_true", help="not the 201 MB session nor its 3 lines")
     options = parser.parse_args()
     folder = benchmark_folder(options, OUT).folder
     session = OUT / "report_claude_200mb.jsonl"
@@ -84,9 +90,13 @@ def main() -> None:
         "report DIR --json --jobs 1": ["report", str(folder), "--json", "--jobs", "1"],
         "report DIR --json --jobs 2": ["report", str(folder), "--json", "--jobs", "2"],
     }
-    if session.exists():  # written by bench_report.py --claude-code
+    if options.check:
+        check = ["check", str(folder), "--budget", "100000", "--format", "json"]
+        commands["check DIR --format json --jobs 1"] = [*check, "--jobs", "1"]
+        commands["check DIR --format json --jobs 2"] = [*check, "--jobs", "2"]
+    if session.exists() and not options.folder_only:  # written by bench_report.py --claude-code
         commands["report 201 MB session --json"] = ["report", str(session), "--json"]
-    if tiny.exists():
+    if tiny.exists() and not options.folder_only:
         commands["report its 3 first lines --json"] = ["report", str(tiny), "--json"]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     print(f"this checkout: {commit.stdout.strip()} and its working tree; against {options.ref}; {cpu_count()} CPUs")
@@ -113,6 +123,12 @@ def main() -> None:
     for label in commands:
         (rw, rc), (tw, tc) = best[options.ref, label], best["this", label]
         print(f"{label:34} {rw:6.3f} / {rc:6.3f} {tw:6.3f} / {tc:6.3f} {tw / rw:6.2f} / {tc / rc:5.2f}")
+    if options.check:
+        for name in (options.ref, "this"):
+            check, report = best[name, "check DIR --format json --jobs 1"], best[name, "report DIR --json --jobs 1"]
+            print(
+                f"{name}: check ÷ report, --jobs 1: {check[1] / report[1]:.2f} in CPU, {check[0] / report[0]:.2f} wall"
+            )
     for name in (options.ref, "this"):
         one, two = best[name, "report DIR --json --jobs 1"][0], best[name, "report DIR --json --jobs 2"][0]
         one_m, two_m = median[name, "report DIR --json --jobs 1"], median[name, "report DIR --json --jobs 2"]
