@@ -415,10 +415,10 @@ class _FoldShape:
         self, estimates: Sequence[int], floor: Estimator | None, result_floors: dict[tuple[int, int], int]
     ) -> _Sizer:
         if floor is None:
-            return _Sizer.over(estimates, None)
+            return _Sizer(estimates, None)
         folded = self.folded
         _result_floors(folded, result_floors)
-        return _Sizer.over(folded.floors, ((u[0], u[1] + u[2] + u[3]) for u in folded.usage))
+        return _Sizer(folded.floors, ((u[0], u[1] + u[2] + u[3]) for u in folded.usage))
 
     def stubbing(self, est: Estimator) -> _FoldStubbing:
         return _FoldStubbing(self)
@@ -473,26 +473,39 @@ class _FoldShape:
 @dataclass(slots=True)
 class _FoldStubbing:
     """``fit._Stubbing`` of a ``_FoldShape``: a message's characters and fixed tokens as the fold counted them,
-    with each cleared result's parts (``_Folded.parts``) taken off and its stub's added."""
+    with each cleared result's parts (``_Folded.parts``) taken off and its stub's added. The results cleared are
+    only noted until a message's estimate is asked for: an anchored fit that stage 1 fits (most of check's over
+    the budget) asks for none."""
 
     shape: _FoldShape
+    pending: list[tuple[ResultRef, _StubParts]] = field(default_factory=list)
+    """The results cleared since an estimate was last asked for, and their stubs."""
     changed: dict[int, list[int]] = field(default_factory=dict)
     """By message index: what its stubs add to its ascii, CJK and other characters and fixed tokens."""
 
     def clear(self, ref: ResultRef, stub: _StubParts) -> None:
-        mi = ref.message_index
-        ra, rc, ro, rf, _ = self.shape.folded.parts[bisect_left(self.shape.at, mi) + ref.block_index]
-        assert stub.script is not None
-        sa, sc, so, sf = stub.script
-        delta = self.changed.get(mi)
-        if delta is None:
-            delta = self.changed[mi] = [0, 0, 0, 0]
-        delta[0] += sa - ra
-        delta[1] += sc - rc
-        delta[2] += so - ro
-        delta[3] += sf - rf
+        self.pending.append((ref, stub))
+
+    def _count(self) -> None:
+        """Count the results cleared so far into ``changed``."""
+        parts, at, changed = self.shape.folded.parts, self.shape.at, self.changed
+        for ref, stub in self.pending:
+            mi = ref.message_index
+            ra, rc, ro, rf, _ = parts[bisect_left(at, mi) + ref.block_index]
+            assert stub.script is not None
+            sa, sc, so, sf = stub.script
+            delta = changed.get(mi)
+            if delta is None:
+                delta = changed[mi] = [0, 0, 0, 0]
+            delta[0] += sa - ra
+            delta[1] += sc - rc
+            delta[2] += so - ro
+            delta[3] += sf - rf
+        self.pending.clear()
 
     def tokens(self, mi: int) -> int:
+        if self.pending:
+            self._count()
         wa, wc, wo, denominator = self.shape.rule._weights
         a, c, o, fixed = self.shape.folded.chars[mi]
         da, dc, do, df = self.changed[mi]
@@ -501,6 +514,8 @@ class _FoldStubbing:
 
     @property
     def touched(self) -> list[int]:
+        if self.pending:
+            self._count()
         return sorted(self.changed)
 
 

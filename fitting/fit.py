@@ -1069,15 +1069,20 @@ class _Sizer:
     what the provider measured between two requests around them. Minus what
     stage 1 already took off them (``saved``), which the total no longer holds."""
 
-    held: array[int]
-    """Prefix sums of each input message's estimate, or of its floor (machine integers: a list held an int
-    object per message, 40 B of a tiny message's few hundred)."""
-    saved: dict[int, int]
+    each: Sequence[int]
+    """Each input message's estimate, or its floor: ``seal`` sums them into ``held`` (stage 1 reads neither: a
+    fit that stage 1 fits never sums them)."""
+    measured: Iterable[tuple[int, int]] | None
+    """For an anchored size: each measured request's ``before`` and total, read once, by ``seal``; else None."""
+    saved: dict[int, int] = field(default_factory=dict)
     """By message index: what clearing its results took off the total (only the messages stage 1 changed)."""
-    measured_upto: list[int | None] | None
+    held: array[int] = field(default_factory=lambda: array("q", [0]))
+    """Prefix sums of ``each`` (machine integers: a list held an int object per message, 40 B of a tiny
+    message's few hundred)."""
+    measured_upto: list[int | None] | None = None
     """At ``i``: the largest measured request that held only messages before ``i``; None (for every ``i``)
     when the size is not anchored on measured usage."""
-    measured_from: list[int | None] | None
+    measured_from: list[int | None] | None = None
     """At ``i``: the smallest measured request that held every message before ``i``."""
     saved_at: list[int] = field(default_factory=list)
     """The indices in ``saved``, in order (``seal``)."""
@@ -1098,33 +1103,37 @@ class _Sizer:
         message and block index (what clearing it takes off the floor), counted once with its message's; or,
         with ``floors`` too, those are each message's floor, and ``result_floors`` holds the results' already."""
         each = estimates if floor is None else floors if floors is not None else _floors(messages, floor, result_floors)
-        return cls.over(each, None if floor is None else ((u.before, u.total) for u in usage))
+        return cls(each, None if floor is None else ((u.before, u.total) for u in usage))
 
-    @classmethod
-    def over(cls, each: Sequence[int], measured: Iterable[tuple[int, int]] | None) -> _Sizer:
-        """``of`` from each message's estimate or floor (``each``) and, for an anchored size, each measured
-        request's ``before`` and total (None: not anchored)."""
+    def seal(self) -> None:
+        """Stage 1 is done: sum each message's size and what stage 1 saved, and place the measured requests, for
+        ``removed``."""
+        each, measured = self.each, self.measured
         n = len(each)
-        held = array("q", [0])
+        held = self.held = array("q", [0])
         for tokens in each:
             held.append(held[-1] + tokens)
-        if measured is None:  # nothing measured is read: no list of None a message (16 B of a tiny one's few hundred)
-            return cls(held, {}, None, None)
-        upto: list[int | None] = [None] * (n + 1)
-        since: list[int | None] = [None] * (n + 1)
-        for before, total in measured:
-            if 0 <= before <= n:
-                at = upto[before]
-                upto[before] = total if at is None else max(at, total)
-                at = since[before]
-                since[before] = total if at is None else min(at, total)
-        for i in range(1, n + 1):
-            a, b = upto[i - 1], upto[i]
-            upto[i] = b if a is None else a if b is None else max(a, b)
-        for i in range(n - 1, -1, -1):
-            a, b = since[i + 1], since[i]
-            since[i] = b if a is None else a if b is None else min(a, b)
-        return cls(held, {}, upto, since)
+        self.each = ()
+        if measured is not None:  # else no list of None a message (16 B of a tiny one's few hundred)
+            upto: list[int | None] = [None] * (n + 1)
+            since: list[int | None] = [None] * (n + 1)
+            for before, total in measured:
+                if 0 <= before <= n:
+                    at = upto[before]
+                    upto[before] = total if at is None else max(at, total)
+                    at = since[before]
+                    since[before] = total if at is None else min(at, total)
+            for i in range(1, n + 1):
+                a, b = upto[i - 1], upto[i]
+                upto[i] = b if a is None else a if b is None else max(a, b)
+            for i in range(n - 1, -1, -1):
+                a, b = since[i + 1], since[i]
+                since[i] = b if a is None else a if b is None else min(a, b)
+            self.measured_upto, self.measured_from = upto, since
+        self.saved_at = sorted(self.saved)
+        self.saved_upto = array("q", [0])
+        for i in self.saved_at:
+            self.saved_upto.append(self.saved_upto[-1] + self.saved[i])
 
     def removed(self, a: int, b: int) -> int:
         if a >= b:
@@ -1140,13 +1149,6 @@ class _Sizer:
     def save(self, index: int, tokens: int) -> None:
         """Stage 1 took ``tokens`` off message ``index``."""
         self.saved[index] = self.saved.get(index, 0) + tokens
-
-    def seal(self) -> None:
-        """Stage 1 is done: sum what it saved, for ``removed``."""
-        self.saved_at = sorted(self.saved)
-        self.saved_upto = array("q", [0])
-        for i in self.saved_at:
-            self.saved_upto.append(self.saved_upto[-1] + self.saved[i])
 
 
 def _floors(

@@ -308,6 +308,8 @@ def shape_reads_as_skeleton(item: Input, skip_invalid: bool = False) -> int:
             got: dict[tuple[int, int], int] = {}
             want: dict[tuple[int, int], int] = {}
             a, b = fold.sizer(tokens, floor, got), messages.sizer(tokens, floor, want)
+            a.seal()
+            b.seal()
             assert (a.held, a.measured_upto, a.measured_from, got) == (b.held, b.measured_upto, b.measured_from, want)
         bounds = fold.turn_bounds()
         assert bounds == messages.turn_bounds()
