@@ -326,7 +326,7 @@ def _plan_of(
             before = size.tokens if size.anchored else pre + size.estimated_tokens
             if before <= options.budget:
                 plan = _fits(options, before, pre, size)
-            else:  # check reads no skeleton: the plan is decided on the fold's lists (a carried cut is checked on one)
+            else:  # check reads no skeleton: the plan is decided on the fold's lists
                 plan = _decide(_FoldShape.of(folded, rule), options, estimator, size, tuple(folded.tokens), pre, before)
             return FoldedPlan(source.path, name, plan, None, len(folded.tokens))
     est = _Counted(rule)

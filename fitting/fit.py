@@ -621,8 +621,8 @@ class _Shape(Protocol):
     def sizer(
         self, estimates: Sequence[int], floor: Estimator | None, result_floors: dict[tuple[int, int], int]
     ) -> _Sizer:
-        """``_Sizer.of`` the messages: with a ``floor`` (anchored), of their floors and measured requests, and
-        each result's floor put in ``result_floors``; else of ``estimates``."""
+        """The ``_Sizer`` of the messages (``_Sizer.of``'s): with a ``floor`` (anchored), of their floors and
+        measured requests, each result's floor put in ``result_floors``; else of ``estimates``."""
 
     def stubbing(self, est: Estimator) -> _Stubber:
         """Stage 1's arithmetic, nothing cleared yet."""
