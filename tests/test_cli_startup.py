@@ -165,9 +165,9 @@ def test_report_of_a_claude_code_session_imports_the_fold_and_nothing_it_does_no
     assert not modules & {*NEVER_FOR_A_REPORT, "hashlib", "windowfit.cli.render", "importlib.resources", "zipfile"}
     assert not {m for m in modules if m.startswith("rich")}  # no console made: nothing printed but the JSON
     formats = sorted(m.rpartition(".")[2] for m in modules if m.startswith("windowfit.fitting.formats."))
-    # detection's first three (codex, responses, claude_code), and the registry's plumbing: no other format,
-    # not even messages (the fold reads the session's lines itself)
-    assert formats == ["_document", "_jsonl", "_sniff", "base", "claude_code", "codex", "registry", "responses"]
+    # claude_code, which detection asks first by its keys, and the registry's plumbing: no other format, not
+    # even messages (the fold reads the session's lines itself)
+    assert formats == ["_jsonl", "base", "claude_code", "registry"]
 
 
 def test_report_json_of_a_messages_file_renders_no_table() -> None:
