@@ -32,10 +32,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from functools import cache
 from itertools import pairwise
 from operator import add, mul
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
+
+import orjson
 
 from .errors import OptionError
 from .transcript import (
@@ -90,9 +93,21 @@ CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x20000, 0x3FFFF),  # CJK extensions B and later, compatibility supplement
 )
 
-_CJK_RUN = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in CJK_RANGES) + "]+")
-_BELOW_U0800_RUN = re.compile("[\x00-\u07ff]+")
-"""Runs of 1- and 2-byte characters (ASCII, Latin, Greek, Cyrillic, Arabic, ...): never CJK."""
+
+# The character classes below are compiled when first used (the CJK class alone took 2 ms of every start-up):
+# only the pure counters use them.
+@cache
+def _cjk_run() -> re.Pattern[str]:
+    """Runs of CJK characters."""
+    return re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in CJK_RANGES) + "]+")
+
+
+@cache
+def _below_u0800_run() -> re.Pattern[str]:
+    """Runs of 1- and 2-byte characters (ASCII, Latin, Greek, Cyrillic, Arabic, ...): never CJK."""
+    return re.compile("[\x00-\u07ff]+")
+
+
 _BELOW_3_BYTE_LEADS = bytes(range(0xE0))
 _BELOW_4_BYTE_LEADS = bytes(range(0xF0))
 
@@ -155,8 +170,8 @@ def count_chars(text: str) -> CharCounts:
     """Count ASCII, CJK and other characters of ``text``."""
     if text.isascii():
         return CharCounts(len(text), 0, 0)
-    if _SEED_COUNTER is not None:
-        ascii_, cjk, other = _SEED_COUNTER.count_groups(text)
+    if COMPILED:
+        ascii_, cjk, other = (_SEED_COUNTER or _seed_counter()).count_groups(text)
         return CharCounts(ascii_, cjk, other)
     return _count_chars_pure(text)
 
@@ -165,8 +180,8 @@ def _groups(text: str) -> tuple[int, int, int]:
     """``count_chars`` as a tuple: ascii, cjk, other."""
     if text.isascii():
         return len(text), 0, 0
-    if _SEED_COUNTER is not None:
-        a, c, o = _SEED_COUNTER.count_groups(text)
+    if COMPILED:
+        a, c, o = (_SEED_COUNTER or _seed_counter()).count_groups(text)
         return a, c, o
     counts = _count_chars_pure(text)
     return counts.ascii, counts.cjk, counts.other
@@ -188,10 +203,10 @@ def _count_chars_pure(text: str) -> CharCounts:
         cjk = 0
     elif 2 * (three + four) < n:
         # Mostly 1- and 2-byte text with a few others (dashes, arrows, emoji): look at the few only.
-        wide = _BELOW_U0800_RUN.sub("", text)
-        cjk = len(wide) - len(_CJK_RUN.sub("", wide))
+        wide = _below_u0800_run().sub("", text)
+        cjk = len(wide) - len(_cjk_run().sub("", wide))
     else:
-        cjk = n - len(_CJK_RUN.sub("", text))
+        cjk = n - len(_cjk_run().sub("", text))
     return CharCounts(ascii_, cjk, n - ascii_ - cjk)
 
 
@@ -352,7 +367,12 @@ def _overlaps(r: tuple[int, int], ranges: Iterable[tuple[int, int]]) -> bool:
 
 _HIGH_SURROGATE_BYTES = range(0xD8, 0xDC)
 _LOW_SURROGATE_BYTES = range(0xDC, 0xE0)
-_ASTRAL_RUN = re.compile("[\U00010000-\U0010ffff]+")
+
+
+@cache
+def _astral_run() -> re.Pattern[str]:
+    """Runs of code points past the BMP (compiled when first used)."""
+    return re.compile("[\U00010000-\U0010ffff]+")
 
 
 def _char_set(ranges: Iterable[tuple[int, int]]) -> str:
@@ -579,7 +599,7 @@ class _ClassCounter:
                 out[split.main] += n
         surrogates = tally.get(self.HIGH, 0) + tally.get(self.LOW, 0)
         if surrogates:
-            astral = _count_runs(_ASTRAL_RUN, narrow)
+            astral = _count_runs(_astral_run(), narrow)
             named = 0
             for i, pattern in self.astral:
                 k = _count_runs(pattern, narrow)
@@ -648,8 +668,17 @@ _SEED_CLASSES = (
     CharClass("cjk", CJK_RANGES, Fraction(1)),
     CharClass("other", (), Fraction(2)),
 )
-_SEED_COUNTER: _Counter | None = compiled_counter(_SEED_CLASSES) if COMPILED else None
-"""``count_chars``'s counter when the compiled one is there (the seed's classes as a ``ClassRule``'s)."""
+_SEED_COUNTER: _Counter | None = None
+"""``count_chars``'s counter when the compiled one is there (the seed's classes as a ``ClassRule``'s), built by
+``_seed_counter`` when a text that is not ASCII is first counted: its table of every code point took 1 ms of
+each start-up."""
+
+
+def _seed_counter() -> _Counter:
+    global _SEED_COUNTER
+    if _SEED_COUNTER is None:
+        _SEED_COUNTER = compiled_counter(_SEED_CLASSES)
+    return _SEED_COUNTER
 
 
 @dataclass(frozen=True, slots=True)
@@ -1007,7 +1036,7 @@ def _rules_text() -> str:
 
 def _shipped_rules() -> _Rules:
     text = _rules_text()
-    rules: dict[str, Mapping[str, Any]] = json.loads(text)["rules"]
+    rules: dict[str, Mapping[str, Any]] = orjson.loads(text)["rules"]  # as json.loads reads it, 5x faster
     return _Rules(rules)
 
 
