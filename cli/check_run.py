@@ -5,9 +5,9 @@ into columns, or planned from the fold of a Claude Code session's lines), and ``
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from windowfit.fitting import Transcript, WindowfitError
 from windowfit.fitting.columns import Columns, columns_from_stream, plan_columns
@@ -179,9 +179,9 @@ def _plan_columns(
         fail(exc)
 
 
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """One transcript's check: what the output shows of it (the transcript itself is dropped)."""
+class Checked(NamedTuple):
+    """One transcript's check: what the output shows of it (the transcript itself is dropped). A named tuple,
+    not a dataclass: no methods to build at start-up."""
 
     path: str
     name: str

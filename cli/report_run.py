@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
+from typing import NamedTuple
 
 from windowfit.fitting import Transcript, WindowfitError, build_report
 from windowfit.fitting._json import encode
@@ -112,10 +112,9 @@ def report_json_parts(fragments: Sequence[bytes], *, estimator: str, skipped: Se
     return parts
 
 
-@dataclass(frozen=True, slots=True)
-class ReportOptions:
+class ReportOptions(NamedTuple):
     """What one file's report is made with: the same for the loaded and the streamed file, and small enough
-    to go to a worker."""
+    to go to a worker (a named tuple, not a dataclass: no methods to build at start-up)."""
 
     estimator: str
     overhead: float

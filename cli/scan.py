@@ -11,7 +11,6 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -66,30 +65,53 @@ def _size(item: Input) -> int:
         return 0
 
 
-@dataclass(frozen=True, slots=True)
+# Task, Done and Scanned are plain classes, not dataclasses: building a dataclass's methods costs about half a
+# millisecond of every start-up each (issue 15), and nothing compares or prints these.
+
+
 class Task(Generic[T]):
-    """One file to scan and what to keep of it."""
+    """One file to scan and what to keep of it: ``scanned`` when found in a folder (a foreign file is skipped),
+    not named by the user (it is an error)."""
 
-    item: Input
-    fmt: str | None
-    skip_invalid: bool
-    scanned: bool
-    """Found in a folder (a foreign file is skipped), not named by the user (it is an error)."""
-    strict: bool
-    work: Work[T]
-    stream: Stream[T] | None = None
+    __slots__ = ("fmt", "item", "scanned", "skip_invalid", "stream", "strict", "work")
+
+    def __init__(
+        self,
+        item: Input,
+        fmt: str | None,
+        skip_invalid: bool,
+        scanned: bool,
+        strict: bool,
+        work: Work[T],
+        stream: Stream[T] | None = None,
+    ) -> None:
+        self.item = item
+        self.fmt = fmt
+        self.skip_invalid = skip_invalid
+        self.scanned = scanned
+        self.strict = strict
+        self.work = work
+        self.stream = stream
 
 
-@dataclass(frozen=True, slots=True)
 class Done(Generic[T]):
-    """A file's result: what the work kept, or why the file was skipped; ``redo`` when it raised (errors do not
-    cross processes: the parent runs the file again to raise the same error, with the same words)."""
+    """A file's result: what the work kept, or why the file was skipped (``warning``: the skip's words without
+    markup, ``path: reason``); ``redo`` when it raised (errors do not cross processes: the parent runs the file
+    again to raise the same error, with the same words)."""
 
-    values: tuple[T, ...] = ()
-    skipped: SkippedFile | None = None
-    warning: str = ""
-    """The skip's words without markup: ``path: reason``."""
-    redo: bool = False
+    __slots__ = ("redo", "skipped", "values", "warning")
+
+    def __init__(
+        self,
+        values: tuple[T, ...] = (),
+        skipped: SkippedFile | None = None,
+        warning: str = "",
+        redo: bool = False,
+    ) -> None:
+        self.values = values
+        self.skipped = skipped
+        self.warning = warning
+        self.redo = redo
 
 
 def scan_one(task: Task[T]) -> Done[T]:
@@ -171,12 +193,14 @@ def chunk_plan(sizes: Sequence[int], workers: int) -> list[list[int]]:
     return chunks
 
 
-@dataclass(frozen=True, slots=True)
 class Scanned(Generic[T]):
     """What a scan kept: a value per transcript in input order, and the files passed over."""
 
-    values: list[T]
-    skipped: list[SkippedFile]
+    __slots__ = ("skipped", "values")
+
+    def __init__(self, values: list[T], skipped: list[SkippedFile]) -> None:
+        self.values = values
+        self.skipped = skipped
 
 
 def start_scan(

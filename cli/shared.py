@@ -10,10 +10,9 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, NoReturn, TypeVar, cast
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
 from windowfit.fitting._json import encode
@@ -126,8 +125,7 @@ def estimator_from(name: str, overhead: float) -> Estimator:
         fail(exc)
 
 
-@dataclass(frozen=True, slots=True)
-class Loaded:
+class Loaded(NamedTuple):
     """What the inputs held: the transcripts, and the files a folder scan passed over."""
 
     transcripts: list[Transcript]

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from .estimate import CharCounts, Estimator, MessageEstimate
-from .repair import repair_defects
 from .size import Size, SizeMode, predict_size
 from .transcript import (
     Block,
@@ -259,6 +258,8 @@ def _class_rows(estimator: Estimator, counts: CharCounts) -> tuple[ClassRow, ...
 def _defects(session: Transcript, live: Transcript) -> tuple[Defect, ...]:
     """The loader's defects, then every defect ``fit`` would repair in the live
     context that the loader did not already list (same kind, same line)."""
+    from .repair import repair_defects  # and the providers' rules: a loaded transcript's only, not the fold's
+
     known = {(d.kind, d.source.path, d.source.line) for d in session.defects}
     found = tuple(d for d in repair_defects(live) if (d.kind, d.source.path, d.source.line) not in known)
     return session.defects + found
