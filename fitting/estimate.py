@@ -36,7 +36,7 @@ from functools import cache
 from itertools import pairwise
 from operator import add, mul
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 import orjson
 
@@ -388,8 +388,7 @@ def _count_runs(pattern: re.Pattern[str], text: str) -> int:
     return len(text) - len(pattern.sub("", text))
 
 
-@dataclass(frozen=True, slots=True)
-class _Split:
+class _Split(NamedTuple):
     """Inside one 256-code-point block that several classes share: the classes
     other than the block's main one, each with its compiled character class."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from .estimate import CharCounts, Estimator, MessageEstimate
@@ -299,29 +299,48 @@ _PLAIN: dict[Role, Message] = {role: Message(role, ()) for role in ("system", "u
 """What the repair check needs of a message without tool calls or results: its role and place."""
 
 
-@dataclass(slots=True)
 class ReportFold:
     """``build_report`` one message at a time, keeping only what the report shows (sums, the tool results'
     sizes, the calls' names) and, for the defects, each message's tool calls and results without their text:
     a file of a million messages is never held. For a transcript without measured usage or compaction (the
-    messages format), ``fold_report`` gives what ``build_report`` gives on the loaded transcript."""
+    messages format), ``fold_report`` gives what ``build_report`` gives on the loaded transcript. (A plain
+    class, not a dataclass: a dataclass's methods cost every ``report`` start-up, issue 15.)"""
 
-    estimator: Estimator
-    keep_skeleton: bool = True
-    """Keep each message's calls and results for the defects (``build_report`` finds them on the transcript)."""
-    messages: int = 0
-    total: int = 0
-    counts: CharCounts = field(default_factory=CharCounts)
-    by_role: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    turns: int = 0
-    rounds: int = 0
-    names: dict[str, str] = field(default_factory=dict)
-    calls_per_tool: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    calls: int = 0
-    results: list[tuple[str, str, int, int, int | None]] = field(default_factory=list)
-    """Each tool result: call id, the name it records, tokens, message index, line."""
-    skeleton: list[Message] = field(default_factory=list)
+    __slots__ = (
+        "by_kind",
+        "by_role",
+        "calls",
+        "calls_per_tool",
+        "counts",
+        "estimator",
+        "keep_skeleton",
+        "messages",
+        "names",
+        "results",
+        "rounds",
+        "skeleton",
+        "total",
+        "turns",
+    )
+
+    def __init__(self, estimator: Estimator, keep_skeleton: bool = True) -> None:
+        self.estimator = estimator
+        self.keep_skeleton = keep_skeleton
+        """Keep each message's calls and results for the defects (``build_report`` finds them on the
+        transcript)."""
+        self.messages = 0
+        self.total = 0
+        self.counts = CharCounts()
+        self.by_role: dict[str, int] = defaultdict(int)
+        self.by_kind: dict[str, int] = defaultdict(int)
+        self.turns = 0
+        self.rounds = 0
+        self.names: dict[str, str] = {}
+        self.calls_per_tool: dict[str, int] = defaultdict(int)
+        self.calls = 0
+        self.results: list[tuple[str, str, int, int, int | None]] = []
+        """Each tool result: call id, the name it records, tokens, message index, line."""
+        self.skeleton: list[Message] = []
 
     def add(self, message: Message, est: MessageEstimate | None = None) -> None:
         """Count ``message``, estimated as ``est`` if given."""
