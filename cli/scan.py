@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import struct
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -335,6 +333,8 @@ worker has taken the run, so that the parent knows which runs a worker that dies
 def _can_fork() -> bool:
     """Forking is safe: Linux, and no thread in this process (a thread holding a lock would leave the child
     stuck on it)."""
+    import threading  # this module's pool's only, as signal is: a scan in one process imports neither
+
     return hasattr(os, "fork") and sys.platform == "linux" and threading.active_count() == 1
 
 
@@ -349,6 +349,7 @@ def _forked(
     results back through a pipe of its own; a worker that dies leaves its runs to this process."""
     import pickle
     import select
+    import signal
 
     runs_read, runs_write = os.pipe()
     os.write(runs_write, b"".join(_RUN.pack(c) for c in range(len(chunks))))
@@ -426,6 +427,8 @@ def _collect_forked(
     loads: Callable[[bytes], list[Done[T]]],
     wait_readable: Callable[..., tuple[list[int], list[int], list[int]]],
 ) -> Iterator[tuple[Task[T], Done[T]]]:
+    import signal
+
     where = {i: (c, k) for c, chunk in enumerate(chunks) for k, i in enumerate(chunk)}
     left = [len(chunk) for chunk in chunks]
     results: dict[int, list[Done[T]]] = {}
@@ -509,6 +512,7 @@ def _context() -> BaseContext:
     """Fork where it is safe (a POSIX process with one thread: the workers start at once, with everything
     imported), else spawn (each worker imports windowfit anew)."""
     import multiprocessing
+    import threading
 
     if "fork" in multiprocessing.get_all_start_methods() and sys.platform == "linux" and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
