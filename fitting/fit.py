@@ -13,15 +13,12 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias
 
 from .errors import Location, OptionError
 from .estimate import CharCounts, Estimator, ScriptRule, _groups, make_estimator, sum_counts
-from .notice import with_notice
 from .repair import Repair, repair
 from .size import FLOOR_RULE, Size, SizeSource, ceiling_tokens, floor_tokens
-from .store.base import PAGE_TOKENS, Entry, ResultStore
-from .store.content import block_handle, block_pages, stored_block
 from .transcript import (
     Message,
     Round,
@@ -40,6 +37,9 @@ from .transcript import (
     tool_names,
     turn_bounds,
 )
+
+if TYPE_CHECKING:  # a store's types: the store's modules load where a plan uses one (issue 15: check's start-up)
+    from .store.base import Entry, ResultStore
 
 Outcome: TypeAlias = Literal["fits", "cleared", "turns-dropped", "rounds-dropped", "too-long"]
 MessageFate: TypeAlias = Literal["kept", "head", "cleared", "dropped"]
@@ -465,6 +465,8 @@ def _result_refs(
     script = type(rule) is ScriptRule
     overhead = rule.block_overhead_tokens
     wa, wc, wo, denominator = rule._weights if type(rule) is ScriptRule else (0, 0, 0, 1)
+    if page_tokens is not None:
+        from .store.content import block_handle, block_pages
     for mi, message in enumerate(messages):
         estimate: tuple[int, ...] | None = None  # looked up once a message (a lookup hashes all its blocks)
         for bi, block in enumerate(message.content):
@@ -656,7 +658,7 @@ def _plan(
     budget, batch_size, batch_tokens = options.budget, options.batch_size, options.batch_tokens
     protected_fraction, min_clear_ratio = options.protected_fraction, options.min_clear_ratio
     page_tokens, cut_step, carried_cut = options.page_tokens, options.cut_step, options.carried_cut
-    noticed = with_notice(transcript) if options.add_notice else transcript
+    noticed = _with_notice(transcript) if options.add_notice else transcript
     notice_added = noticed is not transcript
     source, repairs = repair(noticed)
     messages = source.messages
@@ -1155,9 +1157,16 @@ def _alone(
     return None
 
 
+def _with_notice(transcript: Transcript) -> Transcript:
+    """``notice.with_notice``, imported (with its patterns) only for a fit that adds the notice."""
+    from .notice import with_notice
+
+    return with_notice(transcript)
+
+
 def repaired(transcript: Transcript, plan: Plan) -> Transcript:
     """The messages the plan's indices refer to: with the notice and the repairs applied."""
-    source = with_notice(transcript) if plan.notice_added else transcript
+    source = _with_notice(transcript) if plan.notice_added else transcript
     return repair(source)[0] if plan.repairs else source
 
 
@@ -1203,6 +1212,8 @@ def keep_cleared(transcript: Transcript, plan: Plan, store: ResultStore, *, sour
     """Put every result ``plan`` clears into ``store``, under the handles its
     stubs name (``plan_fit`` with ``page_tokens``), in one transaction; their
     entries, oldest first. ``source`` names the transcript (default its path)."""
+    from .store.content import stored_block
+
     page_tokens = plan.options.page_tokens
     if page_tokens is None or not plan.cleared:
         return ()
@@ -1246,6 +1257,8 @@ def fit(
     ``predict_size(session, estimator)`` of a recorded session so that the fit
     starts from the provider's measured count where the file records one (the
     estimator must be the one the size was predicted with)."""
+    from .store.base import PAGE_TOKENS
+
     plan = plan_fit(
         transcript,
         budget=budget,
