@@ -40,6 +40,7 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 import orjson
 
+from ._frozen import frozen
 from .errors import OptionError
 from .transcript import (
     Block,
@@ -118,7 +119,7 @@ def is_cjk(char: str) -> bool:
     return any(a <= cp <= b for a, b in CJK_RANGES)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CharCounts:
     """Characters per script class (the seed's three), and under a ``ClassRule``
     also per class of that rule, in the rule's order."""
@@ -237,7 +238,7 @@ def _integer_weights(*chars_per_token: Fraction) -> tuple[int, ...]:
     return (*(int(f * denominator) for f in per_char), denominator)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ScriptRule:
     """The estimator's constants. Characters per token are exact decimals."""
 
@@ -329,7 +330,7 @@ ASCII_RANGE = (0x00, 0x7F)
 MAX_CODE_POINT = 0x10FFFF
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CharClass:
     """One class of a ``ClassRule``: the code points it holds, and its chars per token."""
 
@@ -679,7 +680,7 @@ def _seed_counter() -> _Counter:
     return _SEED_COUNTER
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClassRule:
     """A rule with finer classes than the seed's: each class a set of code
     point ranges with its own exact-decimal chars per token. Estimates still
@@ -758,7 +759,7 @@ Rule: TypeAlias = ScriptRule | ClassRule
 """Any estimator rule: what ``Estimator.rule`` holds."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MessageEstimate:
     """A message's estimate with the parts it was made from."""
 

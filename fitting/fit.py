@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias
 
+from ._frozen import frozen
 from .errors import Location, OptionError
 from .estimate import CharCounts, Estimator, ScriptRule, _groups, make_estimator, sum_counts
 from .repair import Repair, repair
@@ -90,7 +91,7 @@ def observation_stub_text(tool: str, obs_id: str, tokens: int, handle: str = "",
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FitOptions:
     """The tunables of one fit, and the one home of their defaults: ``plan_fit``,
     ``fit``, ``Fitter``, ``fit_request``, replay's policies and the CLI's options
@@ -201,7 +202,7 @@ def step_position(starts: Sequence[int], prefix: Sequence[int], origin: int, fir
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ResultRef:
     """One tool result of the input, with its estimate and its stub's."""
 
@@ -218,7 +219,7 @@ class ResultRef:
     """With a store: how many pages it is kept in."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClearBatch:
     """One batch of stage 1: candidates ``[first, first + len(results))``."""
 
@@ -228,7 +229,7 @@ class ClearBatch:
     """How much smaller the whole request became when this batch was cleared."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Dropped:
     """Messages ``[start, stop)`` of the input left out by stage 2 or 3."""
 
@@ -242,7 +243,7 @@ CausePartKind: TypeAlias = Literal["preamble", "head", "note", "opener", "newest
 AloneKind: TypeAlias = Literal["preamble", "result", "head", "note", "opener", "newest", "after"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CausePart:
     """One part of the smallest request a too-long fit can build."""
 
@@ -255,7 +256,7 @@ class CausePart:
     stop: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Alone:
     """One piece that by itself is over the budget: no request can hold it."""
 
@@ -266,7 +267,7 @@ class Alone:
     """For a tool result: its call id."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Cause:
     """Why a fit is too long: the smallest request, part by part (their sum is
     that request's size, over the budget), and the piece that alone is over
@@ -291,7 +292,7 @@ class Cause:
         return f"the smallest request it can send is {self.tokens:,} tokens ({listed}), over the {self.budget:,} budget"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Plan:
     """Every decision of one fit. ``apply_plan`` needs nothing else."""
 
@@ -1200,7 +1201,7 @@ def fitted_shape(transcript: Transcript, plan: Plan) -> Transcript:
     return replace(source, messages=(*head, _note_message(), *rest))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Fitted:
     """A plan and the request it describes."""
 

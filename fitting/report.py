@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import pairwise
 from typing import NamedTuple
 
+from ._frozen import frozen
 from .estimate import CharCounts, Estimator, MessageEstimate
 from .size import Size, SizeMode, predict_size
 from .transcript import (
@@ -90,7 +91,7 @@ class UsageRow(NamedTuple):
         return self.estimated / self.measured if self.measured else float("inf")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Report:
     """What ``report`` shows for one transcript. Counts and tokens describe the
     live context (what the next request carries); ``session_*`` the whole file."""
