@@ -313,8 +313,9 @@ SEED = ScriptRule()
 """The field report's rule: ASCII 4, CJK 1, everything else 2 chars/token."""
 
 
-class ClassTokens(NamedTuple):
-    """One class's share of a text, for breakdowns (a named tuple: its methods cost no start-up)."""
+@frozen
+class ClassTokens:
+    """One class's share of a text, for breakdowns."""
 
     name: str
     chars: int

@@ -8,7 +8,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from itertools import pairwise
-from typing import NamedTuple
 
 from ._frozen import frozen
 from .estimate import CharCounts, Estimator, MessageEstimate
@@ -32,11 +31,9 @@ DATA_TOOL_GROWTH = 4.0
 keeps growing: each at least as big as the one before, the newest at least 4x
 the oldest (SPEC section 5)."""
 
-# A report's rows are named tuples (immutable values, as a dataclass would be): building a frozen dataclass's
-# methods cost about 4M instructions of every report's start-up each, a named tuple's a fifth of it (issue 15).
 
-
-class ClassRow(NamedTuple):
+@frozen
+class ClassRow:
     """One script class's characters and tokens."""
 
     name: str
@@ -46,7 +43,8 @@ class ClassRow(NamedTuple):
     share: float
 
 
-class ResultRow(NamedTuple):
+@frozen
+class ResultRow:
     """One of the largest tool results."""
 
     tool: str
@@ -56,7 +54,8 @@ class ResultRow(NamedTuple):
     line: int | None
 
 
-class ToolRow(NamedTuple):
+@frozen
+class ToolRow:
     """One tool's calls and the sizes of its results."""
 
     tool: str
@@ -74,7 +73,8 @@ class ToolRow(NamedTuple):
     """For a data tool: how many pages its largest result would have taken, at the least."""
 
 
-class UsageRow(NamedTuple):
+@frozen
+class UsageRow:
     """One request the provider measured, next to our estimate of it."""
 
     before: int

@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple, TypedDict, cast
 
 import orjson
 
+from .._frozen import frozen
 from .._json import (
     MAX_DEPTH,
     bracket_count,
@@ -1140,7 +1141,8 @@ class ChangedWhileRead(ValueError):
     """The second pass did not find the blocks the first one read (the file changed in between)."""
 
 
-class SessionStream(NamedTuple):
+@frozen
+class SessionStream:
     """One of a session's transcripts, its messages read when ``messages()`` is iterated and not held.
     ``header`` is the transcript ``load`` gives (defects, usage, notes, context start, skipped lines), except
     that its messages hold stand-ins for their blocks (the same kinds, ids and number, no text); ``messages()``
