@@ -99,6 +99,7 @@ def _compiled(cls: type, name: str) -> Any:
     namespace: dict[str, Any] = {
         "__module__": cls.__module__,
         "__qualname__": cls.__qualname__,
+        "__doc__": cls.__doc__ or cls.__qualname__,  # or dataclasses writes one from the signature: slow
         "__annotations__": {f.name: f.type for f in fields.values()},
     }
     for f in fields.values():
