@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from functools import cache
 from itertools import pairwise
 
 from ._frozen import frozen
@@ -302,8 +303,11 @@ def usage_rows(session: Transcript, tokens: Sequence[int], preamble: int) -> tup
 # The same report, folded over messages that are not kept
 
 
-_PLAIN: dict[Role, Message] = {role: Message(role, ()) for role in ("system", "user", "assistant", "tool")}
-"""What the repair check needs of a message without tool calls or results: its role and place."""
+@cache
+def _plain(role: Role) -> Message:
+    """What the repair check needs of a message without tool calls or results: its role and place (one message
+    a role, made when first needed: the fold of a Claude Code session makes no message)."""
+    return Message(role, ())
 
 
 class ReportFold:
@@ -380,7 +384,7 @@ class ReportFold:
                 if keep:
                     kept.append(ToolResult(block.call_id, ()))
         if keep:
-            self.skeleton.append(Message(message.role, tuple(kept), message.source) if kept else _PLAIN[message.role])
+            self.skeleton.append(Message(message.role, tuple(kept), message.source) if kept else _plain(message.role))
 
     def report(
         self,
