@@ -2,8 +2,8 @@
 each run as a fresh process, timed in the same run.
 
 Run ``python benchmarks/bench_startup.py`` (best of 15; ``--quick`` for best of 5). A ``report`` and a ``check``
-of one small bundled sample (a messages file, which detection reaches last) and a ``report`` of a small Claude
-Code session show what a command's own imports cost, the serial start of every folder run.
+of one small bundled sample (a messages file, which detection reaches last) and of a small Claude Code session
+show what a command's own imports cost, the serial start of every folder run.
 ``--python A --python B`` times two installs (two venvs, a branch and its base) in turns in the same run, each
 run of a row alternating between them, and adds B's CPU time over A's. ``--file FILE`` adds the whole
 command on a large file: ``report FILE --json`` beside the bare loop it is measured against (read the file and
@@ -79,6 +79,7 @@ def main() -> None:
         "windowfit report SMALL --json": ["report", sample, "--json"],
         "windowfit report SESSION --json": ["report", session, "--json"],
         "windowfit check SMALL --format json": ["check", sample, "--budget", "100000", "--format", "json"],
+        "windowfit check SESSION --format json": ["check", session, "--budget", "100000", "--format", "json"],
     }
     large: dict[str, list[str]] = {}
     if options.file:
@@ -131,7 +132,7 @@ def main() -> None:
                 f"best of {options.file_repeat})"
             )
     console.print(f"SMALL: {sample} (a command's start plus one small file); {note}")
-    console.print(f"SESSION: {session} (a small Claude Code session: report's fold, three formats tried)")
+    console.print(f"SESSION: {session} (a small Claude Code session: the fold, one format tried)")
     for i, python in enumerate(pythons):
         typer = subprocess.run([python, "-c", "import typer; print(typer.__version__)"], capture_output=True, text=True)
         label = f"{chr(65 + i)}: " if len(pythons) > 1 else ""

@@ -5,22 +5,23 @@ into columns, or planned from the fold of a Claude Code session's lines), and ``
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from windowfit.fitting import Transcript, WindowfitError
-from windowfit.fitting.columns import Columns, columns_from_stream, plan_columns
 from windowfit.fitting.errors import OptionError
 from windowfit.fitting.estimate import Estimator
 from windowfit.fitting.fit import OUTCOMES, FitOptions, Limit, Plan, auto_cut_step, crossed, plan_fit
 from windowfit.fitting.formats import Format, Input
-from windowfit.fitting.formats.messages import stream_messages
 from windowfit.fitting.serialize import check_document
 from windowfit.fitting.size import Size, predict_size
 
 from .scan import Scanned
 from .shared import SizeChoice, check_limits, estimator_from, fail, print_json, scan_all, size_of
+
+if TYPE_CHECKING:
+    from windowfit.fitting.columns import Columns
 
 
 def check_json_command(
@@ -168,6 +169,8 @@ def _plan_columns(
     columns: Columns, est: Estimator, options: FitOptions, size: Size, skeleton: Transcript | None = None
 ) -> Plan:
     """``_plan`` of the transcript ``columns`` holds (``fitting.columns.plan_columns``): the same plan."""
+    from windowfit.fitting.columns import plan_columns
+
     try:
         return plan_columns(
             columns, budget=options.budget, estimator=est, size=size, batch_size=options.batch_size,
@@ -179,9 +182,9 @@ def _plan_columns(
         fail(exc)
 
 
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """One transcript's check: what the output shows of it (the transcript itself is dropped)."""
+class Checked(NamedTuple):
+    """One transcript's check: what the output shows of it (the transcript itself is dropped). A named tuple,
+    not a dataclass: no methods to build at start-up."""
 
     path: str
     name: str
@@ -252,6 +255,10 @@ def check_stream(
             item, estimator=estimator, overhead=overhead, window=window, threshold=threshold,
             fit_options=fit_options, size=size, preamble=preamble, skip_invalid=skip_invalid,
         )  # fmt: skip
+    # a messages file's only (a Claude Code session is folded): the stream, its columns and their plan
+    from windowfit.fitting.columns import columns_from_stream
+    from windowfit.fitting.formats.messages import stream_messages
+
     try:
         found = stream_messages(item, chosen.name, skip_invalid=skip_invalid)
         if found is None:

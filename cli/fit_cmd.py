@@ -10,7 +10,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum
 from functools import partial, wraps
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, ParamSpec
 import typer
 
 from windowfit.fitting import Transcript, WindowfitError
+from windowfit.fitting._frozen import frozen
 from windowfit.fitting.columns import Columns, columns_from_stream, is_plain
 from windowfit.fitting.errors import FileChanged, InputError, Location, OptionError
 from windowfit.fitting.estimate import Estimator
@@ -438,7 +439,7 @@ def _show(
         raise typer.Exit(ExitCode.FAILED)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Streamed:
     """A messages file ``fit`` read one message at a time: its columns, the line of each plain message and
     the check of its text (``text_check``), its planned size, and what the file was (``_stamp``) when read."""

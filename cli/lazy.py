@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
 
-@dataclass(frozen=True, slots=True)
-class LazyCommand:
+class LazyCommand(NamedTuple):
     """A command by name: the module and function that define it, and its summary (its docstring's first
-    paragraph, which ``tests/test_cli_startup.py`` checks against the function)."""
+    paragraph, which ``tests/test_cli_startup.py`` checks against the function). A named tuple: ``--help``
+    imports nothing of the library, not even its value classes."""
 
     name: str
     module: str

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING, NamedTuple
 
 from windowfit.fitting import Transcript, WindowfitError, build_report
 from windowfit.fitting._json import encode
@@ -16,10 +16,13 @@ from windowfit.fitting.ccfold import fold_claude_code_all
 from windowfit.fitting.formats import Format, Input, SkippedFile, detect, load
 from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
 from windowfit.fitting.report import Report, fold_report
-from windowfit.fitting.serialize import TranscriptReportJson, report_document_of, report_to_dict
+from windowfit.fitting.serialize import report_document_of, report_to_dict
 
 from .scan import Stream, Work
 from .shared import SizeChoice, check_limits, estimator_from, scan_all, size_of
+
+if TYPE_CHECKING:
+    from windowfit.fitting.json_shapes import TranscriptReportJson
 
 
 def report_json_command(
@@ -112,10 +115,9 @@ def report_json_parts(fragments: Sequence[bytes], *, estimator: str, skipped: Se
     return parts
 
 
-@dataclass(frozen=True, slots=True)
-class ReportOptions:
+class ReportOptions(NamedTuple):
     """What one file's report is made with: the same for the loaded and the streamed file, and small enough
-    to go to a worker."""
+    to go to a worker (a named tuple, not a dataclass: no methods to build at start-up)."""
 
     estimator: str
     overhead: float

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import struct
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -66,30 +63,53 @@ def _size(item: Input) -> int:
         return 0
 
 
-@dataclass(frozen=True, slots=True)
+# Task, Done and Scanned are plain classes, not dataclasses: building a dataclass's methods costs about half a
+# millisecond of every start-up each (issue 15), and nothing compares or prints these.
+
+
 class Task(Generic[T]):
-    """One file to scan and what to keep of it."""
+    """One file to scan and what to keep of it: ``scanned`` when found in a folder (a foreign file is skipped),
+    not named by the user (it is an error)."""
 
-    item: Input
-    fmt: str | None
-    skip_invalid: bool
-    scanned: bool
-    """Found in a folder (a foreign file is skipped), not named by the user (it is an error)."""
-    strict: bool
-    work: Work[T]
-    stream: Stream[T] | None = None
+    __slots__ = ("fmt", "item", "scanned", "skip_invalid", "stream", "strict", "work")
+
+    def __init__(
+        self,
+        item: Input,
+        fmt: str | None,
+        skip_invalid: bool,
+        scanned: bool,
+        strict: bool,
+        work: Work[T],
+        stream: Stream[T] | None = None,
+    ) -> None:
+        self.item = item
+        self.fmt = fmt
+        self.skip_invalid = skip_invalid
+        self.scanned = scanned
+        self.strict = strict
+        self.work = work
+        self.stream = stream
 
 
-@dataclass(frozen=True, slots=True)
 class Done(Generic[T]):
-    """A file's result: what the work kept, or why the file was skipped; ``redo`` when it raised (errors do not
-    cross processes: the parent runs the file again to raise the same error, with the same words)."""
+    """A file's result: what the work kept, or why the file was skipped (``warning``: the skip's words without
+    markup, ``path: reason``); ``redo`` when it raised (errors do not cross processes: the parent runs the file
+    again to raise the same error, with the same words)."""
 
-    values: tuple[T, ...] = ()
-    skipped: SkippedFile | None = None
-    warning: str = ""
-    """The skip's words without markup: ``path: reason``."""
-    redo: bool = False
+    __slots__ = ("redo", "skipped", "values", "warning")
+
+    def __init__(
+        self,
+        values: tuple[T, ...] = (),
+        skipped: SkippedFile | None = None,
+        warning: str = "",
+        redo: bool = False,
+    ) -> None:
+        self.values = values
+        self.skipped = skipped
+        self.warning = warning
+        self.redo = redo
 
 
 def scan_one(task: Task[T]) -> Done[T]:
@@ -171,12 +191,14 @@ def chunk_plan(sizes: Sequence[int], workers: int) -> list[list[int]]:
     return chunks
 
 
-@dataclass(frozen=True, slots=True)
 class Scanned(Generic[T]):
     """What a scan kept: a value per transcript in input order, and the files passed over."""
 
-    values: list[T]
-    skipped: list[SkippedFile]
+    __slots__ = ("skipped", "values")
+
+    def __init__(self, values: list[T], skipped: list[SkippedFile]) -> None:
+        self.values = values
+        self.skipped = skipped
 
 
 def start_scan(
@@ -311,6 +333,8 @@ worker has taken the run, so that the parent knows which runs a worker that dies
 def _can_fork() -> bool:
     """Forking is safe: Linux, and no thread in this process (a thread holding a lock would leave the child
     stuck on it)."""
+    import threading  # this module's pool's only, as signal is: a scan in one process imports neither
+
     return hasattr(os, "fork") and sys.platform == "linux" and threading.active_count() == 1
 
 
@@ -325,6 +349,7 @@ def _forked(
     results back through a pipe of its own; a worker that dies leaves its runs to this process."""
     import pickle
     import select
+    import signal
 
     runs_read, runs_write = os.pipe()
     os.write(runs_write, b"".join(_RUN.pack(c) for c in range(len(chunks))))
@@ -402,6 +427,8 @@ def _collect_forked(
     loads: Callable[[bytes], list[Done[T]]],
     wait_readable: Callable[..., tuple[list[int], list[int], list[int]]],
 ) -> Iterator[tuple[Task[T], Done[T]]]:
+    import signal
+
     where = {i: (c, k) for c, chunk in enumerate(chunks) for k, i in enumerate(chunk)}
     left = [len(chunk) for chunk in chunks]
     results: dict[int, list[Done[T]]] = {}
@@ -485,6 +512,7 @@ def _context() -> BaseContext:
     """Fork where it is safe (a POSIX process with one thread: the workers start at once, with everything
     imported), else spawn (each worker imports windowfit anew)."""
     import multiprocessing
+    import threading
 
     if "fork" in multiprocessing.get_all_start_methods() and sys.platform == "linux" and threading.active_count() == 1:
         return multiprocessing.get_context("fork")

@@ -4,16 +4,14 @@ loading inputs, and JSON output."""
 from __future__ import annotations
 
 import os
-import signal
 import stat
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, NoReturn, TypeVar, cast
 
 from windowfit.fitting import Transcript, WindowfitError, make_estimator
 from windowfit.fitting._json import encode
@@ -126,8 +124,7 @@ def estimator_from(name: str, overhead: float) -> Estimator:
         fail(exc)
 
 
-@dataclass(frozen=True, slots=True)
-class Loaded:
+class Loaded(NamedTuple):
     """What the inputs held: the transcripts, and the files a folder scan passed over."""
 
     transcripts: list[Transcript]
@@ -438,9 +435,6 @@ def output_target(path: Path, *, inputs: Sequence[str] = ()) -> Path:
     return target
 
 
-_CLEANUP_SIGNALS = tuple(s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
-
-
 class _Interrupted(BaseException):
     """A catchable signal arrived while an output was being written."""
 
@@ -460,11 +454,14 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
     leaves nothing behind; elsewhere (and on file systems without it) a hidden named file is removed on any
     exception and on SIGTERM or SIGHUP. The output keeps the mode a plain ``open()`` would give it.
     """
+    import signal  # only here: its enums cost every command's start-up otherwise
+
+    cleanup_signals = tuple(s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
     umask = os.umask(0)
     os.umask(umask)
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask
     tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    previous = {s: signal.getsignal(s) for s in _CLEANUP_SIGNALS} if _main_thread() else {}
+    previous = {s: signal.getsignal(s) for s in cleanup_signals} if _main_thread() else {}
     for s in previous:
         signal.signal(s, _raise_interrupted)
     try:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Generic, TypeVar
 
+from ._frozen import frozen
 from .content import (
     CONTENT_KINDS,
     SCRIPT_CLASSES,
@@ -45,7 +46,7 @@ R = TypeVar("R")
 # The audit's values
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BlockAudit:
     """One block's text: the estimate next to a tokenizer's count."""
 
@@ -73,7 +74,7 @@ class BlockAudit:
         return self.estimate / self.real if self.real else None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MessageAudit:
     """One message's text (all its blocks), estimated once like the estimator does."""
 
@@ -105,7 +106,7 @@ class MessageAudit:
         return f"{self.label} ({path}:{self.line})" if self.line else self.label
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RatioRow:
     """Blocks of one script class or one kind of content, summed."""
 
@@ -123,7 +124,7 @@ class RatioRow:
         return self.estimate / self.real if self.real else None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AuditTotals:
     """What a tokenizer's audit sums over every message and block, kept beside the rows (or, for a streamed
     audit, instead of them: a file of a million messages holds no million rows)."""
@@ -138,7 +139,7 @@ class AuditTotals:
     """The first message of the largest shortfall, if any is under-estimated (the verdict names it)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TokenizerAudit:
     """An estimator against one tokenizer on one transcript."""
 
@@ -209,7 +210,7 @@ class TokenizerAudit:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class UsageAudit:
     """The estimate of each request the provider measured, next to its count."""
 
@@ -239,7 +240,7 @@ class UsageAudit:
         return sum(1 for u in self.points if u.estimated < u.measured)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TranscriptAudit:
     """One transcript against each tokenizer, and against the provider's counts."""
 

@@ -77,8 +77,6 @@ from .report import TOP_RESULTS, Report, ReportFold, UsageRow, _defects
 from .size import FLOOR_RULE, SIZE_MODES, PreambleSource, Size, SizeMode
 from .transcript import Block, Defect, Message, Role, Skipped, Source, Text, ToolCall, ToolResult, Transcript
 
-_NOWHERE = Location("<ccfold>")
-
 _Block = tuple[str, int, str, str]
 """A call's or a result's record: its kind (``tool_call`` or ``tool_result``), its tokens, its id and name."""
 _Part = tuple[int, int, int, int, int]
@@ -682,7 +680,8 @@ def _one_pass(source: Input, rule: ScriptRule, reading: _Reading, *, plan: bool 
                     continue  # a comment line (as ``LineReader`` skips it, a byte order mark before it aside)
                 reading.pending.append((line, raw))
                 return None  # a byte order mark, NaN or a broken line: the loader's words and recovery
-            if len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH and depth_error(value, _NOWHERE) is not None:
+            deep = len(raw) > MAX_DEPTH and bracket_count(raw) > MAX_DEPTH
+            if deep and depth_error(value, Location("<ccfold>")) is not None:
                 reading.pending.append((line, raw))
                 return None  # nested deeper than the loader reads
             read = reading.read(rule, value, line)

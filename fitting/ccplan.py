@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from ._frozen import frozen
 from .ccfold import (
     _fold_source,
     _Folded,
@@ -75,7 +76,7 @@ TAIL_BYTES = 256 * 1024
 """How much of a file's end is read for its last measured request (``last_measured``)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FoldedFit:
     """A session ``fits_plan`` vouches for: where it is, its name, and check's summary of its plan."""
 
@@ -163,7 +164,7 @@ def last_measured(source: Input) -> int | None:
 # fit and check of a session over its budget: the plan of a skeleton of the fold
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Chars(Text):
     """A stand-in for text the fold counted but did not keep: its characters per class and fixed tokens. Only
     ``_Counted`` reads them; to anything else it is an empty text."""
@@ -215,7 +216,7 @@ class _Counted(Estimator):
         return tuple(tokens)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FoldedPlan:
     """A session ``fold_plan`` planned: its skeleton (one message per message of the loaded transcript, with
     its role, line, calls and results, and stand-ins for the rest: what ``render_plan``, ``plan_document``
@@ -367,7 +368,7 @@ def _result_floors(folded: _Folded, result_floors: dict[tuple[int, int], int]) -
         result_floors[(index, at)] = part[4]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _FoldShape:
     """``fit._Shape`` of the transcript of a fold (with ``plan``) that ``repair`` leaves as it is, read from the
     fold's lists without making a message: what ``_Messages`` reads of its skeleton (``_skeleton``, under

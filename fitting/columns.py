@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from ._frozen import frozen
 from .estimate import Estimator, Rule
 from .fit import DEFAULTS, FitOptions, Plan, _plan
 from .size import Size
@@ -38,7 +39,7 @@ def is_plain(message: Message) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Columns:
     """A transcript's messages as columns: each message's role, the estimate of each plain one, in order,
     and the ``Message`` of every other one, by index. ``header`` is the transcript without its messages

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ._frozen import frozen
 
 
 class WindowfitError(Exception):
@@ -11,7 +11,7 @@ class WindowfitError(Exception):
     hint: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Location:
     """Where in an input something is: file, 1-based line and column, message index."""
 

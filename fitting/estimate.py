@@ -32,11 +32,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from functools import cache
 from itertools import pairwise
 from operator import add, mul
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
+import orjson
+
+from ._frozen import frozen
 from .errors import OptionError
 from .transcript import (
     Block,
@@ -90,9 +94,21 @@ CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x20000, 0x3FFFF),  # CJK extensions B and later, compatibility supplement
 )
 
-_CJK_RUN = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in CJK_RANGES) + "]+")
-_BELOW_U0800_RUN = re.compile("[\x00-\u07ff]+")
-"""Runs of 1- and 2-byte characters (ASCII, Latin, Greek, Cyrillic, Arabic, ...): never CJK."""
+
+# The character classes below are compiled when first used (the CJK class alone took 2 ms of every start-up):
+# only the pure counters use them.
+@cache
+def _cjk_run() -> re.Pattern[str]:
+    """Runs of CJK characters."""
+    return re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in CJK_RANGES) + "]+")
+
+
+@cache
+def _below_u0800_run() -> re.Pattern[str]:
+    """Runs of 1- and 2-byte characters (ASCII, Latin, Greek, Cyrillic, Arabic, ...): never CJK."""
+    return re.compile("[\x00-\u07ff]+")
+
+
 _BELOW_3_BYTE_LEADS = bytes(range(0xE0))
 _BELOW_4_BYTE_LEADS = bytes(range(0xF0))
 
@@ -103,7 +119,7 @@ def is_cjk(char: str) -> bool:
     return any(a <= cp <= b for a, b in CJK_RANGES)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CharCounts:
     """Characters per script class (the seed's three), and under a ``ClassRule``
     also per class of that rule, in the rule's order."""
@@ -155,8 +171,8 @@ def count_chars(text: str) -> CharCounts:
     """Count ASCII, CJK and other characters of ``text``."""
     if text.isascii():
         return CharCounts(len(text), 0, 0)
-    if _SEED_COUNTER is not None:
-        ascii_, cjk, other = _SEED_COUNTER.count_groups(text)
+    if COMPILED:
+        ascii_, cjk, other = (_SEED_COUNTER or _seed_counter()).count_groups(text)
         return CharCounts(ascii_, cjk, other)
     return _count_chars_pure(text)
 
@@ -165,8 +181,8 @@ def _groups(text: str) -> tuple[int, int, int]:
     """``count_chars`` as a tuple: ascii, cjk, other."""
     if text.isascii():
         return len(text), 0, 0
-    if _SEED_COUNTER is not None:
-        a, c, o = _SEED_COUNTER.count_groups(text)
+    if COMPILED:
+        a, c, o = (_SEED_COUNTER or _seed_counter()).count_groups(text)
         return a, c, o
     counts = _count_chars_pure(text)
     return counts.ascii, counts.cjk, counts.other
@@ -188,10 +204,10 @@ def _count_chars_pure(text: str) -> CharCounts:
         cjk = 0
     elif 2 * (three + four) < n:
         # Mostly 1- and 2-byte text with a few others (dashes, arrows, emoji): look at the few only.
-        wide = _BELOW_U0800_RUN.sub("", text)
-        cjk = len(wide) - len(_CJK_RUN.sub("", wide))
+        wide = _below_u0800_run().sub("", text)
+        cjk = len(wide) - len(_cjk_run().sub("", wide))
     else:
-        cjk = n - len(_CJK_RUN.sub("", text))
+        cjk = n - len(_cjk_run().sub("", text))
     return CharCounts(ascii_, cjk, n - ascii_ - cjk)
 
 
@@ -222,7 +238,7 @@ def _integer_weights(*chars_per_token: Fraction) -> tuple[int, ...]:
     return (*(int(f * denominator) for f in per_char), denominator)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ScriptRule:
     """The estimator's constants. Characters per token are exact decimals."""
 
@@ -297,7 +313,7 @@ SEED = ScriptRule()
 """The field report's rule: ASCII 4, CJK 1, everything else 2 chars/token."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClassTokens:
     """One class's share of a text, for breakdowns."""
 
@@ -315,7 +331,7 @@ ASCII_RANGE = (0x00, 0x7F)
 MAX_CODE_POINT = 0x10FFFF
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CharClass:
     """One class of a ``ClassRule``: the code points it holds, and its chars per token."""
 
@@ -352,7 +368,12 @@ def _overlaps(r: tuple[int, int], ranges: Iterable[tuple[int, int]]) -> bool:
 
 _HIGH_SURROGATE_BYTES = range(0xD8, 0xDC)
 _LOW_SURROGATE_BYTES = range(0xDC, 0xE0)
-_ASTRAL_RUN = re.compile("[\U00010000-\U0010ffff]+")
+
+
+@cache
+def _astral_run() -> re.Pattern[str]:
+    """Runs of code points past the BMP (compiled when first used)."""
+    return re.compile("[\U00010000-\U0010ffff]+")
 
 
 def _char_set(ranges: Iterable[tuple[int, int]]) -> str:
@@ -368,8 +389,7 @@ def _count_runs(pattern: re.Pattern[str], text: str) -> int:
     return len(text) - len(pattern.sub("", text))
 
 
-@dataclass(frozen=True, slots=True)
-class _Split:
+class _Split(NamedTuple):
     """Inside one 256-code-point block that several classes share: the classes
     other than the block's main one, each with its compiled character class."""
 
@@ -579,7 +599,7 @@ class _ClassCounter:
                 out[split.main] += n
         surrogates = tally.get(self.HIGH, 0) + tally.get(self.LOW, 0)
         if surrogates:
-            astral = _count_runs(_ASTRAL_RUN, narrow)
+            astral = _count_runs(_astral_run(), narrow)
             named = 0
             for i, pattern in self.astral:
                 k = _count_runs(pattern, narrow)
@@ -648,11 +668,20 @@ _SEED_CLASSES = (
     CharClass("cjk", CJK_RANGES, Fraction(1)),
     CharClass("other", (), Fraction(2)),
 )
-_SEED_COUNTER: _Counter | None = compiled_counter(_SEED_CLASSES) if COMPILED else None
-"""``count_chars``'s counter when the compiled one is there (the seed's classes as a ``ClassRule``'s)."""
+_SEED_COUNTER: _Counter | None = None
+"""``count_chars``'s counter when the compiled one is there (the seed's classes as a ``ClassRule``'s), built by
+``_seed_counter`` when a text that is not ASCII is first counted: its table of every code point took 1 ms of
+each start-up."""
 
 
-@dataclass(frozen=True, slots=True)
+def _seed_counter() -> _Counter:
+    global _SEED_COUNTER
+    if _SEED_COUNTER is None:
+        _SEED_COUNTER = compiled_counter(_SEED_CLASSES)
+    return _SEED_COUNTER
+
+
+@frozen
 class ClassRule:
     """A rule with finer classes than the seed's: each class a set of code
     point ranges with its own exact-decimal chars per token. Estimates still
@@ -731,7 +760,7 @@ Rule: TypeAlias = ScriptRule | ClassRule
 """Any estimator rule: what ``Estimator.rule`` holds."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MessageEstimate:
     """A message's estimate with the parts it was made from."""
 
@@ -1007,7 +1036,7 @@ def _rules_text() -> str:
 
 def _shipped_rules() -> _Rules:
     text = _rules_text()
-    rules: dict[str, Mapping[str, Any]] = json.loads(text)["rules"]
+    rules: dict[str, Mapping[str, Any]] = orjson.loads(text)["rules"]  # as json.loads reads it, 5x faster
     return _Rules(rules)
 
 

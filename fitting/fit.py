@@ -13,15 +13,13 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, NamedTuple, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, TypeAlias
 
+from ._frozen import frozen
 from .errors import Location, OptionError
 from .estimate import CharCounts, Estimator, ScriptRule, _groups, make_estimator, sum_counts
-from .notice import with_notice
 from .repair import Repair, repair
 from .size import FLOOR_RULE, Size, SizeSource, ceiling_tokens, floor_tokens
-from .store.base import PAGE_TOKENS, Entry, ResultStore
-from .store.content import block_handle, block_pages, stored_block
 from .transcript import (
     Message,
     Round,
@@ -40,6 +38,9 @@ from .transcript import (
     tool_names,
     turn_bounds,
 )
+
+if TYPE_CHECKING:  # a store's types: the store's modules load where a plan uses one (issue 15: check's start-up)
+    from .store.base import Entry, ResultStore
 
 Outcome: TypeAlias = Literal["fits", "cleared", "turns-dropped", "rounds-dropped", "too-long"]
 MessageFate: TypeAlias = Literal["kept", "head", "cleared", "dropped"]
@@ -90,7 +91,7 @@ def observation_stub_text(tool: str, obs_id: str, tokens: int, handle: str = "",
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FitOptions:
     """The tunables of one fit, and the one home of their defaults: ``plan_fit``,
     ``fit``, ``Fitter``, ``fit_request``, replay's policies and the CLI's options
@@ -201,7 +202,7 @@ def step_position(starts: Sequence[int], prefix: Sequence[int], origin: int, fir
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ResultRef:
     """One tool result of the input, with its estimate and its stub's."""
 
@@ -218,7 +219,7 @@ class ResultRef:
     """With a store: how many pages it is kept in."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClearBatch:
     """One batch of stage 1: candidates ``[first, first + len(results))``."""
 
@@ -228,7 +229,7 @@ class ClearBatch:
     """How much smaller the whole request became when this batch was cleared."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Dropped:
     """Messages ``[start, stop)`` of the input left out by stage 2 or 3."""
 
@@ -242,7 +243,7 @@ CausePartKind: TypeAlias = Literal["preamble", "head", "note", "opener", "newest
 AloneKind: TypeAlias = Literal["preamble", "result", "head", "note", "opener", "newest", "after"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CausePart:
     """One part of the smallest request a too-long fit can build."""
 
@@ -255,7 +256,7 @@ class CausePart:
     stop: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Alone:
     """One piece that by itself is over the budget: no request can hold it."""
 
@@ -266,7 +267,7 @@ class Alone:
     """For a tool result: its call id."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Cause:
     """Why a fit is too long: the smallest request, part by part (their sum is
     that request's size, over the budget), and the piece that alone is over
@@ -291,7 +292,7 @@ class Cause:
         return f"the smallest request it can send is {self.tokens:,} tokens ({listed}), over the {self.budget:,} budget"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Plan:
     """Every decision of one fit. ``apply_plan`` needs nothing else."""
 
@@ -463,6 +464,8 @@ def _result_refs(
     stubs = []
     rule = estimator.rule
     script = rule if type(rule) is ScriptRule else None
+    if page_tokens is not None:
+        from .store.content import block_handle, block_pages
     for mi, message in enumerate(messages):
         estimate: tuple[int, ...] | None = None  # looked up once a message (a lookup hashes all its blocks)
         for bi, block in enumerate(message.content):
@@ -637,7 +640,7 @@ class _Shape(Protocol):
         """``split_units`` of messages ``[start, stop)``."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Messages:
     """``_Shape`` of ``Message`` objects: the messages as repaired of ``transcript`` (its usage is moved onto
     them, ``_usage_in``), with ``_plan``'s ``floors_of``."""
@@ -741,7 +744,7 @@ def _plan(
     holds for the messages it holds no ``Message`` of (those that stand in for plain text). ``floors_of``
     gives what an anchored fit removes, as ``_floors`` does (each message's floor, and each result's in the
     dict, by message and block index): ``fitting.ccplan`` gives the floors the fold counted."""
-    noticed = with_notice(transcript) if options.add_notice else transcript
+    noticed = _with_notice(transcript) if options.add_notice else transcript
     notice_added = noticed is not transcript
     source, repairs = repair(noticed)
     messages = source.messages
@@ -1265,9 +1268,16 @@ def _alone(
     return None
 
 
+def _with_notice(transcript: Transcript) -> Transcript:
+    """``notice.with_notice``, imported (with its patterns) only for a fit that adds the notice."""
+    from .notice import with_notice
+
+    return with_notice(transcript)
+
+
 def repaired(transcript: Transcript, plan: Plan) -> Transcript:
     """The messages the plan's indices refer to: with the notice and the repairs applied."""
-    source = with_notice(transcript) if plan.notice_added else transcript
+    source = _with_notice(transcript) if plan.notice_added else transcript
     return repair(source)[0] if plan.repairs else source
 
 
@@ -1301,7 +1311,7 @@ def fitted_shape(transcript: Transcript, plan: Plan) -> Transcript:
     return replace(source, messages=(*head, _note_message(), *rest))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Fitted:
     """A plan and the request it describes."""
 
@@ -1313,6 +1323,8 @@ def keep_cleared(transcript: Transcript, plan: Plan, store: ResultStore, *, sour
     """Put every result ``plan`` clears into ``store``, under the handles its
     stubs name (``plan_fit`` with ``page_tokens``), in one transaction; their
     entries, oldest first. ``source`` names the transcript (default its path)."""
+    from .store.content import stored_block
+
     page_tokens = plan.options.page_tokens
     if page_tokens is None or not plan.cleared:
         return ()
@@ -1356,6 +1368,8 @@ def fit(
     ``predict_size(session, estimator)`` of a recorded session so that the fit
     starts from the provider's measured count where the file records one (the
     estimator must be the one the size was predicted with)."""
+    from .store.base import PAGE_TOKENS
+
     plan = plan_fit(
         transcript,
         budget=budget,

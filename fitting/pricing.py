@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from importlib.resources import files
 from typing import Literal
 
 import orjson
 
+from ._frozen import frozen
 from .errors import InputError, Location
 
 Provider = Literal["anthropic", "openai", "google"]
@@ -29,7 +30,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _SNAPSHOT = re.compile(r"^-(\d{8}|\d{4}-\d{2}-\d{2})$")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LongContext:
     """The prices of a request whose prompt is longer than ``above`` tokens (Gemini's "prompts > 200k
     tokens" tier): they replace the row's own for the whole request, as Google bills it."""
@@ -40,7 +41,7 @@ class LongContext:
     output: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Price:
     """One model's prices, USD per million tokens."""
 
@@ -81,7 +82,7 @@ class Price:
         return self.input if premium is None else premium
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PriceTable:
     rows: tuple[Price, ...]
     path: str

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal, TypeAlias
 
+from ._frozen import frozen
 from .transcript import Block, Defect, Message, Source, Text, ToolCall, ToolResult, Transcript
 from .validate import ViolationKind, check_messages
 
@@ -34,7 +35,7 @@ DEFECT_OF: dict[RepairKind, ViolationKind] = {
 """The defect each repair fixes, as ``report`` and ``check`` name it."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Repair:
     """One change made so the request obeys the providers' rules."""
 

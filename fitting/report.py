@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
+from functools import cache
 from itertools import pairwise
 
+from ._frozen import frozen
 from .estimate import CharCounts, Estimator, MessageEstimate
-from .repair import repair_defects
 from .size import Size, SizeMode, predict_size
 from .transcript import (
     Block,
@@ -32,8 +33,10 @@ keeps growing: each at least as big as the one before, the newest at least 4x
 the oldest (SPEC section 5)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClassRow:
+    """One script class's characters and tokens."""
+
     name: str
     chars: int
     chars_per_token: float
@@ -41,8 +44,10 @@ class ClassRow:
     share: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ResultRow:
+    """One of the largest tool results."""
+
     tool: str
     call_id: str
     tokens: int
@@ -50,8 +55,10 @@ class ResultRow:
     line: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolRow:
+    """One tool's calls and the sizes of its results."""
+
     tool: str
     calls: int
     results: int
@@ -67,7 +74,7 @@ class ToolRow:
     """For a data tool: how many pages its largest result would have taken, at the least."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class UsageRow:
     """One request the provider measured, next to our estimate of it."""
 
@@ -85,7 +92,7 @@ class UsageRow:
         return self.estimated / self.measured if self.measured else float("inf")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Report:
     """What ``report`` shows for one transcript. Counts and tokens describe the
     live context (what the next request carries); ``session_*`` the whole file."""
@@ -259,6 +266,8 @@ def _class_rows(estimator: Estimator, counts: CharCounts) -> tuple[ClassRow, ...
 def _defects(session: Transcript, live: Transcript) -> tuple[Defect, ...]:
     """The loader's defects, then every defect ``fit`` would repair in the live
     context that the loader did not already list (same kind, same line)."""
+    from .repair import repair_defects  # and the providers' rules: a loaded transcript's only, not the fold's
+
     known = {(d.kind, d.source.path, d.source.line) for d in session.defects}
     found = tuple(d for d in repair_defects(live) if (d.kind, d.source.path, d.source.line) not in known)
     return session.defects + found
@@ -294,33 +303,55 @@ def usage_rows(session: Transcript, tokens: Sequence[int], preamble: int) -> tup
 # The same report, folded over messages that are not kept
 
 
-_PLAIN: dict[Role, Message] = {role: Message(role, ()) for role in ("system", "user", "assistant", "tool")}
-"""What the repair check needs of a message without tool calls or results: its role and place."""
+@cache
+def _plain(role: Role) -> Message:
+    """What the repair check needs of a message without tool calls or results: its role and place (one message
+    a role, made when first needed: the fold of a Claude Code session makes no message)."""
+    return Message(role, ())
 
 
-@dataclass(slots=True)
 class ReportFold:
     """``build_report`` one message at a time, keeping only what the report shows (sums, the tool results'
     sizes, the calls' names) and, for the defects, each message's tool calls and results without their text:
     a file of a million messages is never held. For a transcript without measured usage or compaction (the
-    messages format), ``fold_report`` gives what ``build_report`` gives on the loaded transcript."""
+    messages format), ``fold_report`` gives what ``build_report`` gives on the loaded transcript. (A plain
+    class, not a dataclass: a dataclass's methods cost every ``report`` start-up, issue 15.)"""
 
-    estimator: Estimator
-    keep_skeleton: bool = True
-    """Keep each message's calls and results for the defects (``build_report`` finds them on the transcript)."""
-    messages: int = 0
-    total: int = 0
-    counts: CharCounts = field(default_factory=CharCounts)
-    by_role: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    turns: int = 0
-    rounds: int = 0
-    names: dict[str, str] = field(default_factory=dict)
-    calls_per_tool: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    calls: int = 0
-    results: list[tuple[str, str, int, int, int | None]] = field(default_factory=list)
-    """Each tool result: call id, the name it records, tokens, message index, line."""
-    skeleton: list[Message] = field(default_factory=list)
+    __slots__ = (
+        "by_kind",
+        "by_role",
+        "calls",
+        "calls_per_tool",
+        "counts",
+        "estimator",
+        "keep_skeleton",
+        "messages",
+        "names",
+        "results",
+        "rounds",
+        "skeleton",
+        "total",
+        "turns",
+    )
+
+    def __init__(self, estimator: Estimator, keep_skeleton: bool = True) -> None:
+        self.estimator = estimator
+        self.keep_skeleton = keep_skeleton
+        """Keep each message's calls and results for the defects (``build_report`` finds them on the
+        transcript)."""
+        self.messages = 0
+        self.total = 0
+        self.counts = CharCounts()
+        self.by_role: dict[str, int] = defaultdict(int)
+        self.by_kind: dict[str, int] = defaultdict(int)
+        self.turns = 0
+        self.rounds = 0
+        self.names: dict[str, str] = {}
+        self.calls_per_tool: dict[str, int] = defaultdict(int)
+        self.calls = 0
+        self.results: list[tuple[str, str, int, int, int | None]] = []
+        """Each tool result: call id, the name it records, tokens, message index, line."""
+        self.skeleton: list[Message] = []
 
     def add(self, message: Message, est: MessageEstimate | None = None) -> None:
         """Count ``message``, estimated as ``est`` if given."""
@@ -353,7 +384,7 @@ class ReportFold:
                 if keep:
                     kept.append(ToolResult(block.call_id, ()))
         if keep:
-            self.skeleton.append(Message(message.role, tuple(kept), message.source) if kept else _PLAIN[message.role])
+            self.skeleton.append(Message(message.role, tuple(kept), message.source) if kept else _plain(message.role))
 
     def report(
         self,

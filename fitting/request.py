@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeAlias
 
 import orjson
 
+from ._frozen import frozen
 from ._json import dumps, loads
 from .errors import Location, OptionError, UnknownShape, UnsendableRequest
 from .estimate import Estimator, make_estimator
@@ -134,7 +135,7 @@ def tools_from_json(data: bytes, path: str) -> tuple[ToolDef, ...]:
     return tools
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FittedRequest:
     """A fitted request body and the plan that made it. When ``plan.outcome``
     is ``too-long`` the body is the smallest attempt and must not be sent."""

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import gc
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ._frozen import frozen
 from .ccfold import fold_claude_code
 from .ccplan import fold_plan
 from .errors import WindowfitError
@@ -51,7 +52,7 @@ FAST_FOLD_ENV = "WINDOWFIT_FASTFOLD"
 """Set to 0 to load every file (``cli.report_cmd.FAST_FOLD_ENV``: one switch for the rows and the commands)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Row:
     """One transcript's summary: where it is, how big, and (with a budget) what fitting it would do."""
 

@@ -1,8 +1,9 @@
 """Every ``--json`` document the command line prints, built from typed shapes.
 
 One TypedDict per JSON object (named as in ``docs/schema/*.schema.json``'s
-``$defs``), one function per document. Keys are documented in docs/json.md; a
-key is never renamed or removed within a ``schema`` version.
+``$defs``; they are in ``json_shapes``, and read here as well), one function per
+document. Keys are documented in docs/json.md; a key is never renamed or removed
+within a ``schema`` version.
 """
 
 from __future__ import annotations
@@ -10,43 +11,75 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from .estimate import SEED
 from .size import Size
 
 if TYPE_CHECKING:  # types only: the modules behind other commands' documents load when those run
     from .audit import BlockAudit, MessageAudit, RatioRow, TranscriptAudit
-    from .content import ContentKind, ScriptClass
     from .estimate import ScriptRule
-    from .fit import AloneKind, Cause, CausePartKind, Limit, MessageFate, Outcome, Plan, ResultRef
+    from .fit import Cause, Outcome, Plan, ResultRef
     from .formats.base import SkippedFile
+    from .json_shapes import (
+        AuditBlockJson,
+        AuditDocument,
+        AuditMessageJson,
+        ByContentJson,
+        ByScriptJson,
+        CacheCheckJson,
+        CheckDocument,
+        FetchDocument,
+        FitDocument,
+        InputViolationJson,
+        OutputViolationJson,
+        PricingJson,
+        ProviderPointJson,
+        RatioJson,
+        RepairJson,
+        ReplayDocument,
+        ReportDocument,
+        ResultStatus,
+        SchemaVersion,
+        SizeJson,
+        SkippedFileJson,
+        StoreDocument,
+        SuggestionJson,
+        TooLongJson,
+        TranscriptAuditJson,
+        TranscriptReportJson,
+    )
     from .pricing import Price
-    from .repair import Repair, RepairKind
+    from .repair import Repair
     from .replay import Run
     from .replay.cache import CacheCheck, CacheModel
     from .report import Report, UsageRow
-    from .size import PreambleSource, SizeSource
+    from .size import PreambleSource
     from .store.base import Entry, Page
     from .suggest import Suggestion
     from .tokenizers import Tokenizer
-    from .transcript import Dialect, Role, Transcript
-    from .validate import Violation, ViolationKind
+    from .transcript import Transcript
+    from .validate import Violation
 
-SchemaVersion: TypeAlias = Literal[1]
 SCHEMA: SchemaVersion = 1
 """The version of every document's keys (``schema`` in each)."""
-ResultStatus: TypeAlias = Literal["cleared", "protected", "too-small", "candidate"]
+
+
+def __getattr__(name: str) -> Any:
+    """The documents' shapes (``ReportDocument``, ...), read from ``json_shapes`` when first asked for here: no
+    command builds them to write its document. (Not the import system's questions, such as ``__path__``.)"""
+    if not name.startswith("__"):
+        from . import json_shapes
+
+        found = getattr(json_shapes, name, None)
+        if found is not None:
+            return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _ratio(value: float | Fraction | None) -> float | None:
     """A ratio to 4 decimals; null when there is nothing to divide by."""
     return None if value is None or value == math.inf else round(float(value), 4)
-
-
-class SkippedFileJson(TypedDict):
-    path: str
-    reason: str
 
 
 def _skipped(files: Sequence[SkippedFile]) -> list[SkippedFileJson]:
@@ -55,77 +88,6 @@ def _skipped(files: Sequence[SkippedFile]) -> list[SkippedFileJson]:
 
 # --------------------------------------------------------------------------
 # report --json
-
-
-class ReportCountsJson(TypedDict):
-    messages: int
-    turns: int
-    rounds: int
-    tool_calls: int
-    tool_results: int
-    skipped_lines: int
-
-
-# Functional syntax: "class" is a keyword.
-ScriptJson = TypedDict(
-    "ScriptJson", {"class": str, "chars": int, "chars_per_token": float, "tokens": float, "share": float}
-)
-
-
-class LargestResultJson(TypedDict):
-    tool: str
-    call_id: str
-    tokens: int
-    budget_share: float | None
-    message_index: int
-    line: int | None
-
-
-class ToolJson(TypedDict):
-    tool: str
-    calls: int
-    results: int
-    result_tokens: int
-    max_result_tokens: int
-    grows_like_data: bool
-    page_tokens: int | None
-    paged_tokens: int | None
-    largest_pages: int | None
-
-
-class SessionJson(TypedDict):
-    messages: int
-    tokens: int
-
-
-class MeasuredJson(TypedDict):
-    before: int
-    line: int | None
-    estimated: int
-    measured: int
-    cache_read: int
-    cache_creation: int
-    ratio: float | None
-
-
-class DefectJson(TypedDict):
-    kind: str
-    path: str
-    line: int | None
-    detail: str
-
-
-class SizeJson(TypedDict):
-    tokens: int
-    source: SizeSource
-    preamble_tokens: int
-    preamble_source: PreambleSource
-    preamble_line: int | None
-    measured_tokens: int
-    measured_line: int | None
-    measured_messages: int
-    reply_tokens: int
-    estimated_tokens: int
 
 
 def _size(size: Size | None, *, tokens: int, preamble: int) -> SizeJson:
@@ -145,41 +107,6 @@ def _size(size: Size | None, *, tokens: int, preamble: int) -> SizeJson:
         "reply_tokens": size.reply_tokens,
         "estimated_tokens": size.estimated_tokens,
     }
-
-
-class TranscriptReportJson(TypedDict):
-    path: str
-    format: str
-    dialect: Dialect
-    counts: ReportCountsJson
-    tokens: int
-    preamble_tokens: int
-    preamble_source: PreambleSource
-    size_source: SizeSource
-    size: SizeJson
-    scripts: list[ScriptJson]
-    by_role: dict[str, int]
-    by_kind: dict[str, int]
-    largest_results: list[LargestResultJson]
-    tools: list[ToolJson]
-    budget: int | None
-    window: int | None
-    fits_budget: bool
-    fits_window: bool
-    verdict: str
-    name: str | None
-    session: SessionJson
-    measured: list[MeasuredJson]
-    defects: list[DefectJson]
-    line_kinds: dict[str, int]
-    notes: list[str]
-
-
-class ReportDocument(TypedDict):
-    schema: SchemaVersion
-    estimator: str
-    transcripts: list[TranscriptReportJson]
-    skipped_files: list[SkippedFileJson]
 
 
 def report_to_dict(report: Report) -> TranscriptReportJson:
@@ -290,106 +217,6 @@ def report_document_of(
 # fit --json (the plan)
 
 
-class FitOptionsJson(TypedDict):
-    budget: int
-    batch_size: int
-    protected_fraction: float
-    min_clear_ratio: float
-    add_notice: bool
-    page_tokens: int | None
-    batch_tokens: int | None
-    cut_step: int | None
-    carried_cut: int | None
-
-
-class PlanMessageJson(TypedDict):
-    index: int
-    role: Role
-    line: int | None
-    tokens: int
-    fate: MessageFate
-
-
-class PlanResultJson(TypedDict):
-    message_index: int
-    block_index: int
-    call_id: str
-    tool: str
-    tokens: int
-    stub_tokens: int
-    status: ResultStatus
-    handle: str | None
-    pages: int | None
-
-
-class BatchJson(TypedDict):
-    index: int
-    call_ids: list[str]
-    tokens_saved: int
-
-
-class DroppedJson(TypedDict):
-    kind: Literal["turn", "round", "message"]
-    start: int
-    stop: int
-    tokens: int
-
-
-class RepairJson(TypedDict):
-    kind: RepairKind
-    defect: ViolationKind
-    call_id: str
-    message_index: int
-    line: int | None
-    why: str
-
-
-class InputViolationJson(TypedDict):
-    kind: ViolationKind
-    message_index: int
-    call_id: str
-    line: int | None
-    detail: str
-
-
-class OutputViolationJson(TypedDict):
-    kind: ViolationKind
-    message_index: int
-    call_id: str
-    detail: str
-
-
-class ViolationsJson(TypedDict):
-    input: list[InputViolationJson]
-    output: list[OutputViolationJson]
-
-
-class CausePartJson(TypedDict):
-    kind: CausePartKind
-    label: str
-    tokens: int
-    start: int | None
-    stop: int | None
-
-
-class AloneJson(TypedDict):
-    kind: AloneKind
-    label: str
-    tokens: int
-    call_id: str | None
-
-
-class TooLongJson(TypedDict):
-    """Why a fit is too long, as numbers: the smallest request part by part
-    (``tokens`` is their sum) and the piece that alone is over the budget."""
-
-    budget: int
-    tokens: int
-    parts: list[CausePartJson]
-    alone: AloneJson | None
-    sentence: str
-
-
 def _too_long(cause: Cause | None) -> TooLongJson | None:
     if cause is None:
         return None
@@ -404,44 +231,6 @@ def _too_long(cause: Cause | None) -> TooLongJson | None:
         "alone": {"kind": a.kind, "label": a.label, "tokens": a.tokens, "call_id": a.call_id or None} if a else None,
         "sentence": cause.sentence,
     }
-
-
-class FitDocument(TypedDict):
-    schema: SchemaVersion
-    path: str
-    name: str | None
-    format: str
-    dialect: Dialect
-    estimator: str
-    options: FitOptionsJson
-    window: int | None
-    outcome: Outcome
-    fits: bool
-    crossed: Limit | None
-    tokens_before: int
-    tokens_after: int
-    preamble_tokens: int
-    preamble_source: PreambleSource
-    size_source: SizeSource
-    size: SizeJson
-    stages: list[int]
-    notice_added: bool
-    messages: list[PlanMessageJson]
-    results: list[PlanResultJson]
-    protected: list[str]
-    candidates: list[str]
-    batches: list[BatchJson]
-    head: list[int]
-    kept: list[list[int]]
-    cut_at: int | None
-    cut: int | None
-    dropped: list[DroppedJson]
-    repairs: list[RepairJson]
-    note: str | None
-    cause: str | None
-    too_long: TooLongJson | None
-    person_message: str | None
-    violations: ViolationsJson
 
 
 def _repair(r: Repair) -> RepairJson:
@@ -572,42 +361,6 @@ def plan_document(
 # check --format json
 
 
-class CheckedDefectJson(TypedDict):
-    kind: ViolationKind
-    repair: RepairKind
-    call_id: str
-    line: int | None
-    detail: str
-
-
-class CheckedJson(TypedDict):
-    path: str
-    name: str | None
-    outcome: Outcome
-    tokens_before: int
-    tokens_after: int
-    failed: bool
-    crossed: Limit | None
-    cause: str | None
-    too_long: TooLongJson | None
-    defects: list[CheckedDefectJson]
-    preamble_tokens: int
-    preamble_source: PreambleSource
-    size_source: SizeSource
-    size: SizeJson
-
-
-class CheckDocument(TypedDict):
-    schema: SchemaVersion
-    estimator: str
-    budget: int
-    window: int | None
-    fail_on: Outcome
-    passed: bool
-    transcripts: list[CheckedJson]
-    skipped_files: list[SkippedFileJson]
-
-
 def check_document(
     checked: Sequence[tuple[str, str, Plan, bool]],
     *,
@@ -656,81 +409,6 @@ def check_document(
 
 # --------------------------------------------------------------------------
 # replay --json
-
-
-class ReplayStepJson(TypedDict):
-    index: int
-    messages: int
-    line: int | None
-    raw_tokens: int
-    sent_tokens: int
-    outcome: str
-    cleared: int
-    shared_prefix_tokens: int
-    prefix_break: bool
-    rejected: bool
-    measured_tokens: int | None
-    cache_read_tokens: int
-    cache_write_tokens: int
-    cost_usd: float | None
-
-
-class PricingJson(TypedDict):
-    recorded_model: str | None
-    model: str | None
-    row: str | None
-    provider: str
-    cache_ttl: str
-    source: str | None
-    read_on: str | None
-
-
-class CacheCheckJson(TypedDict):
-    policy: str
-    steps: int
-    predicted_cache_read_tokens: int
-    recorded_cache_read_tokens: int
-    predicted_cache_write_tokens: int
-    recorded_cache_write_tokens: int
-    read_error: float | None
-    misses: int
-    miss_predicted_cache_write_tokens: int
-    miss_recorded_cache_write_tokens: int
-    turn_start_misses: int
-    turn_start_miss_recorded_cache_write_tokens: int
-    turn_starts_after_tool_use: int
-    tail_write_error: float | None
-
-
-class ReplayRunJson(TypedDict):
-    policy: str
-    requests: int
-    rejections: int
-    sent_tokens: int
-    cached_tokens: int
-    uncached_tokens: int
-    prefix_breaks: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    cache_hit_rate: float
-    cost_usd: float | None
-    outcomes: dict[str, float]
-    retrievable_tokens: int
-    retrievable_results: int
-    steps: list[ReplayStepJson]
-
-
-class ReplayDocument(TypedDict):
-    schema: SchemaVersion
-    path: str
-    name: str | None
-    estimator: str
-    budget: int
-    window: int | None
-    pricing: PricingJson | None
-    cache_check: CacheCheckJson | None
-    runs: list[ReplayRunJson]
-    skipped_files: list[SkippedFileJson]
 
 
 def _usd(value: float | None) -> float | None:
@@ -834,135 +512,6 @@ def replay_document(
 
 # --------------------------------------------------------------------------
 # audit --json (and --suggest)
-
-
-class RatioJson(TypedDict):
-    blocks: int
-    chars: int
-    estimate: int
-    real: int
-    ratio: float | None
-    under: int
-
-
-class ByScriptJson(TypedDict):
-    ascii: RatioJson
-    cjk: RatioJson
-    other: RatioJson
-
-
-class ByContentJson(TypedDict):
-    prose: RatioJson
-    code: RatioJson
-    json: RatioJson
-    logs: RatioJson
-
-
-class AuditBlockJson(TypedDict):
-    message_index: int | None
-    block_index: int
-    kind: str
-    line: int | None
-    script: ScriptClass
-    content: ContentKind
-    chars: int
-    estimate: int
-    real: int
-    ratio: float | None
-
-
-class AuditMessageJson(TypedDict):
-    message_index: int | None
-    role: str
-    line: int | None
-    chars: int
-    estimate: int
-    real: int
-    ratio: float | None
-
-
-class TokenizerAuditJson(TypedDict):
-    tokenizer: str
-    source: str
-    estimate: int
-    real: int
-    ratio: float | None
-    safe: bool
-    verdict: str
-    messages_under: int
-    blocks: int
-    blocks_under: int
-    by_script: ByScriptJson
-    by_content: ByContentJson
-    worst_blocks: list[AuditBlockJson]
-    worst_messages: list[AuditMessageJson]
-
-
-class ProviderPointJson(TypedDict):
-    messages: int
-    line: int | None
-    estimated: int
-    measured: int
-    ratio: float | None
-
-
-class ProviderAuditJson(TypedDict):
-    points: int
-    under: int
-    min_ratio: float | None
-    median_ratio: float | None
-    max_ratio: float | None
-    worst: list[ProviderPointJson]
-
-
-class TranscriptAuditJson(TypedDict):
-    path: str
-    name: str | None
-    messages: int
-    tokenizers: list[TokenizerAuditJson]
-    provider: ProviderAuditJson | None
-
-
-class TightSampleJson(TypedDict):
-    where: str
-    ascii: int
-    cjk: int
-    other: int
-    tokens: int
-    fixed: int
-    estimate: int
-
-
-class CharsPerTokenJson(TypedDict):
-    ascii: str
-    cjk: str
-    other: str
-
-
-class SuggestionJson(TypedDict):
-    estimator: str
-    chars_per_token: CharsPerTokenJson
-    samples: int
-    fit_samples: int
-    held_out_samples: int
-    set_aside: int
-    held_out_under_before: int
-    held_out_under_after: int
-    needed_margin: float
-    margin: float
-    guarantee: str
-    over_estimate: float | None
-    base_over_estimate: float | None
-    tightest: list[TightSampleJson]
-
-
-class AuditDocument(TypedDict):
-    schema: SchemaVersion
-    estimator: str
-    tokenizers: list[str]
-    transcripts: list[TranscriptAuditJson]
-    suggestion: SuggestionJson | None
-    skipped_files: list[SkippedFileJson]
 
 
 def _audit_block(b: BlockAudit) -> AuditBlockJson:
@@ -1125,17 +674,6 @@ def audit_document(
     }
 
 
-class FetchDocument(TypedDict):
-    schema: SchemaVersion
-    handle: str
-    page: int
-    pages: int
-    text: str
-    tool: str
-    call_id: str
-    tokens: int
-
-
 def page_document(page: Page) -> FetchDocument:
     """``windowfit fetch --json``: one page of a stored result."""
     return {
@@ -1148,28 +686,6 @@ def page_document(page: Page) -> FetchDocument:
         "call_id": page.call_id,
         "tokens": page.tokens,
     }
-
-
-class StoreEntryJson(TypedDict):
-    handle: str
-    tool: str
-    call_id: str
-    tokens: int
-    pages: int
-    chars: int
-    source: str
-    created: float
-
-
-class StoreDocument(TypedDict):
-    schema: SchemaVersion
-    store: str
-    entries: list[StoreEntryJson]
-    count: int
-    tokens: int
-    pages: int
-    chars: int
-    dropped: int | None
 
 
 def store_document(target: str, entries: Sequence[Entry], *, dropped: int | None = None) -> StoreDocument:

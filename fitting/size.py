@@ -6,10 +6,11 @@ measured request."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from typing import Literal, TypeAlias
 
+from ._frozen import frozen
 from .errors import OptionError
 from .estimate import Estimator, ScriptRule
 from .transcript import Block, Message, Text, Thinking, ToolCall, ToolResult, Transcript, Usage
@@ -37,7 +38,7 @@ the legacy Claude tokenizer spend at most 5.5 ASCII characters per token (median
 cleared block keeps its own."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Size:
     """The predicted size of the next request, part by part.
 
@@ -228,7 +229,7 @@ def ceiling_tokens(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Backtest:
     """One measured request, predicted from the session cut just before it."""
 

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from fractions import Fraction
 from itertools import pairwise
 
+from ._frozen import frozen
 from .errors import Unsuggestable
 from .estimate import SEED, ZERO, CharCounts, Estimator, ScriptRule
 from .transcript import Transcript
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Sample:
     """One constraint for ``suggest_rule``: characters per class, the real
     tokens, and the tokens the estimator adds whatever the characters."""
@@ -317,7 +318,7 @@ SAFETY_FLOOR = Fraction(10, 100)
 (``benchmarks/suggest_generalisation.py`` shows what 5% and 20% would give)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Suggestion:
     """A suggested rule, the samples it was fitted on and held out, and the margin."""
 

@@ -18,7 +18,7 @@ import gzip
 import hashlib
 import importlib.util
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
+from ._frozen import frozen
 from .errors import TokenizerError, TokenizerUnavailable
 
 INSTALL_HINT = "install windowfit's tokenizers extra from its checkout: pip install '.[tokenizers]'"
@@ -61,7 +62,7 @@ def count_texts(tokenizer: Tokenizer, texts: Sequence[str]) -> list[int]:
     return [tokenizer.count(t) for t in texts]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LoadedTokenizer:
     """A real tokenizer, counting only: token ids are never kept."""
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from itertools import pairwise
 from typing import Literal, Protocol, TypeAlias
+
+from ._frozen import frozen
 
 JsonText: TypeAlias = str
 """Compact JSON text (``orjson.dumps`` output decoded); ``""`` means nothing."""
@@ -20,7 +22,7 @@ Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 Dialect: TypeAlias = Literal["anthropic", "openai"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Source:
     """Where a message came from: file path and 1-based line (or None)."""
 
@@ -28,7 +30,7 @@ class Source:
     line: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Text:
     """Plain text the model reads."""
 
@@ -41,7 +43,7 @@ class Text:
     XML-era Cline): stage 1 may clear it like a tool result. Empty otherwise."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Thinking:
     """Model reasoning sent back to the provider."""
 
@@ -49,7 +51,7 @@ class Thinking:
     extra: JsonText = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolCall:
     """An assistant's request to run a tool."""
 
@@ -71,7 +73,7 @@ class ToolCall:
     as that object; None for inputs read from a file."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Image:
     """An image; its data is never counted as characters."""
 
@@ -83,7 +85,7 @@ class Image:
     """The original block, to write it back unchanged."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Other:
     """A block of a kind windowfit does not model, kept verbatim."""
 
@@ -96,7 +98,7 @@ class Other:
     """How many base64 payloads were cut out; each costs a fixed estimate."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolResult:
     """What a tool returned, answering the call with ``call_id``."""
 
@@ -117,7 +119,7 @@ class StoredText(Protocol):
     def read(self) -> bytes: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Verbatim:
     """JSON text exactly as a file held it (SPEC section 6, invariant 9), and the
     blocks read from it. Writers emit ``json`` only while the value still holds
@@ -152,7 +154,7 @@ class Verbatim:
         return hash((self.json, self.content))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Message:
     """One message: a role and its content blocks."""
 
@@ -188,7 +190,7 @@ class Message:
         return self.role == "user" and not any(isinstance(b, ToolResult) for b in self.content)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolDef:
     """A tool definition sent with every request."""
 
@@ -203,7 +205,7 @@ class ToolDef:
     otherwise; it is the same value as ``raw``, so it takes no part in comparisons."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Skipped:
     """An input line that was not turned into a message, and why."""
 
@@ -211,7 +213,7 @@ class Skipped:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Defect:
     """Something wrong in a real file that the loader worked around, with where."""
 
@@ -222,7 +224,7 @@ class Defect:
     detail: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Usage:
     """What the provider counted for one request, attached where it was measured:
     that request held ``messages[:before]`` of this transcript."""
@@ -243,7 +245,7 @@ class Usage:
         return self.input_tokens + self.cache_creation_tokens + self.cache_read_tokens
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Transcript:
     """A system prompt, tool definitions and ordered messages."""
 
@@ -305,7 +307,7 @@ def block_kind(block: Block) -> str:
 # Derived structure
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Turn:
     """Messages ``[start, stop)``: a human user message and all up to the next."""
 
@@ -313,7 +315,7 @@ class Turn:
     stop: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Round:
     """Messages ``[start, stop)``: an assistant message with tool calls and the
     message(s) carrying their results. Never split."""
@@ -323,7 +325,7 @@ class Round:
     call_ids: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Single:
     """Messages ``[start, start + 1)``: a message that belongs to no round."""
 

@@ -5,9 +5,9 @@ tool messages, and (Anthropic) results first in their user message."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from ._frozen import frozen
 from .transcript import Dialect, Message, Source, Thinking, ToolCall, ToolResult, Transcript
 
 ViolationKind: TypeAlias = Literal[
@@ -20,7 +20,7 @@ ViolationKind: TypeAlias = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Violation:
     """One broken rule, with where it is."""
 

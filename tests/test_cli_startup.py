@@ -1,5 +1,7 @@
-"""Start-up (issue 15, item 1): ``windowfit --help`` loads no command's module, and the summaries it shows
-are the commands' own."""
+"""Start-up (issue 15): ``windowfit --help`` loads no command's module, and the summaries it shows are the
+commands' own; each command imports what it runs and no more; the fast path of ``report --json`` and ``check
+--format json`` of a Claude Code session imports no other format, no shape, store, pool or Typer, and compiles
+no value class's methods it does not use (at the end)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -165,9 +168,9 @@ def test_report_of_a_claude_code_session_imports_the_fold_and_nothing_it_does_no
     assert not modules & {*NEVER_FOR_A_REPORT, "hashlib", "windowfit.cli.render", "importlib.resources", "zipfile"}
     assert not {m for m in modules if m.startswith("rich")}  # no console made: nothing printed but the JSON
     formats = sorted(m.rpartition(".")[2] for m in modules if m.startswith("windowfit.fitting.formats."))
-    # detection's first three (codex, responses, claude_code), and the registry's plumbing: no other format,
-    # not even messages (the fold reads the session's lines itself)
-    assert formats == ["_document", "_jsonl", "_sniff", "base", "claude_code", "codex", "registry", "responses"]
+    # claude_code, which detection asks first by its keys, and the registry's plumbing: no other format, not
+    # even messages (the fold reads the session's lines itself)
+    assert formats == ["_jsonl", "base", "claude_code", "registry"]
 
 
 def test_report_json_of_a_messages_file_renders_no_table() -> None:
@@ -224,3 +227,130 @@ def test_fit_of_a_claude_code_session_planned_from_its_fold_writes_and_streams_n
     assert "too-long" in stdout  # the command ran: the session is too long for 100
     assert "windowfit.fitting.ccplan" in modules  # planned from the fold
     assert not modules & {"windowfit.fitting.request", "windowfit.fitting.columns_fit"}
+
+
+# --------------------------------------------------------------------------
+# The fast path (cli/fast.py, the ``windowfit`` entry point) of a Claude Code session: issue 15 halved its start-up
+# above ``python -c pass`` (benchmarks/README.md, "Start-up of report and check"); these keep what it no longer
+# does from coming back unnoticed.
+
+FAST_PROBE = """
+import sys
+sys.argv = ["windowfit", *sys.argv[1:]]
+from windowfit.cli.fast import main
+try:
+    main()
+except SystemExit:
+    pass
+from windowfit.fitting import estimate
+from windowfit.fitting._frozen import _OnFirstUse, _setstate
+made = sorted(
+    c.__qualname__
+    for m in list(sys.modules.values())
+    if getattr(m, "__name__", "").startswith("windowfit.")
+    for c in vars(m).values()
+    if isinstance(c, type) and c.__module__ == m.__name__ and c.__dict__.get("__setstate__") is _setstate
+    and not isinstance(c.__dict__["__init__"], _OnFirstUse)
+)
+import dataclasses
+compiled_at_import = sorted(  # dataclasses whose methods dataclasses compiled when their module was imported
+    c.__qualname__
+    for m in list(sys.modules.values())
+    if getattr(m, "__name__", "").startswith("windowfit.")
+    for c in vars(m).values()
+    if isinstance(c, type) and c.__module__ == m.__name__ and dataclasses.is_dataclass(c)
+    and c.__dict__.get("__setstate__") is not _setstate
+)
+print(" ".join(sorted(sys.modules)), file=sys.stderr)
+print(" ".join(made), file=sys.stderr)
+print(" ".join(compiled_at_import), file=sys.stderr)
+print(estimate._SEED_COUNTER is None, estimate._cjk_run.cache_info().currsize, file=sys.stderr)
+"""
+
+ONE_PASS = ROOT / "tests" / "data" / "claude_code" / "parallel.jsonl"
+"""A session the fold reads in one pass (parallel calls, no branch): what most sessions are."""
+
+NEVER_ON_THE_FAST_PATH = frozenset(
+    {
+        # formats detection no longer tries before claude_code (it asks claude_code first by its keys)
+        "windowfit.fitting.formats.codex",
+        "windowfit.fitting.formats.responses",
+        "windowfit.fitting.formats._document",
+        "windowfit.fitting.formats._sniff",
+        "windowfit.fitting.formats.messages",
+        "windowfit.fitting.wire.responses",
+        "windowfit.fitting.wire.openai",
+        # the documents' TypedDicts (serialize reads them for the type checker only)
+        "windowfit.fitting.json_shapes",
+        # what a plan needs only with --add-notice or a store, and a messages file's columns
+        "windowfit.fitting.notice",
+        "windowfit.fitting.store",
+        "windowfit.fitting.store.base",
+        "windowfit.fitting.store.content",
+        "windowfit.fitting.columns",
+        # a pool's (one file is scanned in this process) and write_atomic's
+        "signal",
+        "threading",
+        "concurrent.futures",
+        "multiprocessing",
+        # Typer, its click and rich: the fast path prints JSON only
+        "typer",
+        "rich",
+    }
+)
+"""What neither ``report --json`` nor ``check --format json`` of a Claude Code session imports."""
+
+
+MUTABLE_DATACLASSES = {"Estimator", "_Counted", "_Sizer", "_Stubbing", "_FoldStubbing", "_Reference"}
+"""The dataclasses of the fast path that are not ``@frozen`` values (whose methods are compiled on first use):
+the estimator and check's working state, mutable, and ``_frozen``'s own reference."""
+
+
+class FastRun(NamedTuple):
+    modules: set[str]
+    """The modules imported."""
+    made: set[str]
+    """The ``@frozen`` classes whose ``__init__`` was compiled (on first use)."""
+    compiled_at_import: set[str]
+    """The other dataclasses imported: their methods were compiled when their module was."""
+    seed: str
+    """Whether the seed counter's table is still unbuilt, and how many CJK classes were compiled."""
+    stdout: str
+
+
+def fast_run(*args: str) -> FastRun:
+    """What a ``windowfit ARGS`` run through the entry point did, in a fresh process."""
+    result = subprocess.run([sys.executable, "-c", FAST_PROBE, *args], capture_output=True, text=True)
+    modules, made, at_import, seed = result.stderr.strip().splitlines()[-4:]
+    return FastRun(set(modules.split()), set(made.split()), set(at_import.split()), seed, result.stdout)
+
+
+@pytest.mark.parametrize("session", [ONE_PASS, CLAUDE_CODE], ids=["one pass", "tree"])
+def test_report_json_of_a_session_imports_no_other_format_shape_store_pool_or_typer(session: Path) -> None:
+    run = fast_run("report", str(session), "--json")
+    assert json.loads(run.stdout)["transcripts"]  # the command ran
+    assert not run.modules & NEVER_ON_THE_FAST_PATH
+    assert not {m for m in run.modules if m.startswith(("rich.", "typer.", "windowfit.fitting.store."))}
+    assert run.compiled_at_import <= MUTABLE_DATACLASSES, "a value class of the fast path: make it @frozen"
+
+
+@pytest.mark.parametrize("session", [ONE_PASS, CLAUDE_CODE], ids=["one pass", "tree"])
+def test_check_json_of_a_session_imports_no_other_format_shape_store_pool_or_typer(session: Path) -> None:
+    run = fast_run("check", str(session), "--budget", "100000", "--format", "json")
+    assert json.loads(run.stdout)["transcripts"]
+    assert "windowfit.fitting.ccplan" in run.modules  # planned from the fold
+    assert not run.modules & NEVER_ON_THE_FAST_PATH
+    assert not {m for m in run.modules if m.startswith(("rich.", "typer.", "windowfit.fitting.store."))}
+    assert run.compiled_at_import <= MUTABLE_DATACLASSES, "a value class of the fast path: make it @frozen"
+
+
+def test_the_one_pass_fold_imports_neither_the_loader_s_checks_nor_makes_a_message_or_a_block() -> None:
+    """The providers' rules and the repairs (validate, repair) are the loaded transcript's and the tree fold's;
+    the one pass builds no ``Message`` and no block, so their ``__init__`` is never compiled (an instance made at
+    import would compile it: ``report._plain``), nor the seed counter's table or the CJK class for ASCII text."""
+    run = fast_run("report", str(ONE_PASS), "--json")
+    assert not run.modules & {"windowfit.fitting.validate", "windowfit.fitting.repair"}
+    assert not run.made & {"Message", "Text", "Thinking", "ToolCall", "ToolResult", "Image", "Other", "Verbatim"}
+    assert not run.made & {"ToolDef", "Usage", "Skipped", "Defect", "Turn", "Round", "Single", "MessageEstimate"}
+    assert {"Report", "Size", "Transcript"} <= run.made  # what the fold does make
+    assert run.seed == "True 0"

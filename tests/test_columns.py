@@ -155,7 +155,9 @@ PLANNED: list[int] = []
 
 def _check(monkeypatch: pytest.MonkeyPatch, args: list[str], *, stream: bool) -> tuple[int, str, str]:
     """``windowfit check ARGS``: streamed into columns where it streams, or every file loaded as before."""
-    from windowfit.cli import check_run  # check's workers: where check_stream reads these
+    # check's workers import these where they stream a messages file (cli/check_run.py): patched at the source
+    from windowfit.fitting import columns
+    from windowfit.fitting.formats import messages
 
     def counted(*a: object, **k: object) -> Plan:
         PLANNED.append(1)
@@ -163,9 +165,9 @@ def _check(monkeypatch: pytest.MonkeyPatch, args: list[str], *, stream: bool) ->
 
     with monkeypatch.context() as patch:
         if stream:
-            patch.setattr(check_run, "plan_columns", counted)
+            patch.setattr(columns, "plan_columns", counted)
         else:
-            patch.setattr(check_run, "stream_messages", lambda *a, **k: None)
+            patch.setattr(messages, "stream_messages", lambda *a, **k: None)
         result = CliRunner().invoke(app, ["check", *args])
     return result.exit_code, result.stdout, result.stderr
 

@@ -53,7 +53,8 @@ def _outcome(read: Any, source: Input, skip_invalid: bool) -> Any:
         f = read(source, skip_invalid=skip_invalid)
     except InputError as exc:
         return (type(exc), str(exc))
-    return (f.path, f.nodes, dict(f.line_kinds), f.skipped)
+    nodes = [tuple(getattr(n, name) for name in n.__slots__) for n in f.nodes]  # a node has no ``==``
+    return (f.path, nodes, dict(f.line_kinds), f.skipped)
 
 
 def _streamed(source: Input, skip_invalid: bool) -> Any:

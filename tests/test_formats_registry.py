@@ -181,12 +181,13 @@ print(sorted(m[len(package) :] for m in sys.modules if m.startswith(package) and
     ("sample", "imported"),
     [
         ("codex/compacted.jsonl", ["codex"]),
-        ("claude_code/branch.jsonl", ["claude_code", "codex", "responses"]),
+        ("claude_code/branch.jsonl", ["claude_code"]),
+        ("responses/items.jsonl", ["codex", "responses"]),
     ],
 )
 def test_detection_imports_the_formats_it_tries_and_no_other(sample: str, imported: list[str]) -> None:
-    """Detection imports each specific format as it reaches it (codex, responses, then claude_code):
-    a Claude Code session loads three of the sixteen format modules."""
+    """Detection imports each specific format as it reaches it (codex, then responses, ...), and a Claude Code
+    session's format first, by its keys (issue 15): a session loads one of the sixteen format modules."""
     result = subprocess.run(
         [sys.executable, "-c", DETECT_PROBE, str(DATA / sample)], capture_output=True, text=True, check=True
     )
@@ -197,7 +198,7 @@ def test_detection_imports_the_formats_it_tries_and_no_other(sample: str, import
 
 def test_a_jsonl_file_under_a_projects_folder_imports_claude_code_alone(tmp_path: Path) -> None:
     """Where Claude Code keeps sessions (``.../projects/<project>/``) detection asks claude_code first: a
-    session there imports neither codex nor responses; the same file elsewhere imports both (above)."""
+    session there imports neither codex nor responses, whatever its first bytes hold."""
     project = tmp_path / "projects" / "-home-dev-app"
     project.mkdir(parents=True)
     session = project / "branch.jsonl"
@@ -208,10 +209,14 @@ def test_a_jsonl_file_under_a_projects_folder_imports_claude_code_alone(tmp_path
     assert result.stdout.splitlines() == ["claude_code", str(["claude_code"])]
 
 
+@pytest.mark.parametrize("first", [True, False])
 @pytest.mark.parametrize("root", ["data", "corpus"])
-def test_asking_claude_code_first_changes_no_file_s_format(root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_asking_claude_code_first_changes_no_file_s_format(
+    root: str, first: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every test and corpus file (codex rollouts, Responses items and plain messages among them) detected as
-    if it lay under a ``projects`` folder gets the format the usual order gives it."""
+    if it lay under a ``projects`` folder, or as if no key of Claude Code's lines were seen in it, gets the
+    format the usual order gives it."""
     from windowfit.fitting.formats import registry
 
     folder = DATA if root == "data" else require_shared("corpus")
@@ -228,7 +233,7 @@ def test_asking_claude_code_first_changes_no_file_s_format(root: str, monkeypatc
         return names
 
     usual = detected()
-    monkeypatch.setattr(registry, "_claude_code_place", lambda path: True)
+    monkeypatch.setattr(registry, "_claude_code_first", lambda path, head: first)
     assert detected() == usual
     assert "claude_code" in usual and len(set(usual)) > 2
 

@@ -1,7 +1,7 @@
 """Every ``--json`` document against its published schema (docs/schema/): each
 command and variant validates; each schema rejects a document with a key
 removed, renamed or added; the schemas, the TypedDicts of
-``windowfit.fitting.serialize`` and docs/json.md name the same keys."""
+``windowfit.fitting.json_shapes`` (which ``serialize`` gives too) and docs/json.md name the same keys."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 from windowfit.cli.exit_codes import ExitCode
-from windowfit.fitting import serialize
+from windowfit.fitting import json_shapes, serialize
 
 ROOT = Path(__file__).parents[1]
 SCHEMAS = ROOT / "docs" / "schema"
@@ -219,14 +219,15 @@ def test_every_object_shape_is_closed_and_requires_every_key(command: str) -> No
 @pytest.mark.parametrize("command", COMMANDS)
 def test_schema_shapes_are_the_typed_dicts_of_serialize(command: str) -> None:
     for name, shape in shapes(command).items():
-        typed = getattr(serialize, name, None)
-        assert typed is not None and typing.is_typeddict(typed), f"serialize.{name} is not a TypedDict"
+        typed = getattr(json_shapes, name, None)
+        assert typed is not None and typing.is_typeddict(typed), f"json_shapes.{name} is not a TypedDict"
+        assert getattr(serialize, name) is typed  # serialize gives the shapes it builds, as it did
         assert typed.__required_keys__ == set(shape["properties"]), name
         assert not typed.__optional_keys__, name
 
 
 def test_every_typed_dict_of_serialize_has_a_schema() -> None:
-    typed_dicts = {name for name, value in vars(serialize).items() if typing.is_typeddict(value)}
+    typed_dicts = {name for name, value in vars(json_shapes).items() if typing.is_typeddict(value)}
     in_schemas = {name for command in COMMANDS for name in shapes(command)}
     assert typed_dicts == in_schemas
 

@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, TypeAlias
 
 import orjson
 
+from .._frozen import frozen
 from .._json import _STRING_RE, LENIENT_DECODER, MAX_DEPTH, _value_end, check_depth, depth_error, loads_or_lenient
 from ..errors import InvalidJson, InvalidUtf8, Location
 from ._jsonl import BOM
@@ -32,7 +33,7 @@ Buffer: TypeAlias = bytes | mmap.mmap
 """A document's bytes: read (stdin) or a mapped file; both slice into bytes."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Member:
     """One member of a container: its key (None in an array), value, the line its
     value starts on, and its JSON text (to locate what is inside it)."""
@@ -362,7 +363,7 @@ def parse_member(raw: bytes, path: str, levels: int) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Spans:
     """A document's top-level members (an object's: key, start, end of each value's text) and the spans of its
     messages (an array document's items, or an object's ``messages`` items), as arrays of offsets."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -50,18 +49,21 @@ def line_text(number: int, raw: bytes) -> bytes:
     return line
 
 
-@dataclass(slots=True)
 class LineReader:
     """Iterates the JSON values of a JSON Lines input, remembering skipped lines.
 
     Blank lines are ignored. With ``skip_invalid`` a line that is not JSON is
     recorded in ``skipped`` instead of raising; so is a line starting with
-    ``//`` (comment lines some tools add), which is never an error.
+    ``//`` (comment lines some tools add), which is never an error. (A plain
+    class: a dataclass's methods cost start-up, issue 15.)
     """
 
-    path: str
-    skip_invalid: bool = False
-    skipped: list[Skipped] = field(default_factory=list)
+    __slots__ = ("path", "skip_invalid", "skipped")
+
+    def __init__(self, path: str, skip_invalid: bool = False) -> None:
+        self.path = path
+        self.skip_invalid = skip_invalid
+        self.skipped: list[Skipped] = []
 
     def values(self, lines: Iterable[bytes]) -> Iterator[tuple[int, Any]]:
         for lineno, value, _ in self.entries(lines):

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
+from .._frozen import frozen
 from ..transcript import Dialect
 
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|"')
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HeadShape:
     """What the first bytes of an input show about its first JSON value."""
 

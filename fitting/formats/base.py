@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from .._frozen import frozen
 from ..transcript import Transcript
 
 SNIFF_BYTES = 65536
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Input:
     """A file on disk, or bytes already read (stdin); ``path`` names it in errors."""
 
@@ -83,7 +83,7 @@ class Input:
         return False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SkippedFile:
     """A file a folder scan passed over: not a transcript, or not one windowfit reads."""
 
@@ -122,7 +122,7 @@ class Writer(Protocol):
     def __call__(self, transcript: Transcript, /) -> bytes: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Format:
     """A transcript file format: how to recognise it, how to load it, and
     whether (and how) a fitted transcript is written back in it."""

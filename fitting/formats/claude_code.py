@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Literal, NamedTuple, TypedDict, cast
 
 import orjson
 
+from .._frozen import frozen
 from .._json import (
     MAX_DEPTH,
     bracket_count,
@@ -41,7 +42,6 @@ from ..transcript import (
     Transcript,
     Usage,
 )
-from ..validate import check_messages
 from ..wire import anthropic
 from ..wire.spelling import spelled_blocks
 from ._jsonl import BOM, LineReader, _utf8_error
@@ -74,40 +74,72 @@ _PARENT_RE = re.compile(rb'^\s*\{"parentUuid":(?:null|"([^"]*)")')
 _UUID_RE = re.compile(rb'"uuid":"([^"]*)"')
 _SIDECHAIN_RE = re.compile(rb'"isSidechain":(true|false)')
 
+# The loader's own records (_Node, _File, _Tree, _Draft, _StandIns, and _Built, a named tuple) are plain
+# slotted classes, not dataclasses: detection imports this module to sniff every session, and a dataclass's
+# methods took about half a millisecond each to build there (issue 15). Nothing compares or prints them.
 
-@dataclass(slots=True)
+
 class _Node:
-    """One line of the parentUuid tree: a message line, a bookkeeping line with a
-    uuid (system, progress, ...), or an unreadable line whose links were recovered."""
+    """One line of the parentUuid tree: a message line, a bookkeeping line with a uuid (system, progress, ...),
+    or an unreadable line whose links were recovered. ``kind`` is ``user``, ``assistant``, another line type, or
+    ``""`` for an unreadable line; ``usage`` the input, cache write, cache read and output tokens; ``model`` the
+    model that wrote an assistant message (``<synthetic>`` for Claude Code's own)."""
 
-    line: int
-    kind: str
-    """``user``, ``assistant``, another line type, or ``""`` for an unreadable line."""
-    uuid: str | None
-    parent: str | None
-    sidechain: bool
-    agent_id: str = ""
-    message_id: str = ""
-    blocks: tuple[Block, ...] = ()
-    usage: tuple[int, int, int, int] | None = None
-    """Input, cache write, cache read and output tokens."""
-    compact: bool = False
-    model: str = ""
-    """The model that wrote an assistant message (``<synthetic>`` for Claude Code's own)."""
+    __slots__ = (
+        "agent_id",
+        "blocks",
+        "compact",
+        "kind",
+        "line",
+        "message_id",
+        "model",
+        "parent",
+        "sidechain",
+        "usage",
+        "uuid",
+    )
+
+    def __init__(
+        self,
+        line: int,
+        kind: str,
+        uuid: str | None,
+        parent: str | None,
+        sidechain: bool,
+        agent_id: str = "",
+        message_id: str = "",
+        blocks: tuple[Block, ...] = (),
+        usage: tuple[int, int, int, int] | None = None,
+        compact: bool = False,
+        model: str = "",
+    ) -> None:
+        self.line = line
+        self.kind = kind
+        self.uuid = uuid
+        self.parent = parent
+        self.sidechain = sidechain
+        self.agent_id = agent_id
+        self.message_id = message_id
+        self.blocks = blocks
+        self.usage = usage
+        self.compact = compact
+        self.model = model
 
     @property
     def is_message(self) -> bool:
         return self.kind in ("user", "assistant")
 
 
-@dataclass(slots=True)
 class _File:
     """What one pass over a session file yields."""
 
-    path: str
-    nodes: list[_Node] = field(default_factory=list)
-    line_kinds: Counter[str] = field(default_factory=Counter)
-    skipped: list[Skipped] = field(default_factory=list)
+    __slots__ = ("line_kinds", "nodes", "path", "skipped")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.nodes: list[_Node] = []
+        self.line_kinds: Counter[str] = Counter()
+        self.skipped: list[Skipped] = []
 
 
 # --------------------------------------------------------------------------
@@ -468,16 +500,20 @@ def _read(source: Input, *, skip_invalid: bool) -> _File:
 # The tree of lines
 
 
-@dataclass(slots=True)
 class _Tree:
-    """Parent links between the nodes of one file, by index in file order."""
+    """Parent links between the nodes of one file, by index in file order: each node's ``parent`` (-1 for a
+    root), whether it was ``guessed`` (the parent uuid is not in the file; the previous node of the same kind
+    stands in), and each node's ``children``."""
 
-    nodes: list[_Node]
-    parent: list[int]
-    """Index of each node's parent, or -1 for a root."""
-    guessed: list[bool]
-    """The parent uuid is not in the file; the previous node of the same kind stands in."""
-    children: dict[int, list[int]]
+    __slots__ = ("children", "guessed", "nodes", "parent")
+
+    def __init__(
+        self, nodes: list[_Node], parent: list[int], guessed: list[bool], children: dict[int, list[int]]
+    ) -> None:
+        self.nodes = nodes
+        self.parent = parent
+        self.guessed = guessed
+        self.children = children
 
     @classmethod
     def build(cls, nodes: list[_Node]) -> _Tree:
@@ -579,20 +615,23 @@ def _select(tree: _Tree, leaf: int) -> tuple[list[int], set[int]]:
 # Building one transcript
 
 
-@dataclass(slots=True)
 class _Draft:
-    role: Literal["user", "assistant"]
-    line: int
-    message_id: str
-    results: list[Block] = field(default_factory=list)
-    blocks: list[Block] = field(default_factory=list)
+    """A message being built from its lines: the results first, then the other blocks."""
+
+    __slots__ = ("blocks", "line", "message_id", "results", "role")
+
+    def __init__(self, role: Literal["user", "assistant"], line: int, message_id: str) -> None:
+        self.role = role
+        self.line = line
+        self.message_id = message_id
+        self.results: list[Block] = []
+        self.blocks: list[Block] = []
 
     def message(self, path: str) -> Message:
         return Message(self.role, (*self.results, *self.blocks), Source(path, self.line))
 
 
-@dataclass(slots=True)
-class _Built:
+class _Built(NamedTuple):
     messages: tuple[Message, ...]
     usage: tuple[Usage, ...]
     defects: list[Defect]
@@ -712,6 +751,8 @@ def message_defects(
     """``check_messages``'s violations in the built messages as defects, each at the line of its call (by id,
     ``call_lines``) or of its result (by message index and call id, ``result_lines``). ``ccfold`` calls it on
     stand-ins for the messages (their calls and results, without text)."""
+    from ..validate import check_messages  # the loader's and the tree fold's: detection imports this module
+
     defects: list[Defect] = []
     for v in check_messages(messages, "anthropic"):
         line = (
@@ -1068,12 +1109,14 @@ _Origin = tuple[Block, int, int]
 """A stand-in (kept, so that its ``id`` is never reused), the line of its block and its place in the line."""
 
 
-@dataclass(slots=True)
 class _StandIns:
     """A reader for ``load`` (``read_file``): ``_read``'s nodes, each message line's blocks replaced by
     stand-ins as soon as it is read, and where each stand-in's block is (by the stand-in's ``id``)."""
 
-    origin: dict[int, _Origin] = field(default_factory=dict)
+    __slots__ = ("origin",)
+
+    def __init__(self) -> None:
+        self.origin: dict[int, _Origin] = {}
 
     def __call__(self, source: Input, *, skip_invalid: bool) -> _File:
         out = _File(source.path)
@@ -1098,7 +1141,7 @@ class ChangedWhileRead(ValueError):
     """The second pass did not find the blocks the first one read (the file changed in between)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionStream:
     """One of a session's transcripts, its messages read when ``messages()`` is iterated and not held.
     ``header`` is the transcript ``load`` gives (defects, usage, notes, context start, skipped lines), except

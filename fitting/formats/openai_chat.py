@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
+from .._frozen import frozen
 from .._json import dumps
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import (
@@ -197,7 +198,7 @@ def _with_own_text(message: Message, text: str | bytes, find: Callable[[], bytes
     return replace(message, verbatim=Verbatim(raw, message.content))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _FoundText:
     """A message's text in its line, found (one walk of the line) when it is first read; b"" if not found."""
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from .._frozen import frozen
 from .._json import InputTexts, dumps, loads_or_lenient
 from ..errors import EmptyTranscript, InvalidJson, Location, UnknownShape
 from ..transcript import Message, Skipped, Source, ToolCall, Transcript, Usage
@@ -45,7 +46,7 @@ def _is_storage(path: Path) -> bool:
     return (path / "message").is_dir() and (path / "part").is_dir()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Selection:
     """A storage root and which of its sessions an input names (None: every one)."""
 

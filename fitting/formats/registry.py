@@ -39,7 +39,8 @@ envelopes, Responses item types, ``parentUuid``/``sessionId``), which the others
 anthropic_log split request bodies and conversations by the same tests (``_sniff.head_dialect`` and
 ``_sniff.is_capture``), one taking each answer. tests/test_formats_registry.py checks every sample file and
 corpus transcript is claimed by at most one. A module is imported when detection first tries it, or when
-``SPECIFIC`` or ``FORMATS`` is read: a Claude Code file loads three formats, not sixteen."""
+``SPECIFIC`` or ``FORMATS`` is read: a codex rollout loads one format, not sixteen, and a Claude Code session,
+which detection asks first by its keys (``_claude_code_first``), one too."""
 
 DIRECTORY_NAMES: tuple[str, ...] = ("opencode",)
 """The formats of ``SPECIFIC_NAMES`` that read a folder as one input (``Format.directory``), in detection order:
@@ -172,7 +173,7 @@ def detect(source: Input) -> Format:
     head = source.head()
     if not head.strip():
         raise EmptyTranscript(Location(source.path), "the file is empty")
-    if _claude_code_place(source.path):
+    if _claude_code_first(source.path, head):
         first = _format(CLAUDE_CODE_NAME)
         if first.sniff(head):
             return first
@@ -195,11 +196,19 @@ PROJECTS_DIR = "projects"
 """A Claude Code session's folder above its project's: ``~/.claude/projects/<project>/<session>.jsonl``."""
 
 
-def _claude_code_place(path: str) -> bool:
-    """A ``.jsonl`` file somewhere under a ``projects`` folder, where Claude Code keeps its sessions: detection
-    asks claude_code first, so a session found there imports neither codex nor responses (tried before it
-    otherwise). The sniffers never overlap (``SPECIFIC_NAMES``), so the order changes no answer."""
-    return path.endswith(".jsonl") and f"{os.sep}{PROJECTS_DIR}{os.sep}" in path
+CLAUDE_CODE_KEYS = (b'"sessionId"', b'"leafUuid"', b'"file-history-snapshot"')
+"""What the first line of a Claude Code session carries, whatever its kind (``claude_code.sniff``): a message's
+or a queued command's ``sessionId``, a summary's ``leafUuid``, a snapshot's type."""
+
+
+def _claude_code_first(path: str, head: bytes) -> bool:
+    """A ``.jsonl`` file somewhere under a ``projects`` folder, where Claude Code keeps its sessions, or a head
+    with a key of Claude Code's lines: detection asks claude_code first, so a session imports neither codex nor
+    responses (tried before it otherwise). The sniffers never overlap (``SPECIFIC_NAMES``), so the order changes
+    no answer, and a file of another format that merely holds such a key only costs claude_code's import."""
+    if path.endswith(".jsonl") and f"{os.sep}{PROJECTS_DIR}{os.sep}" in path:
+        return True
+    return any(key in head for key in CLAUDE_CODE_KEYS)
 
 
 def get_format(name: str) -> Format:

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from .._frozen import frozen
 from ..pricing import Price, Provider, Ttl
 from .run import MISSING, Run, Step, Steps, narrowed
 
@@ -56,7 +57,7 @@ https://platform.claude.com/docs/en/build-with-claude/prompt-caching). Rows it d
 INCREMENT: dict[str, int] = {"anthropic": 1, "openai": 128, "google": 1}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CacheModel:
     """How a provider's prompt cache serves a run, and at what prices (``price`` None: unpriced)."""
 
@@ -121,7 +122,7 @@ class CacheModel:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CacheCheck:
     """The cache model against what the provider recorded, over the steps whose usage the log records."""
 

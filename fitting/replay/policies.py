@@ -5,9 +5,10 @@ here (docs/extending.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Protocol
 
+from .._frozen import frozen
 from ..errors import OptionError
 from ..fit import DEFAULTS, FitOptions
 from . import keep_last, legacy, presets, windowfit
@@ -22,7 +23,7 @@ class Builder(Protocol):
     def __call__(self, session: Session, options: FitOptions, *, keep: int) -> Policy: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NamedPolicy:
     """One entry of the list."""
 

@@ -15,11 +15,12 @@ whose newest request holds the most messages (then the most recent) wins."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
 
+from .._frozen import frozen
 from ..formats import format_of
 from ..transcript import Block, Message, Text, Thinking, ToolCall, ToolDef, ToolResult, Transcript
 
@@ -27,7 +28,7 @@ Preamble = tuple[tuple[Block, ...], tuple[ToolDef, ...]]
 """A request's system prompt and tool definitions, compared between requests."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Recorded:
     """One recorded request of a conversation."""
 
@@ -39,7 +40,7 @@ class Recorded:
     """Its place among the transcripts given to ``replay_targets``."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReplayTarget:
     """What one replay replays: a session (one request per assistant reply) or a
     conversation of recorded requests (each one a step)."""

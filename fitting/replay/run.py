@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import overload
 
+from .._frozen import frozen
 from ..columns import PLAIN_SOURCE, Columns, columns_from_stream
 from ..estimate import Estimator
 from ..repair import repair
@@ -18,7 +19,7 @@ from .requests import Recorded
 from .session import NOTE, Fenwick, Policy, PolicyFactory, Sent, Session
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Step:
     """One request of a replay."""
 
@@ -193,7 +194,7 @@ class Steps(Sequence[Step]):
     __hash__ = None  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Run:
     """One policy's replay of a session, with its totals."""
 
@@ -458,7 +459,7 @@ def replay_columns(
     )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LinedColumns:
     """A transcript as columns (``fitting.columns``) with each message's line (``MISSING``: none), which a
     plain message's stand-in does not keep: what ``replay_columns`` replays."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Protocol, cast
 
+from .._frozen import frozen
 from ..estimate import Estimator
 from ..fit import TRUNCATION_NOTE, ResultRef, clear_into, result_refs
 from ..transcript import Message, Round, Text, Transcript, iter_units
@@ -171,7 +172,7 @@ class Session:
         return s
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Sent:
     """The request a policy sends for ``messages[:n]``."""
 

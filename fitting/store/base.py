@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
+from .._frozen import frozen
 from ..errors import OptionError
 from ..estimate import SEED, ZERO, Estimator
 
@@ -139,7 +139,7 @@ def split_pages(text: str, estimator: Estimator, page_tokens: int = PAGE_TOKENS)
     return tuple(pages)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StoredResult:
     """What is put into a store: one cleared result, already paged.
 
@@ -188,7 +188,7 @@ def stored_result(
     return StoredResult(tool, call_id, text, raw, source, total, pages, counted)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Entry:
     """One stored result, without its text."""
 
@@ -204,7 +204,7 @@ class Entry:
     drops what no fit has cleared lately)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Page:
     """One page of a stored result: what ``windowfit fetch`` and the fetch tool return."""
 

@@ -3,13 +3,12 @@ store whole, and the context gets a handle, the size and a bounded first page.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .._frozen import frozen
 from ..estimate import Estimator
 from .base import PAGE_TOKENS, ResultStore, stored_result
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Offloaded:
     """What a harness puts in the context instead of a data tool's whole output."""
 
