@@ -430,13 +430,16 @@ two_inc(const Table *t)
  * into *extra the characters orjson's re-serialisation adds (escapes beyond one character, not the quotes).
  * *span the raw text between the quotes, *escaped whether it holds a backslash.
  *
- * 16 bytes at a time where SSE2 is there: the block's bytes classed by compares (ASCII, continuation, leads
- * of 2, 3 and 4 bytes, and the bytes a string stops at: '"', '\\', controls), the UTF-8 of the block up to
- * its first stop (or up to the last character begun in it, when that one runs past it) checked at once
- * (each lead followed by as many continuation bytes as it needs, and no other continuation byte), the
- * ASCII characters counted from the masks and each other character's group read from the pair table. A
- * block where that check fails, or with a SLOW pair, is read character by character below (which defers
- * where the text is not valid), as is the line's last 15 bytes. */
+ * 32 bytes at a time where SSE2 is there. A block of ASCII without a byte a string stops at ('"', '\\', a
+ * control) is counted whole. Any other block is classed by compares (ASCII, continuation bytes, leads of
+ * 2, 3 and 4 bytes, stops) and its UTF-8 up to its first stop checked at once: each lead followed by as
+ * many continuation bytes as it needs, no other continuation byte, the block's first ones those the last
+ * block's last character still needed (a character may run from one block into the next: the bytes it
+ * still needs are carried). ASCII characters are counted from the masks, each other character's group read
+ * from the pair table (a block of two-byte characters counted at once when the table gives all of them one
+ * group). A block whose check fails, or with a SLOW pair, is read character by character below, which
+ * defers where the text is not valid, as are the line's last 32 bytes. The blocks move on by 32 bytes
+ * whatever they hold, up to a stop: where the next block starts does not wait for this one's masks. */
 static int
 string(P *x, int64_t cnt[3], int64_t *extra, Span *span, int *escaped)
 {
@@ -453,71 +456,98 @@ blocks:
         const __m128i below_lead = _mm_set1_epi8((char)0xC0), below_e0 = _mm_set1_epi8((char)0xDF),
                       below_f0 = _mm_set1_epi8((char)0xEF), below_c2 = _mm_set1_epi8((char)0xC2);
         const uint8_t *pair = x->pair;
-        const uint64_t two = x->two; /* 2-byte characters' lane increment less their bytes, or 0 */
-        uint64_t lanes = 0;          /* the characters of each group, in LANE's lanes, flushed into k */
+        const uint64_t two = x->two; /* INC of every two-byte character, when they are all of one group */
+        uint64_t lanes = 0;          /* the characters of each group, in INC's lanes, flushed into k */
         int n = 0;                   /* blocks added to lanes since the last flush: 32 characters at most each */
+        uint32_t carry = 0;          /* the continuation bytes the last block's last character still needs */
 #define MASK(cmp) ((uint32_t)_mm_movemask_epi8(cmp(v0)) | ((uint32_t)_mm_movemask_epi8(cmp(v1)) << 16))
 #define HIGH(v) (v)
-#define STOP(v) _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)), _mm_cmplt_epi8(v, low))
 #define CONT(v) _mm_cmplt_epi8(v, below_lead)
 #define L3(v) _mm_cmpgt_epi8(v, below_e0)
 #define L4(v) _mm_cmpgt_epi8(v, below_f0)
 #define C01(v) _mm_cmplt_epi8(v, below_c2)
 #define FLUSH() (k[0] += (int64_t)(lanes & 0xFFFF), k[1] += (int64_t)((lanes >> 16) & 0xFFFF), \
                  k[2] += (int64_t)((lanes >> 32) & 0xFFFF), lanes = 0, n = 0)
-        while (end - p >= 32) {
+    probe: /* at the start and after an escape: most keys, ids and runs between escapes are short ASCII */
+        if (end - p > 32) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)), _mm_cmplt_epi8(v, low)));
+            if (m != 0 && p[__builtin_ctz(m)] < 0x80) { /* ASCII up to a stop */
+                lanes += (unsigned)__builtin_ctz(m);
+                p += __builtin_ctz(m);
+                goto stop;
+            }
+        }
+        /* a lead at the block's last byte has its pair read from the byte after the block: 33 bytes */
+        while (end - p > 32) {
             __m128i v0 = _mm_loadu_si128((const __m128i *)p), v1 = _mm_loadu_si128((const __m128i *)(p + 16));
+            /* signed: bytes >= 0x80 are below 0x20 too, so this finds stops and non-ASCII */
+            __m128i s0 = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v0, quote), _mm_cmpeq_epi8(v0, slash)),
+                                      _mm_cmplt_epi8(v0, low));
+            __m128i s1 = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v1, quote), _mm_cmpeq_epi8(v1, slash)),
+                                      _mm_cmplt_epi8(v1, low));
+            if ((_mm_movemask_epi8(_mm_or_si128(s0, s1)) | carry) == 0) {
+                lanes += 32;
+                p += 32;
+                if (++n == 2047) {
+                    FLUSH();
+                }
+                continue;
+            }
             uint32_t high = MASK(HIGH); /* bytes >= 0x80 */
-            /* signed: bytes >= 0x80 are below 0x20 too, hence & ~high */
-            uint64_t stops = (MASK(STOP) & ~high) | ((uint64_t)1 << 32);
-            uint64_t before = (stops & (0 - stops)) - 1; /* the bytes before the first stop (or all 32) */
-            unsigned first = (unsigned)__builtin_ctzll(stops), limit;
-            if ((high & before) == 0) { /* ASCII up to the stop */
-                lanes += first;
-                p += first;
-                limit = first;
+            uint32_t stops = ((uint32_t)_mm_movemask_epi8(s0) | ((uint32_t)_mm_movemask_epi8(s1) << 16)) & ~high;
+            unsigned first = 32;
+            uint32_t in = 0xFFFFFFFF; /* the bytes before the first stop */
+            if (stops != 0) {
+                first = (unsigned)__builtin_ctz(stops);
+                in = ((uint32_t)1 << first) - 1;
+                if (((high & in) | carry) == 0) { /* ASCII up to the stop */
+                    lanes += first;
+                    p += first;
+                    goto stop;
+                }
+            }
+            /* signed compares: 80-BF are below C0; E0-FF above DF and F0-FF above EF, as ASCII is */
+            uint32_t cont = MASK(CONT) & in, leads = high & ~cont & in;
+            uint32_t l3 = MASK(L3) & high & in, l4 = MASK(L4) & high & in;
+            uint64_t want = ((uint64_t)leads << 1) | ((uint64_t)l3 << 2) | ((uint64_t)l4 << 3) | carry;
+            uint32_t next = (uint32_t)(want >> 32); /* the carry after this block */
+            /* up to a stop no character may run past it: its bit is not in cont, so a want of it fails */
+            if (want != ((uint64_t)cont | ((uint64_t)next << 32))) {
+                break; /* a continuation byte missing or one too many: character by character */
+            }
+            /* less each character's bytes: the ASCII ones end in lane 0 */
+            uint64_t block = first - POP8[carry] + POP8[next];
+            if (l3 == 0 && two != 0 && (MASK(C01) & leads) == 0) {
+                /* two-byte characters only (no C0, C1), all of one group */
+                block += (uint64_t)(POP8[leads & 0xFF] + POP8[(leads >> 8) & 0xFF] + POP8[(leads >> 16) & 0xFF] +
+                                    POP8[leads >> 24]) *
+                         two;
             }
             else {
-                /* signed compares: 80-BF are below C0; E0-FF above DF and F0-FF above EF, as ASCII is */
-                uint32_t cont = MASK(CONT), leads = high & ~cont;
-                uint32_t l3 = MASK(L3) & high, l4 = MASK(L4) & high;
-                /* up to the first stop, or to the last lead when its character runs past the block */
-                uint64_t over = (((uint64_t)leads << 1) | ((uint64_t)l3 << 2) | ((uint64_t)l4 << 3)) >> 32;
-                unsigned last = 31 - (unsigned)__builtin_clz(leads | 1);
-                last = over ? last : 32;
-                limit = first < last ? first : last;
-                uint64_t in = ((uint64_t)1 << limit) - 1;
-                leads &= (uint32_t)in, l3 &= (uint32_t)in, l4 &= (uint32_t)in;
-                if ((((uint64_t)leads << 1) | ((uint64_t)l3 << 2) | ((uint64_t)l4 << 3)) != (cont & in)) {
-                    break; /* a continuation byte missing or one too many: character by character */
+                for (uint32_t m = leads; m != 0; m &= m - 1) {
+                    uint16_t w; /* a lead and the byte after it, little-endian as x86 is */
+                    memcpy(&w, p + (size_t)__builtin_ctz(m), 2);
+                    block += INC[pair[w & 0x3F3F]];
                 }
-                uint64_t block = limit; /* less each character's bytes: the ASCII characters in lane 0 */
-                if (l3 == 0 && two != 0 && (MASK(C01) & leads) == 0) {
-                    /* two-byte characters only (no C0, C1), all of one group */
-                    block += (uint64_t)(POP8[leads & 0xFF] + POP8[(leads >> 8) & 0xFF] + POP8[(leads >> 16) & 0xFF] +
-                                        POP8[leads >> 24]) *
-                             two;
+                if (block >> 48) {
+                    break; /* a character the pair does not tell the group of, or not valid */
                 }
-                else {
-                    for (uint32_t m = leads; m != 0; m &= m - 1) {
-                        uint16_t w; /* a lead and the byte after it, little-endian as x86 is */
-                        memcpy(&w, p + (size_t)__builtin_ctz(m), 2);
-                        block += INC[pair[w & 0x3F3F]];
-                    }
-                    if (block >> 48) {
-                        break; /* a character the pair does not tell the group of, or not valid */
-                    }
-                }
-                lanes += block;
-                p += limit;
             }
+            lanes += block;
+            carry = next;
+            p += first;
+            if (first == 32) {
+                if (++n == 2047) {
+                    FLUSH();
+                }
+                continue;
+            }
+        stop:
             if (++n == 2047) {
                 FLUSH();
             }
-            if (limit != first || first == 32) {
-                continue;
-            }
-            /* at a stop */
             if (*p == '"') {
                 FLUSH();
                 goto closed;
@@ -529,18 +559,24 @@ blocks:
             if (escape(&p, end, g, k, &ex)) {
                 return DEFER;
             }
+            goto probe;
         }
         FLUSH();
+        /* the bytes the last character counted still needs, for the loop below to begin at a character */
+        for (; carry != 0; carry >>= 1, p++) {
+            if (p == end || (*p & 0xC0) != 0x80) {
+                return DEFER;
+            }
+        }
 #undef MASK
 #undef HIGH
-#undef STOP
 #undef CONT
 #undef L3
 #undef L4
 #undef C01
 #undef FLUSH
     }
-    until = end - p >= 32 ? p + 32 : end;
+    until = end - p > 32 ? p + 32 : end;
 #else
     until = end;
 #endif
