@@ -16,6 +16,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 /* SSE2 (every x86-64 has it) reads strings a block at a time; without it, or built with -DCCLINE_SCALAR (as
@@ -1254,6 +1255,34 @@ tokens_of(const Scanner *s, const int64_t cnt[3], int64_t fixed, int64_t *out)
     return 0;
 }
 
+/* A tuple of n new references, taken over; NULL (and all of them released) if any is NULL or on a memory
+ * error. Py_BuildValue parses its format string for every tuple: a third of the records' cost. */
+static PyObject *
+pack(Py_ssize_t n, ...)
+{
+    PyObject *items[16], *tuple = NULL;
+    int ok = n <= 16;
+    va_list args;
+    va_start(args, n);
+    for (Py_ssize_t i = 0; i < n && i < 16; i++) {
+        items[i] = va_arg(args, PyObject *);
+        ok &= items[i] != NULL;
+    }
+    va_end(args);
+    if (ok && (tuple = PyTuple_New(n)) != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyTuple_SET_ITEM(tuple, i, items[i]);
+        }
+        return tuple;
+    }
+    for (Py_ssize_t i = 0; i < n && i < 16; i++) {
+        Py_XDECREF(items[i]);
+    }
+    return NULL;
+}
+
+#define INT(v) PyLong_FromLongLong((long long)(v))
+
 static PyObject *
 decode(const Span *s)
 {
@@ -1347,9 +1376,7 @@ add_block(Scanner *s, Content *ct, Block *b)
         }
         PyObject *id = decode(kind == K_CALL ? &b->id.span : &b->tool_use_id.span);
         PyObject *name = kind == K_RESULT ? Py_NewRef(S_empty) : b->name.seen ? decode(&b->name.span) : Py_NewRef(S_empty);
-        PyObject *item = id && name ? Py_BuildValue("(OLOO)", kind == K_CALL ? S_call : S_result, (long long)tokens, id, name) : NULL;
-        Py_XDECREF(id);
-        Py_XDECREF(name);
+        PyObject *item = pack(4, Py_NewRef(kind == K_CALL ? S_call : S_result), INT(tokens), id, name);
         if (item == NULL || PyList_Append(ct->special, item) < 0) {
             Py_XDECREF(item);
             return -2;
@@ -1359,8 +1386,7 @@ add_block(Scanner *s, Content *ct, Block *b)
             if (ct->parts == NULL && (ct->parts = PyList_New(0)) == NULL) {
                 return -2;
             }
-            item = Py_BuildValue("(LLLLL)", (long long)cnt[0], (long long)cnt[1], (long long)cnt[2], (long long)fixed,
-                                 (long long)floor);
+            item = pack(5, INT(cnt[0]), INT(cnt[1]), INT(cnt[2]), INT(fixed), INT(floor));
             if (item == NULL || PyList_Append(ct->parts, item) < 0) {
                 Py_XDECREF(item);
                 return -2;
@@ -1591,15 +1617,9 @@ scan_line(Scanner *self, const uint8_t *data, Py_ssize_t size)
             goto done;
         }
         PyObject *uuid = str_or_none(&l.uuid), *parent = uuid ? str_or_none(&l.parent) : NULL;
-        if (uuid && parent) {
-            result = Py_BuildValue("(NOOOOOOiiiiOOOiO)", kind, uuid, parent, l.side ? Py_True : Py_False, Py_None,
-                                   Py_None, Py_None, 0, 0, 0, 0, Py_None, Py_False, Py_False, 0, Py_None);
-        }
-        else {
-            Py_DECREF(kind);
-        }
-        Py_XDECREF(uuid);
-        Py_XDECREF(parent);
+        result = pack(16, kind, uuid, parent, Py_NewRef(l.side ? Py_True : Py_False), Py_NewRef(Py_None),
+                      Py_NewRef(Py_None), Py_NewRef(Py_None), INT(0), INT(0), INT(0), INT(0), Py_NewRef(Py_None),
+                      Py_NewRef(Py_False), Py_NewRef(Py_False), INT(0), Py_NewRef(Py_None));
         goto done;
     }
     if (!l.message_dict || !l.uuid.is_str || !ct->seen || ct->bad || (assistant && ct->has_results)) {
@@ -1615,25 +1635,14 @@ scan_line(Scanner *self, const uint8_t *data, Py_ssize_t size)
     PyObject *uuid = decode(&l.uuid.span), *parent = str_or_none(&l.parent);
     PyObject *agent = l.agent.is_str ? decode(&l.agent.span) : Py_NewRef(S_empty);
     PyObject *message_id = str_or_none(&l.message.id);
-    PyObject *usage = l.message.usage_dict ? Py_BuildValue("(LLLL)", (long long)l.message.usage.v[0],
-                                                           (long long)l.message.usage.v[1],
-                                                           (long long)l.message.usage.v[2],
-                                                           (long long)l.message.usage.v[3])
-                                           : Py_NewRef(Py_None);
-    if (uuid && parent && agent && message_id && usage) {
-        result = Py_BuildValue("(OOOOOOOLLLLOOOLO)", user ? S_user : S_assistant, uuid, parent,
-                               l.side ? Py_True : Py_False, agent, message_id, usage, (long long)ct->a,
-                               (long long)ct->c, (long long)ct->o, (long long)ct->fixed,
-                               ct->special ? ct->special : S_empty_tuple,
-                               user && ct->results_shape ? Py_True : Py_False,
-                               user && ct->has_results ? Py_True : Py_False, (long long)ct->floor,
-                               ct->parts ? ct->parts : S_empty_tuple);
-    }
-    Py_XDECREF(uuid);
-    Py_XDECREF(parent);
-    Py_XDECREF(agent);
-    Py_XDECREF(message_id);
-    Py_XDECREF(usage);
+    const int64_t *v = l.message.usage.v;
+    PyObject *usage = l.message.usage_dict ? pack(4, INT(v[0]), INT(v[1]), INT(v[2]), INT(v[3])) : Py_NewRef(Py_None);
+    result = pack(16, Py_NewRef(user ? S_user : S_assistant), uuid, parent, Py_NewRef(l.side ? Py_True : Py_False),
+                  agent, message_id, usage, INT(ct->a), INT(ct->c), INT(ct->o), INT(ct->fixed),
+                  Py_NewRef(ct->special ? ct->special : S_empty_tuple),
+                  Py_NewRef(user && ct->results_shape ? Py_True : Py_False),
+                  Py_NewRef(user && ct->has_results ? Py_True : Py_False), INT(ct->floor),
+                  Py_NewRef(ct->parts ? ct->parts : S_empty_tuple));
     if (result != NULL && self->line > 0) { /* scan_lines: the line's sums kept for kinds_of */
         if (self->nlog == self->caplog) {
             Py_ssize_t cap = self->caplog ? self->caplog * 2 : 1024;
