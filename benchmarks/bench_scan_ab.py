@@ -157,18 +157,19 @@ def ab(builds: dict[str, ModuleType], inputs: dict[str, list[Path]], repeat: int
 
 
 CHILD = """
-import sys
+import gc, sys
 sys.path.insert(0, {bench!r})
-from bench_scan_ab import load, use, scan
+from bench_scan_ab import load, use, parts
 from pathlib import Path
 use(load(Path({so!r}), "_ccline_under_test"))
-for _ in scan([Path(p) for p in {files!r}]):
-    pass
+gc.disable()
+parts([Path(p) for p in {files!r}])["scan alone"]()
 """
 
 
 def callgrind(builds: dict[str, Path], inputs: dict[str, list[Path]], scratch: Path) -> None:
-    """Instructions inside ``Scanner.scan_lines`` (what it calls included), per build and input."""
+    """Instructions inside ``Scanner.scan_lines`` (what it calls included), per build and input: the scan alone,
+    the collector off, as ``ab`` times it."""
     counts: dict[tuple[str, str], int] = {}
     for label, files in inputs.items():
         for build, so in builds.items():

@@ -442,7 +442,7 @@ two_inc(const Table *t)
  * defers where the text is not valid, as are the line's last 32 bytes. The blocks move on by 32 bytes
  * whatever they hold, up to a stop: where the next block starts does not wait for this one's masks. */
 static int
-string(P *x, int64_t cnt[3], int64_t *extra, Span *span, int *escaped)
+string_read(P *x, int64_t cnt[3], int64_t *extra, Span *span, int *escaped)
 {
     const uint8_t *p = x->p + 1, *end = x->end, *until;
     const uint8_t *g = x->group;
@@ -474,7 +474,7 @@ blocks:
             __m128i v = _mm_loadu_si128((const __m128i *)p);
             unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(
                 _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)), _mm_cmplt_epi8(v, low)));
-            if (m != 0 && p[__builtin_ctz(m)] < 0x80) { /* ASCII up to a stop */
+            if ((m & (0 - m) & ~(unsigned)_mm_movemask_epi8(v)) != 0) { /* ASCII up to a stop */
                 lanes += (unsigned)__builtin_ctz(m);
                 p += __builtin_ctz(m);
                 goto stop;
@@ -527,9 +527,9 @@ blocks:
                          two;
             }
             else {
-                for (uint32_t m = leads; m != 0; m &= m - 1) {
+                for (uint64_t m = leads; m != 0; m &= m - 1) {
                     uint16_t w; /* a lead and the byte after it, little-endian as x86 is */
-                    memcpy(&w, p + (size_t)__builtin_ctz(m), 2);
+                    memcpy(&w, p + __builtin_ctzll(m), 2);
                     block += INC[pair[w & 0x3F3F]];
                 }
                 if (block >> 48) {
@@ -647,6 +647,33 @@ closed:
     *extra += ex;
     x->p = p + 1;
     return 0;
+}
+
+/* string_read() of a string at x->p, the common short one (ASCII up to its closing quote within 16 bytes:
+ * keys, ids, types) taken here without a call. */
+static inline int
+string(P *x, int64_t cnt[3], int64_t *extra, Span *span, int *escaped)
+{
+#if defined(CCLINE_SSE2)
+    const uint8_t *p = x->p + 1;
+    if (x->end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        unsigned quote = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+        /* signed: bytes >= 0x80 are below 0x20 too */
+        unsigned other = (unsigned)_mm_movemask_epi8(
+            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')), _mm_cmplt_epi8(v, _mm_set1_epi8(0x20))));
+        if (quote != 0 && (other & ((quote & (0 - quote)) - 1)) == 0) {
+            unsigned n = (unsigned)__builtin_ctz(quote);
+            cnt[0] += n;
+            span->p = p;
+            span->n = n;
+            *escaped = 0;
+            x->p = p + n + 1;
+            return 0;
+        }
+    }
+#endif
+    return string_read(x, cnt, extra, span, escaped);
 }
 
 /* A number at x->p: validated as orjson reads it. *is_int for an integer (its value in *value when it has
