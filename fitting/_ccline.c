@@ -404,6 +404,10 @@ static const uint8_t POP8[256] = {
 #undef B6
 };
 
+/* The escapes string() takes inside a block, by the byte after the backslash: 1 + what orjson's
+ * re-serialisation writes beyond one character (it writes \/ as /, the others as they are); 0: any other. */
+static const uint8_t ESCAPES[256] = {['"'] = 2, ['\\'] = 2, ['/'] = 1, ['b'] = 2, ['f'] = 2, ['n'] = 2, ['r'] = 2, ['t'] = 2};
+
 /* What one character adds to a block's count, by its pair table entry: one to its group's lane (16 bits
  * each, the last one counting SLOW characters), less its bytes (its group + 4 * (bytes - 2)), for the
  * block's count starts at its bytes and so ends with its ASCII characters in the first lane. */
@@ -459,7 +463,7 @@ blocks:
         const uint8_t *pair = x->pair;
         const uint64_t two = x->two; /* INC of every two-byte character, when they are all of one group */
         uint64_t lanes = 0;          /* the characters of each group, in INC's lanes, flushed into k */
-        int n = 0;                   /* blocks added to lanes since the last flush: 32 characters at most each */
+        int n = 0; /* blocks added to lanes since the last flush: BLOCKS of at most 33 characters fit in 16 bits */
         uint32_t carry = 0;          /* the continuation bytes the last block's last character still needs */
 #define MASK(cmp) ((uint32_t)_mm_movemask_epi8(cmp(v0)) | ((uint32_t)_mm_movemask_epi8(cmp(v1)) << 16))
 #define HIGH(v) (v)
@@ -467,6 +471,7 @@ blocks:
 #define L3(v) _mm_cmpgt_epi8(v, below_e0)
 #define L4(v) _mm_cmpgt_epi8(v, below_f0)
 #define C01(v) _mm_cmplt_epi8(v, below_c2)
+#define BLOCKS 1985
 #define FLUSH() (k[0] += (int64_t)(lanes & 0xFFFF), k[1] += (int64_t)((lanes >> 16) & 0xFFFF), \
                  k[2] += (int64_t)((lanes >> 32) & 0xFFFF), lanes = 0, n = 0)
     probe: /* at the start and after an escape: most keys, ids and runs between escapes are short ASCII */
@@ -491,7 +496,7 @@ blocks:
             if ((_mm_movemask_epi8(_mm_or_si128(s0, s1)) | carry) == 0) {
                 lanes += 32;
                 p += 32;
-                if (++n == 2047) {
+                if (++n == BLOCKS) {
                     FLUSH();
                 }
                 continue;
@@ -503,10 +508,40 @@ blocks:
             if (stops != 0) {
                 first = (unsigned)__builtin_ctz(stops);
                 in = ((uint32_t)1 << first) - 1;
-                if (((high & in) | carry) == 0) { /* ASCII up to the stop */
-                    lanes += first;
-                    p += first;
-                    goto stop;
+                if (((high & in) | carry) == 0) {
+                    /* ASCII up to the stop; escapes like \n and \" taken here, and the ASCII after them up to the
+                     * next stop, from this block's masks (tool results of code hold one every few bytes) */
+                    unsigned at = 0;
+                    for (;;) {
+                        lanes += first - at;
+                        unsigned e = ESCAPES[p[first + 1]]; /* p[32] is the line's, as above */
+                        if (p[first] != '\\' || e == 0) {
+                            p += first;
+                            goto stop; /* the end, a control character, or a \u escape */
+                        }
+                        esc = 1;
+                        lanes += 1;
+                        ex += e - 1;
+                        at = first + 2;
+                        if (at >= 32) {
+                            break;
+                        }
+                        uint32_t rest = stops & ((uint32_t)0xFFFFFFFF << at);
+                        first = rest ? (unsigned)__builtin_ctz(rest) : 32;
+                        if ((high & (rest ? (rest & (0 - rest)) - 1 : 0xFFFFFFFF) & ((uint32_t)0xFFFFFFFF << at)) != 0) {
+                            break; /* a byte >= 0x80 before the next stop: the blocks go on from it */
+                        }
+                        if (first == 32) {
+                            lanes += 32 - at;
+                            at = 32;
+                            break;
+                        }
+                    }
+                    p += at;
+                    if (++n == BLOCKS) {
+                        FLUSH();
+                    }
+                    continue;
                 }
             }
             /* signed compares: 80-BF are below C0; E0-FF above DF and F0-FF above EF, as ASCII is */
@@ -540,13 +575,13 @@ blocks:
             carry = next;
             p += first;
             if (first == 32) {
-                if (++n == 2047) {
+                if (++n == BLOCKS) {
                     FLUSH();
                 }
                 continue;
             }
         stop:
-            if (++n == 2047) {
+            if (++n == BLOCKS) {
                 FLUSH();
             }
             if (*p == '"') {
@@ -576,6 +611,7 @@ blocks:
 #undef L4
 #undef C01
 #undef FLUSH
+#undef BLOCKS
     }
     until = end - p > 32 ? p + 32 : end;
 #else

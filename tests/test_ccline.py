@@ -438,6 +438,18 @@ def _content_line(text: bytes) -> bytes:
     )
 
 
+def _input_line(text: bytes) -> bytes:
+    """An assistant line calling a tool whose input holds the string ``text``: its characters are counted as
+    orjson writes them again, escapes and all."""
+    return (
+        b'{"type":"assistant","uuid":"u","message":{"id":"m","role":"assistant","content":[{"type":"tool_use",'
+        b'"id":"t","name":"Bash","input":{"command":"' + text + b'","n":1}}]},"timestamp":"' + b"t" * 40 + b'"}\n'
+    )
+
+
+LINES = {"content": _content_line, "tool input": _input_line}
+
+
 def _around_blocks(piece: bytes, filler: str) -> list[bytes]:
     """The piece after the filler's first n bytes for every n up to past two blocks (n cut back to whole
     characters), with more filler after it."""
@@ -447,20 +459,24 @@ def _around_blocks(piece: bytes, filler: str) -> list[bytes]:
 
 
 @needs_scanner
+@pytest.mark.parametrize("line", sorted(LINES))
 @pytest.mark.parametrize("filler", sorted(FILLERS))
 @pytest.mark.parametrize("name", sorted(GOOD_PIECES))
-def test_valid_text_at_every_offset_of_a_block_is_counted_as_the_python_path_counts(name: str, filler: str) -> None:
+def test_valid_text_at_every_offset_of_a_block_is_counted_as_the_python_path_counts(
+    name: str, filler: str, line: str
+) -> None:
     for text in _around_blocks(GOOD_PIECES[name], FILLERS[filler]):
         for rule in RULES[:2]:
-            assert check(rule, _content_line(text)) is not None, text
+            assert check(rule, LINES[line](text)) is not None, text
 
 
 @needs_scanner
+@pytest.mark.parametrize("line", sorted(LINES))
 @pytest.mark.parametrize("filler", sorted(FILLERS))
 @pytest.mark.parametrize("name", sorted(BAD_PIECES))
-def test_invalid_text_at_every_offset_of_a_block_defers(name: str, filler: str) -> None:
+def test_invalid_text_at_every_offset_of_a_block_defers(name: str, filler: str, line: str) -> None:
     for text in _around_blocks(BAD_PIECES[name], FILLERS[filler]):
-        raw = _content_line(text)
+        raw = LINES[line](text)
         with pytest.raises(orjson.JSONDecodeError):
             orjson.loads(raw)
         assert check(RULES[0], raw) is None, text
@@ -491,7 +507,8 @@ def test_mixed_text_is_counted_or_deferred_as_the_python_path_reads_it(
     leaves every other one."""
     if bad is not None:
         pieces.insert(min(at, len(pieces)), bad)
-    raw = _content_line(b"".join(pieces) or b"x")  # an empty message is the Python path's to refuse
+    make = _input_line if at % 2 else _content_line
+    raw = make(b"".join(pieces) or b"x")  # an empty message is the Python path's to refuse
     try:
         orjson.loads(raw)
         valid = True
@@ -604,11 +621,12 @@ def _same_from_both_builds(scalar: Any, rule: ScriptRule, data: bytes) -> None:
 @needs_scanner
 def test_the_scalar_build_reads_every_piece_at_every_offset_as_the_blocks_do(scalar_build: Any) -> None:
     lines = [
-        _content_line(text)
+        make(text)
         for pieces in (GOOD_PIECES, BAD_PIECES)
         for piece in pieces.values()
         for filler in FILLERS.values()
         for text in _around_blocks(piece, filler)
+        for make in (_content_line, _input_line)
     ]
     assert sum(_scanner_of(scalar_build, RULES[0]).scan(raw) is not None for raw in lines) > len(lines) // 3
     for rule in RULES:
