@@ -375,6 +375,280 @@ def test_runs_of_two_and_three_byte_characters_count_as_the_python_path_counts(t
         assert check(rule, raw) is not None
 
 
+# -- string()'s blocks (fitting/_ccline.c reads strings 32 bytes at a time where SSE2 is there) ----------
+
+BLOCK = 32
+"""The bytes string() reads at once: every case below puts its piece at each offset around two blocks."""
+
+GOOD_PIECES: dict[str, bytes] = {
+    "ascii": b"ab",
+    "two-byte": "Жé".encode(),
+    "three-byte": "日本".encode(),
+    "four-byte": "😀".encode(),
+    "a three-byte character in a lead's mixed pair (U+4DC0, other beside U+4E00, cjk)": "\u4dc0\u4e00".encode(),
+    "E0 at its lowest, ED at its highest": "\u0800\ud7ff".encode(),
+    "F0 at its lowest, F4 at its highest": "\U00010000\U0010ffff".encode(),
+    "U+FFFF and a private use character": "\uffff\ue000".encode(),
+    "a character in a 64-code-point block split between groups (U+A960 cjk, U+A95F other)": "\ua95f\ua960".encode(),
+    "DEL": b"\x7f",
+    "an escaped newline": b"\\n",
+    "an escaped quote": b'\\"',
+    "an escaped backslash": b"\\\\",
+    "an escaped slash": b"\\/",
+    "an escaped control character": b"\\u0001",
+    "an escaped two-byte character": b"\\u00e9",
+    "an escaped three-byte character": b"\\u65e5",
+    "an escaped surrogate pair": b"\\ud83d\\ude00",
+    "two escapes in a row": b'\\\\\\"',
+}
+BAD_PIECES: dict[str, bytes] = {
+    "a lone continuation byte": b"\x80",
+    "a lone BF": b"\xbf",
+    "a two-byte lead alone": b"\xd0",
+    "a two-byte lead before ASCII": b"\xd0a",
+    "a three-byte character cut short": b"\xe6\x97",
+    "a four-byte character cut short": b"\xf0\x9f\x98",
+    "a continuation byte too many": "é".encode() + b"\x80",
+    "C0 (overlong)": b"\xc0\x80",
+    "C1 (overlong)": b"\xc1\xbf",
+    "E0 overlong": b"\xe0\x9f\xbf",
+    "a surrogate": b"\xed\xa0\x80",
+    "F0 overlong": b"\xf0\x8f\xbf\xbf",
+    "past U+10FFFF": b"\xf4\x90\x80\x80",
+    "F5": b"\xf5\x80\x80\x80",
+    "FF": b"\xff",
+    "a control byte": b"\x01",
+    "a tab": b"\t",
+    "a unit separator": b"\x1f",
+    "a lone high surrogate escape": b"\\ud83d",
+    "a bad escape": b"\\x",
+    "a quote cut from its escape": b"\\",
+}
+FILLERS = {"ascii": "abcdefgh", "two-byte": "Съешь же", "three-byte": "日本語のテキスト", "mixed": "Жa日😀"}
+
+
+def _content_line(text: bytes) -> bytes:
+    """A user line whose content is the string ``text`` (raw bytes between the quotes), then more keys."""
+    return (
+        b'{"type":"user","uuid":"u","message":{"role":"user","content":"'
+        + text
+        + b'"},"timestamp":"'
+        + b"t" * 40
+        + b'"}\n'
+    )
+
+
+def _input_line(text: bytes) -> bytes:
+    """An assistant line calling a tool whose input holds the string ``text``: its characters are counted as
+    orjson writes them again, escapes and all."""
+    return (
+        b'{"type":"assistant","uuid":"u","message":{"id":"m","role":"assistant","content":[{"type":"tool_use",'
+        b'"id":"t","name":"Bash","input":{"command":"' + text + b'","n":1}}]},"timestamp":"' + b"t" * 40 + b'"}\n'
+    )
+
+
+LINES = {"content": _content_line, "tool input": _input_line}
+
+
+def _around_blocks(piece: bytes, filler: str) -> list[bytes]:
+    """The piece after the filler's first n bytes for every n up to past two blocks (n cut back to whole
+    characters), with more filler after it."""
+    data = (filler * BLOCK).encode()
+    starts = {data[:n].decode("utf-8", "ignore").encode(): None for n in range(2 * BLOCK + 8)}
+    return [start + piece + (filler * 6).encode() for start in starts]
+
+
+@needs_scanner
+@pytest.mark.parametrize("line", sorted(LINES))
+@pytest.mark.parametrize("filler", sorted(FILLERS))
+@pytest.mark.parametrize("name", sorted(GOOD_PIECES))
+def test_valid_text_at_every_offset_of_a_block_is_counted_as_the_python_path_counts(
+    name: str, filler: str, line: str
+) -> None:
+    for text in _around_blocks(GOOD_PIECES[name], FILLERS[filler]):
+        for rule in RULES[:2]:
+            assert check(rule, LINES[line](text)) is not None, text
+
+
+@needs_scanner
+@pytest.mark.parametrize("line", sorted(LINES))
+@pytest.mark.parametrize("filler", sorted(FILLERS))
+@pytest.mark.parametrize("name", sorted(BAD_PIECES))
+def test_invalid_text_at_every_offset_of_a_block_defers(name: str, filler: str, line: str) -> None:
+    for text in _around_blocks(BAD_PIECES[name], FILLERS[filler]):
+        raw = LINES[line](text)
+        with pytest.raises(orjson.JSONDecodeError):
+            orjson.loads(raw)
+        assert check(RULES[0], raw) is None, text
+
+
+_PIECE = st.one_of(
+    st.sampled_from(sorted(GOOD_PIECES.values())),
+    texts(1, 4).map(lambda t: orjson.dumps(t)[1:-1]),
+    st.integers(0, 2 * BLOCK).map(lambda n: b"x" * n),
+    st.integers(0, BLOCK).map(lambda n: "Ж".encode() * n),
+    st.integers(0, BLOCK).map(lambda n: "日".encode() * n),
+)
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(
+    pieces=st.lists(_PIECE, max_size=12),
+    bad=st.one_of(st.none(), st.sampled_from(sorted(BAD_PIECES.values()))),
+    at=st.integers(0, 12),
+    rule=st.sampled_from(RULES),
+)
+def test_mixed_text_is_counted_or_deferred_as_the_python_path_reads_it(
+    pieces: list[bytes], bad: bytes | None, at: int, rule: ScriptRule
+) -> None:
+    """ASCII, two-, three- and four-byte characters and escapes in every mix, and now and then one invalid
+    piece among them: the scanner's record is the Python path's, it reads every line orjson reads, and it
+    leaves every other one."""
+    if bad is not None:
+        pieces.insert(min(at, len(pieces)), bad)
+    make = _input_line if at % 2 else _content_line
+    raw = make(b"".join(pieces) or b"x")  # an empty message is the Python path's to refuse
+    try:
+        orjson.loads(raw)
+        valid = True
+    except orjson.JSONDecodeError:
+        valid = False  # a bad piece (unless it made an escape with the piece after it)
+    assert check(rule, raw) is not None if valid else check(rule, raw) is None, raw
+
+
+def _groups_of(text: str, ranges: list[tuple[int, int, int]], fallback: int, groups: bytes) -> tuple[int, int, int]:
+    """Each character's group under ``ranges`` (later ones over earlier ones, as Table builds them)."""
+    out = [0, 0, 0]
+    for ch in text:
+        cls = fallback
+        for first, last, c in ranges:
+            if first <= ord(ch) <= last:
+                cls = c
+        out[groups[cls]] += 1
+    return out[0], out[1], out[2]
+
+
+_EDGES = [0x80, 0x7FF, 0x800, 0xFFF, 0x1000, 0x3000, 0x4DC0, 0x4E00, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x1F600]
+_POINTS = st.one_of(
+    st.sampled_from(_EDGES).flatmap(lambda e: st.integers(max(0x80, e - 70), min(0x10FFFF, e + 70))),
+    st.integers(0x80, 0x10FFFF),
+).filter(lambda c: not 0xD800 <= c <= 0xDFFF)
+
+
+@needs_scanner
+@settings(max_examples=300, deadline=None)
+@given(
+    ranges=st.lists(
+        st.tuples(_POINTS, st.integers(0, 5000), st.integers(1, 3)).map(
+            lambda t: (t[0], min(0x10FFFF, t[0] + t[1]), t[2])
+        ),
+        max_size=6,
+    ),
+    groups=st.sampled_from([bytes([0, 0, 1, 2]), bytes([0, 2, 1, 0]), bytes([0, 1, 1, 1]), bytes([0, 2, 2, 1])]),
+    fallback=st.integers(1, 3),
+    data=st.data(),
+)
+def test_a_table_of_any_ranges_counts_each_character_in_its_group(
+    ranges: list[tuple[int, int, int]], groups: bytes, fallback: int, data: st.DataObject
+) -> None:
+    """Ranges that split a lead byte's code points (or a pair's 64, or the two-byte characters) between
+    groups: the blocks' pair table and two-byte shortcut are derived from the table, so the characters on
+    both sides of every edge count in their own group."""
+    from windowfit.fitting._ccline import Scanner, Table
+
+    ranges = [(0, 0x7F, 0), *ranges]
+    near = [c for first, last, _ in ranges[1:] for c in (first - 1, first, last, last + 1)]
+    near = [c for c in near if 0x80 <= c <= 0x10FFFF and not 0xD800 <= c <= 0xDFFF] or [0x416]
+    chars = st.one_of(st.sampled_from(near).map(chr), st.sampled_from("a Жé日本😀"))
+    text = data.draw(st.lists(chars, min_size=1, max_size=80).map("".join))
+    table = Table(4, fallback, ranges, groups)
+    assert table.groups(text) == _groups_of(text, ranges, fallback, groups)
+    scanner = Scanner(table, 1, 1, 1, 1, 0)
+    for spaced in (text, " ".join(text), "x" * 31 + text):
+        record = scanner.scan(_content_line(orjson.dumps(spaced)[1:-1]))
+        assert record is not None
+        assert record[7:10] == _groups_of(spaced, ranges, fallback, groups), spaced
+
+
+_BUILD_SCALAR = """
+from setuptools import Extension, setup
+setup(name="scalar", script_args=["-q", "build_ext", "--inplace"],
+      ext_modules=[Extension("_ccline", [{source!r}], define_macros=[("CCLINE_SCALAR", "1")])])
+"""
+
+
+@pytest.fixture(scope="module")
+def scalar_build(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """fitting/_ccline.c built without its SSE2 blocks (-DCCLINE_SCALAR): the build of every machine without
+    SSE2, which the blocks are held to. Skips where no C compiler builds it."""
+    import importlib.machinery
+    import importlib.util
+
+    where = tmp_path_factory.mktemp("scalar")
+    source = Path(ccfold.__file__).with_name("_ccline.c")
+    if not source.exists():
+        pytest.skip("fitting/_ccline.c is not beside ccfold.py")
+    built = subprocess.run(
+        [sys.executable, "-c", _BUILD_SCALAR.format(source=str(source))], cwd=where, capture_output=True
+    )
+    found = sorted(where.glob("_ccline*.so")) + sorted(where.glob("_ccline*.pyd"))
+    if built.returncode != 0 or not found:
+        pytest.skip(f"no scalar build: {built.stderr.decode(errors='replace')[-400:]}")
+    loader = importlib.machinery.ExtensionFileLoader("_ccline", str(found[0]))
+    spec = importlib.util.spec_from_file_location("_ccline", found[0], loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def _scanner_of(module: Any, rule: ScriptRule) -> Any:
+    """A scanner of ``module``'s build as ``ccfold._scanner`` makes one of the installed build's."""
+    fallback, explicit = estimate._check_classes(estimate._SEED_CLASSES)
+    groups = bytes(estimate._GROUP_CODES[c.group] for c in estimate._SEED_CLASSES)
+    table = module.Table(len(estimate._SEED_CLASSES), fallback, [(a, b, i) for i, (a, b) in explicit], groups)
+    wa, wc, wo, denominator = rule._weights
+    return module.Scanner(table, wa, wc, wo, denominator, rule.block_overhead_tokens, *ccfold.FLOOR_RULE._weights)
+
+
+def _same_from_both_builds(scalar: Any, rule: ScriptRule, data: bytes) -> None:
+    installed, alone = _scanner_of(sys.modules[ccfold._Scanner.__module__], rule), _scanner_of(scalar, rule)
+    assert installed.scan_lines(data, True) == alone.scan_lines(data, True), data
+    assert installed.kinds() == alone.kinds()
+
+
+@needs_scanner
+def test_the_scalar_build_reads_every_piece_at_every_offset_as_the_blocks_do(scalar_build: Any) -> None:
+    lines = [
+        make(text)
+        for pieces in (GOOD_PIECES, BAD_PIECES)
+        for piece in pieces.values()
+        for filler in FILLERS.values()
+        for text in _around_blocks(piece, filler)
+        for make in (_content_line, _input_line)
+    ]
+    assert sum(_scanner_of(scalar_build, RULES[0]).scan(raw) is not None for raw in lines) > len(lines) // 3
+    for rule in RULES:
+        _same_from_both_builds(scalar_build, rule, b"".join(lines))
+
+
+@needs_scanner
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    raw=st.one_of(
+        lines().flatmap(encodings),
+        st.lists(_PIECE, min_size=1, max_size=12).map(lambda p: _content_line(b"".join(p))),
+        st.binary(max_size=80),
+    ),
+    rule=st.sampled_from(RULES),
+)
+def test_the_scalar_build_reads_generated_lines_as_the_blocks_do(
+    scalar_build: Any, raw: bytes, rule: ScriptRule
+) -> None:
+    _same_from_both_builds(scalar_build, rule, raw)
+
+
 @needs_scanner
 def test_the_line_the_hazards_are_made_from_is_scanned() -> None:
     record = check(RULES[0], GOOD)
