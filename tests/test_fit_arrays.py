@@ -402,7 +402,19 @@ def test_stage_one_on_arrays_plans_as_the_reference() -> None:
         if isinstance(plan, Plan):
             met.add((plan.outcome, rule[0] if rule[0] == "seed" else "class", bool(size and size.anchored)))
 
-    same()
+    def covered() -> bool:
+        return {m[0] for m in met} >= {"fits", "turns-dropped"} and all(
+            {kind for o, kind, _ in met if o == outcome} == {"seed", "class"}
+            and {anchored for o, _, anchored in met if o == outcome} == {False, True}
+            for outcome in ("cleared", "rounds-dropped", "too-long")
+        )
+
+    # One run of 400 draws covers every kind of case almost always (in six seeded runs, rounds dropped on an
+    # anchored size came 3 to 26 times); a run that misses one (one full run did) draws 400 more, up to twice.
+    for _ in range(3):
+        same()
+        if covered():
+            break
     for outcome in ("cleared", "rounds-dropped", "too-long"):
         assert {kind for o, kind, _ in met if o == outcome} == {"seed", "class"}
         assert {anchored for o, _, anchored in met if o == outcome} == {False, True}

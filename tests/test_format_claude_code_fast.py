@@ -29,9 +29,14 @@ def both(source: Input, *, skip_invalid: bool) -> tuple[Any, Any]:
             f = read(source, skip_invalid=skip_invalid)
         except InputError as exc:
             return (type(exc), str(exc))
-        return (f.path, f.nodes, dict(f.line_kinds), f.skipped)
+        return (f.path, [_fields(node) for node in f.nodes], dict(f.line_kinds), f.skipped)
 
     return run(claude_code._read), run(claude_code._read_general)
+
+
+def _fields(node: Any) -> tuple[Any, ...]:
+    """A node's values, slot by slot: ``claude_code._Node`` is a plain slotted class, compared by identity."""
+    return tuple(getattr(node, name) for name in type(node).__slots__)
 
 
 def corpus_files() -> list[Path]:
