@@ -54,7 +54,7 @@ from .estimate import CharCounts, Estimator, MessageEstimate, ScriptRule
 from .fit import FitOptions, Plan, ResultRef, _decide, _plan, _script_stub, _Sizer, _StubParts, stub_text
 from .formats.base import Input
 from .formats.claude_code import NAME, subagent_files
-from .repair import DEFECT_OF
+from .repair import DEFECT_OF, repair
 from .size import FLOOR_RULE, Size, SizeMode, floor_tokens
 from .transcript import (
     Block,
@@ -332,6 +332,13 @@ def _plan_of(
             return FoldedPlan(source.path, name, plan, None, len(folded.tokens))
     est = _Counted(rule)
     skeleton = _skeleton(source.path, name, folded, est)
+    if repaired is None and options.carried_cut is None and repair(skeleton)[0] is skeleton:
+        # fit's plan of a session repair leaves as it is: decided on the fold's lists, as check's is (the
+        # skeleton is what fit shows and writes from); deciding on the skeleton took twice the time
+        pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
+        before = size.tokens if size.anchored else pre + size.estimated_tokens
+        plan = _decide(_FoldShape.of(folded, rule), options, estimator, size, tuple(folded.tokens), pre, before)
+        return FoldedPlan(source.path, name, plan, skeleton, len(folded.tokens))
     plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), _floors_for(skeleton, folded))
     if repaired is not None and bool(plan.repairs) is not repaired:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
