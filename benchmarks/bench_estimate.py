@@ -1,5 +1,8 @@
 """Throughput of ``fitting.estimate.count_chars`` on ASCII-heavy, Cyrillic and
-CJK text, as a ratio to a naive per-character loop timed in the same process.
+CJK text, as a ratio to a naive per-character loop timed in the same process;
+then the whole seed estimator (``Estimator.blocks`` over text blocks of 8,192
+characters, as a transcript's are estimated) against tiktoken's cl100k_base on
+the same blocks, where tiktoken is installed (``pip install '.[tokenizers]'``).
 
 Run ``python benchmarks/bench_estimate.py`` (``--quick`` for a short run).
 """
@@ -16,7 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sample_transcripts import prose
-from windowfit.fitting.estimate import CharCounts, count_chars, is_cjk
+from windowfit.fitting.estimate import CharCounts, count_chars, is_cjk, make_estimator
+from windowfit.fitting.transcript import Text
 
 MB = 1_000_000
 BLOCK_CHARS = 8192
@@ -99,6 +103,72 @@ def measure(name: str, text: str, *, repeat: int, naive_chars: int) -> Row:
     )
 
 
+TIKTOKEN_BYTES = 2 * MB
+"""tiktoken encodes the first blocks of a text up to this size; its MB/s is of those."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgainstTokenizer:
+    """One text's estimator and tokenizer throughput, over the same blocks."""
+
+    name: str
+    estimator_mb_s: float
+    tokenizer_mb_s: float | None
+
+
+def estimate_blocks(blocks: tuple[Text, ...]) -> int:
+    """The seed estimator's tokens for ``blocks``, by a fresh estimator (nothing memoised)."""
+    return make_estimator().blocks(blocks).tokens
+
+
+def against_tokenizer(name: str, text: str, *, repeat: int, encode: Callable[[str], object] | None) -> AgainstTokenizer:
+    """The estimator over the whole text's 8 K blocks, and ``encode`` over the first ``TIKTOKEN_BYTES`` of them."""
+    blocks = tuple(Text(text[i : i + BLOCK_CHARS]) for i in range(0, len(text), BLOCK_CHARS))
+    size = len(text.encode())
+    estimator_mb_s = size / MB / best_of(repeat, lambda: estimate_blocks(blocks))
+    if encode is None:
+        return AgainstTokenizer(name, estimator_mb_s, None)
+    head: list[str] = []
+    head_size = 0
+    for block in blocks:
+        if head_size >= TIKTOKEN_BYTES:
+            break
+        head.append(block.text)
+        head_size += len(block.text.encode())
+    tokenizer_mb_s = head_size / MB / best_of(max(1, repeat // 2), lambda: [encode(b) for b in head])
+    return AgainstTokenizer(name, estimator_mb_s, tokenizer_mb_s)
+
+
+def tiktoken_encode() -> Callable[[str], object] | None:
+    """cl100k_base's ``encode_ordinary`` (offline, as ``audit -t cl100k_base`` loads it), or None without tiktoken."""
+    try:
+        from windowfit.fitting.tokenizers import load_tokenizer
+
+        return load_tokenizer("cl100k_base").count
+    except Exception:  # not installed: the table says so
+        return None
+
+
+def render_against(rows: list[AgainstTokenizer], *, repeat: int) -> Table:
+    table = Table(
+        title=f"the seed estimator against tiktoken cl100k_base, per {BLOCK_CHARS} chars "
+        f"(best of {repeat}; tiktoken on the first {TIKTOKEN_BYTES // MB} MB)"
+    )
+    for header in ("text", "estimator MB/s", "tiktoken MB/s", "estimator ÷ tiktoken"):
+        table.add_column(header, justify="left" if header == "text" else "right")
+    for r in rows:
+        if r.tokenizer_mb_s is None:
+            table.add_row(r.name, f"{r.estimator_mb_s:,.0f}", "not installed", "")
+        else:
+            table.add_row(
+                r.name,
+                f"{r.estimator_mb_s:,.0f}",
+                f"{r.tokenizer_mb_s:,.1f}",
+                f"{r.estimator_mb_s / r.tokenizer_mb_s:,.0f}x",
+            )
+    return table
+
+
 def render(rows: list[Row], *, repeat: int, naive_chars: int) -> Table:
     table = Table(title=f"count_chars throughput (best of {repeat}; naive loop on the first {naive_chars:,} chars)")
     for header in ("text", "MB", "non-ASCII", "count_chars MB/s", f"per {BLOCK_CHARS} chars MB/s", "naive MB/s"):
@@ -128,11 +198,16 @@ def main(argv: list[str] | None = None) -> None:
     naive_chars = 200_000 if args.quick else 1_000_000
     console = Console(width=130)
     rows = []
+    against = []
+    encode = tiktoken_encode()
     for seed, (name, make) in enumerate(TEXTS.items()):
         with console.status(f"generating and timing {name}"):
-            rows.append(measure(name, make_text(make, seed, target), repeat=repeat, naive_chars=naive_chars))
+            text = make_text(make, seed, target)
+            rows.append(measure(name, text, repeat=repeat, naive_chars=naive_chars))
+            against.append(against_tokenizer(name, text, repeat=repeat, encode=encode))
     console.print(render(rows, repeat=repeat, naive_chars=naive_chars))
     console.print("Counts agree with the naive loop on each slice, and per-block sums equal whole-text counts.")
+    console.print(render_against(against, repeat=repeat))
 
 
 if __name__ == "__main__":
