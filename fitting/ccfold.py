@@ -297,6 +297,7 @@ class _Folded:
         "name",
         "names",
         "off_chain",
+        "one_pass",
         "parts",
         "path",
         "per_tool",
@@ -341,6 +342,8 @@ class _Folded:
         """The transcript's name where ``_fold_tree`` names it as the loader does (else from ``agent``)."""
         self.off_chain = self.branches = 0
         """Message lines the loader leaves out on other branches, and how many branches (``_fold_tree``)."""
+        self.one_pass = False
+        """Whether ``_one_pass`` folded it: a chain without defects, which ``repair`` leaves as it is."""
         self.defects: tuple[Defect, ...] = ()
         """The loader's and the repair check's defects (``_fold_tree``; the one pass vouches there are none); with
         ``plan``, the loader's other than ``check_messages``'s (ccplan checks ``skeleton`` where it needs to)."""
@@ -642,6 +645,7 @@ def _one_pass(source: Input, rule: ScriptRule, reading: _Reading, *, plan: bool 
     checks them (``_Draft.close``). Where it gives up (None), ``reading`` holds what ``_fold_tree`` goes on
     from: the records of the lines of the tree so far, and the line it gave up on unread, if it did."""
     out = _Folded()
+    out.one_pass = True
     out.kinds, out.by_kind, out.skipped = reading.kinds, reading.by_kind, reading.skipped
     tokens, usage, kinds = out.tokens, out.usage, out.kinds
     by_kind, names, per_tool, results = out.by_kind, out.names, out.per_tool, out.results

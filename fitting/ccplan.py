@@ -332,9 +332,10 @@ def _plan_of(
             return FoldedPlan(source.path, name, plan, None, len(folded.tokens))
     est = _Counted(rule)
     skeleton = _skeleton(source.path, name, folded, est)
-    if repaired is None and options.carried_cut is None and repair(skeleton)[0] is skeleton:
-        # fit's plan of a session repair leaves as it is: decided on the fold's lists, as check's is (the
-        # skeleton is what fit shows and writes from); deciding on the skeleton took twice the time
+    if repaired is None and options.carried_cut is None and (folded.one_pass or repair(skeleton)[0] is skeleton):
+        # fit's plan of a session repair leaves as it is (the one pass vouches for its own): decided on the
+        # fold's lists, as check's is (the skeleton is what fit shows and writes from); deciding on the
+        # skeleton took twice the time
         pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
         before = size.tokens if size.anchored else pre + size.estimated_tokens
         plan = _decide(_FoldShape.of(folded, rule), options, estimator, size, tuple(folded.tokens), pre, before)

@@ -30,7 +30,7 @@ from windowfit.fitting.estimate import Estimator, ScriptRule
 from windowfit.fitting.fit import DEFAULTS, OUTCOMES, _Messages, stub_text
 from windowfit.fitting.formats import Input, load
 from windowfit.fitting.formats.claude_code import subagent_files
-from windowfit.fitting.repair import DEFECT_OF
+from windowfit.fitting.repair import DEFECT_OF, repair
 from windowfit.fitting.report import Report
 from windowfit.fitting.size import FLOOR_RULE
 
@@ -293,10 +293,14 @@ def shape_reads_as_skeleton(item: Input, skip_invalid: bool = False) -> int:
     found = ccplan._folds(item, est, DEFAULTS, "auto", None, skip_invalid, True)
     compared = 0
     for folded in found or ():
-        if ccplan._repaired(folded):
-            continue  # planned on the skeleton, as repaired
         counted = ccplan._Counted(rule)
         skeleton = ccplan._skeleton(item.path, "", folded, counted)
+        changed = repair(skeleton)[0] is not skeleton
+        # check asks the stand-ins (_repaired), fit the skeleton, unless the one pass vouches for its fold
+        assert ccplan._repaired(folded) is changed
+        assert not (folded.one_pass and changed)
+        if changed:
+            continue  # planned on the skeleton, as repaired
         fold = ccplan._FoldShape.of(folded, rule)
         messages = _Messages(skeleton.messages, skeleton, ccplan._floors_for(skeleton, folded))
         n = len(messages)
