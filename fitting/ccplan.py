@@ -321,25 +321,18 @@ def _plan_of(
     repaired: bool | None = None  # whether repair changes the request (then it is not the file's): where asked
     if summary and options.carried_cut is None:
         repaired = _repaired(folded)
-        if not repaired:
-            # fit._plan with est.preamble(...) == 0 (no system prompt, no tools) and no notice or repairs.
-            pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
-            before = size.tokens if size.anchored else pre + size.estimated_tokens
-            if before <= options.budget:
-                plan = _fits(options, before, pre, size)
-            else:  # check reads no skeleton: the plan is decided on the fold's lists
-                plan = _decide(_FoldShape.of(folded, rule), options, estimator, size, tuple(folded.tokens), pre, before)
-            return FoldedPlan(source.path, name, plan, None, len(folded.tokens))
+        if not repaired:  # check reads no skeleton
+            return FoldedPlan(
+                source.path, name, _unrepaired(folded, estimator, options, size, summary), None, len(folded.tokens)
+            )
     est = _Counted(rule)
     skeleton = _skeleton(source.path, name, folded, est)
     if repaired is None and options.carried_cut is None and (folded.one_pass or repair(skeleton)[0] is skeleton):
-        # fit's plan of a session repair leaves as it is (the one pass vouches for its own): decided on the
-        # fold's lists, as check's is (the skeleton is what fit shows and writes from); deciding on the
-        # skeleton took twice the time
-        pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
-        before = size.tokens if size.anchored else pre + size.estimated_tokens
-        plan = _decide(_FoldShape.of(folded, rule), options, estimator, size, tuple(folded.tokens), pre, before)
-        return FoldedPlan(source.path, name, plan, skeleton, len(folded.tokens))
+        # fit's plan of a session repair leaves as it is (the one pass vouches for its own): the skeleton is what
+        # fit shows and writes from, and deciding on it took twice the time
+        return FoldedPlan(
+            source.path, name, _unrepaired(folded, estimator, options, size, False), skeleton, len(folded.tokens)
+        )
     plan = _plan(skeleton, options, est, size, lambda ms: est.message_tokens(tuple(ms)), _floors_for(skeleton, folded))
     if repaired is not None and bool(plan.repairs) is not repaired:
         raise AssertionError("a skeleton of the fold planned unlike the file")  # a bug, not bad input
@@ -348,6 +341,19 @@ def _plan_of(
         # empties of its results holds other blocks, which the loader then keeps, is not known.
         return None
     return FoldedPlan(source.path, name, plan, skeleton, len(folded.tokens))
+
+
+def _unrepaired(folded: _Folded, estimator: Estimator, options: FitOptions, size: Size, summary: bool) -> Plan:
+    """``fit._plan``'s plan of the transcript of ``folded``, which ``repair`` leaves as it is and which has no
+    system prompt or tools (``est.preamble(...) == 0``), no notice and no carried cut: decided on the fold's lists
+    (``_FoldShape``); with ``summary``, a session that fits gets check's summary plan (``_fits``)."""
+    rule = estimator.rule
+    assert type(rule) is ScriptRule
+    pre = size.preamble_tokens if size.preamble_source in ("inferred", "given") else 0
+    before = size.tokens if size.anchored else pre + size.estimated_tokens
+    if summary and before <= options.budget:
+        return _fits(options, before, pre, size)
+    return _decide(_FoldShape.of(folded, rule), options, estimator, size, tuple(folded.tokens), pre, before)
 
 
 def _floors_for(
