@@ -512,8 +512,7 @@ def _context() -> BaseContext:
     """Fork where it is safe (a POSIX process with one thread: the workers start at once, with everything
     imported), else spawn (each worker imports windowfit anew)."""
     import multiprocessing
-    import threading
 
-    if "fork" in multiprocessing.get_all_start_methods() and sys.platform == "linux" and threading.active_count() == 1:
+    if _can_fork() and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
