@@ -86,7 +86,31 @@ def scan_checks(
 ) -> Scanned[Checked]:
     """Every file's checks (``check_work`` of a loaded file, ``check_stream`` of one it reads without loading),
     in the inputs' order: what ``check`` prints in each of its formats."""
-    settings: dict[str, Any] = {
+    settings = check_settings(
+        estimator=estimator, overhead=overhead, window=window, threshold=threshold, fit_options=fit_options,
+        size=size, preamble=preamble,
+    )  # fmt: skip
+    work = partial(check_work, **settings)
+    stream = partial(check_stream, **settings)
+    return scan_all(
+        files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=progress,
+        stream_work=stream,
+    )  # fmt: skip
+
+
+def check_settings(
+    *,
+    estimator: str,
+    overhead: float,
+    window: int | None,
+    threshold: int,
+    fit_options: FitOptions,
+    size: SizeChoice,
+    preamble: int | None,
+) -> dict[str, Any]:
+    """What ``check_work`` and ``check_stream`` take besides the file: the loaded and the streamed check, and
+    the rows of ``check --format jsonl|parquet`` made of them (``rows_out.check_rows_work``), take the same."""
+    return {
         "estimator": estimator,
         "overhead": overhead,
         "budget": fit_options.budget,
@@ -95,13 +119,7 @@ def scan_checks(
         "fit_options": fit_options,
         "size": size,
         "preamble": preamble,
-    }  # the loaded and the streamed check take the same settings
-    work = partial(check_work, **settings)
-    stream = partial(check_stream, **settings)
-    return scan_all(
-        files, work, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=progress,
-        stream_work=stream,
-    )  # fmt: skip
+    }
 
 
 def cut_step_of(value: str | None, budget: int) -> int | None:
@@ -193,18 +211,23 @@ class Checked(NamedTuple):
     (``summary_plan``), which no check output shows."""
     limit: Limit | None
     failed: bool
+    format: str
+    messages: int
+    """How many messages the transcript has (a row of it: ``rows_out.check_rows_work``)."""
 
 
-def _checked(t: Transcript, plan: Plan, window: int | None, threshold: int) -> Checked:
+def _checked(t: Transcript, plan: Plan, window: int | None, threshold: int, messages: int) -> Checked:
     """One transcript's check line: its plan's summary, the limit it crosses and whether that fails the run."""
-    return _checked_at(t.source.path, t.name, plan, window, threshold)
+    return _checked_at(t.source.path, t.name, plan, window, threshold, t.format, messages)
 
 
-def _checked_at(path: str, name: str, plan: Plan, window: int | None, threshold: int) -> Checked:
+def _checked_at(
+    path: str, name: str, plan: Plan, window: int | None, threshold: int, format: str, messages: int
+) -> Checked:
     """``_checked`` of the transcript named ``name`` in ``path``."""
     limit = crossed(plan, window)
     failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
-    return Checked(path, name, summary_plan(plan), limit, failed)
+    return Checked(path, name, summary_plan(plan), limit, failed, format, messages)
 
 
 def check_work(
@@ -226,7 +249,7 @@ def check_work(
         t = session.live()
         predicted = size_of(session, est, size, preamble)
         plan = _plan(t, est, fit_options, predicted)
-        checked.append(_checked(t, plan, window, threshold))
+        checked.append(_checked(t, plan, window, threshold, len(session.messages)))
     return checked
 
 
@@ -270,9 +293,9 @@ def check_stream(
         return None
     predicted = replace(predicted, tokens=predicted.tokens + columns.total, estimated_tokens=columns.total)
     plan = _plan_columns(columns, est, fit_options, predicted)
-    header = columns.header
+    header, messages = columns.header, len(columns)
     del columns
-    return [_checked(header, plan, window, threshold)]
+    return [_checked(header, plan, window, threshold, messages)]
 
 
 FAST_FOLD_ENV = "WINDOWFIT_FASTFOLD"
@@ -298,6 +321,7 @@ def _folded_check(
     if os.environ.get(FAST_FOLD_ENV) == "0":
         return None
     from windowfit.fitting.ccplan import fold_plans  # only a folder of Claude Code sessions needs it
+    from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
 
     est = estimator_from(estimator, overhead)
     try:
@@ -306,7 +330,9 @@ def _folded_check(
         )
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
-    return None if found is None else [_checked_at(f.path, f.name, f.plan, window, threshold) for f in found]
+    if found is None:
+        return None
+    return [_checked_at(f.path, f.name, f.plan, window, threshold, CLAUDE_CODE, f.messages) for f in found]
 
 
 def summary_plan(plan: Plan) -> Plan:

@@ -56,6 +56,7 @@ from .check_run import (  # the workers' side, without Typer; the names kept her
     _plan,
     _plan_columns,
     check_json_command,
+    check_settings,
     scan_checks,
 )
 from .check_run import Checked as Checked
@@ -843,6 +844,10 @@ def check(
         flat = scan_rows(
             files, kind=format_.value, output=output, fmt=from_, skip_invalid=skip_invalid, strict=strict, jobs=jobs,
             estimator=estimator, overhead=overhead, budget=budget, window=window, size=size, preamble=preamble,
+            check=check_settings(
+                estimator=estimator, overhead=overhead, window=window, threshold=threshold, fit_options=options,
+                size=size, preamble=preamble,
+            ),
         )  # fmt: skip
         if any(OUTCOMES.index(r.outcome or "fits") >= threshold or r.crossed == "window" for r in flat):
             raise typer.Exit(ExitCode.FAILED)

@@ -17,10 +17,13 @@ from windowfit.fitting.errors import OptionError
 from windowfit.fitting.formats import Format, Input
 
 from .exit_codes import ExitCode
-from .shared import OutputRefused, SizeChoice, fail, output_target, scan_all, write_atomic
+from .scan import Stream, Work
+from .shared import OutputRefused, SizeChoice, estimator_from, fail, output_target, scan_all, write_atomic
 
 if TYPE_CHECKING:
     from windowfit.fitting.rows import Row
+
+    from .check_run import Checked
 
 RowsOutput = Annotated[
     str | None,
@@ -99,6 +102,40 @@ def _size_bytes(path: str) -> int:
         return 0
 
 
+def check_rows_work(transcripts: tuple[Transcript, ...], **settings: Any) -> list[Row]:
+    """``check --format jsonl|parquet``: the rows of one file's checks, made by ``check_work`` with check's
+    settings (``check_run.check_settings``: its fit options too), so the rows say what ``check`` says."""
+    from .check_run import check_work
+
+    return _check_rows(check_work(transcripts, **settings), settings)
+
+
+def check_rows_stream(item: Input, chosen: Format, skip_invalid: bool, **settings: Any) -> list[Row] | None:
+    """``check_rows_work`` of a file ``check_stream`` reads without loading it; None to have it loaded."""
+    from .check_run import check_stream
+
+    found = check_stream(item, chosen, skip_invalid, **settings)
+    return None if found is None else _check_rows(found, settings)
+
+
+def _check_rows(checks: list[Checked], settings: dict[str, Any]) -> list[Row]:
+    from windowfit.fitting.rows import row_of
+
+    if not checks:
+        return []
+    estimator = estimator_from(settings["estimator"], settings["overhead"]).rule.name
+    size_bytes = _size_bytes(checks[0].path)
+    window = settings["window"]
+    rows = []
+    for index, c in enumerate(checks):
+        if c.plan.size is None:
+            raise AssertionError("check planned without a predicted size")  # every check predicts one
+        rows.append(
+            row_of(c.path, index, c.name, c.format, size_bytes, c.messages, estimator, window, c.plan.size, c.plan)
+        )
+    return rows
+
+
 def scan_rows(
     files: list[str],
     *,
@@ -114,9 +151,11 @@ def scan_rows(
     window: int | None,
     size: SizeChoice,
     preamble: int | None,
+    check: dict[str, Any] | None = None,
 ) -> list[Row]:
     """``check|report --format jsonl|parquet``: every file's rows, scanned as ``scan_all`` scans, then
-    written (``write_rows``); returned for the caller's exit code."""
+    written (``write_rows``); returned for the caller's exit code. With ``check`` (``check_run.check_settings``),
+    the rows of check's own checks."""
     settings: dict[str, Any] = {
         "estimator": estimator,
         "overhead": overhead,
@@ -125,8 +164,10 @@ def scan_rows(
         "size": size,
         "preamble": preamble,
     }  # the loaded and the folded rows take the same settings
-    work = partial(rows_work, **settings)
-    stream = partial(rows_stream, **settings)
+    work: Work[Row] = partial(rows_work, **settings)
+    stream: Stream[Row] = partial(rows_stream, **settings)
+    if check is not None:
+        work, stream = partial(check_rows_work, **check), partial(check_rows_stream, **check)
     found = scan_all(
         files, work, fmt=fmt, skip_invalid=skip_invalid, strict=strict, jobs=jobs, progress=False, stream_work=stream
     )

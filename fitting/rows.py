@@ -21,10 +21,10 @@ from .ccfold import fold_claude_code
 from .ccplan import fold_plan
 from .errors import WindowfitError
 from .estimate import make_estimator
-from .fit import DEFAULTS, Limit, Outcome, crossed, plan_fit
+from .fit import DEFAULTS, Limit, Outcome, Plan, crossed, plan_fit
 from .formats import Input, detect, get_format, load
 from .formats.claude_code import NAME as CLAUDE_CODE
-from .size import PreambleSource, SizeMode, SizeSource, predict_size
+from .size import PreambleSource, Size, SizeMode, SizeSource, predict_size
 from .transcript import Transcript
 
 ROW_FIELDS = (
@@ -102,10 +102,7 @@ def transcript_rows(
     rows = []
     for index, session in enumerate(transcripts):
         predicted = predict_size(session, est, mode=size, preamble=preamble)
-        outcome: Outcome | None = None
-        tokens_after: int | None = None
-        limit: Limit | None = None
-        defects = 0
+        plan = None
         if budget is not None:
             plan = plan_fit(
                 session.live(),
@@ -116,34 +113,48 @@ def transcript_rows(
                 min_clear_ratio=DEFAULTS.min_clear_ratio,
                 size=predicted,
             )
-            outcome, tokens_after, limit, defects = (
-                plan.outcome,
-                plan.tokens_after,
-                crossed(plan, window),
-                len(plan.repairs),
-            )
         rows.append(
-            Row(
-                path=session.source.path,
-                index=index,
-                name=session.name,
-                format=session.format,
-                bytes=size_bytes,
-                messages=len(session.messages),
-                tokens=predicted.tokens,
-                size_source=predicted.source,
-                preamble_tokens=predicted.preamble_tokens,
-                preamble_source=predicted.preamble_source,
-                estimator=est.rule.name,
-                budget=budget,
-                window=window,
-                outcome=outcome,
-                tokens_after=tokens_after,
-                crossed=limit,
-                defects=defects,
+            row_of(
+                *(session.source.path, index, session.name, session.format, size_bytes, len(session.messages)),
+                *(est.rule.name, window, predicted, plan),
             )
         )
     return tuple(rows)
+
+
+def row_of(
+    path: str,
+    index: int,
+    name: str,
+    format: str,
+    size_bytes: int,
+    messages: int,
+    estimator: str,
+    window: int | None,
+    size: Size,
+    plan: Plan | None,
+) -> Row:
+    """The row of one transcript of the file at ``path`` (``size_bytes`` long), predicted at ``size`` and, with
+    a budget, planned as ``plan`` (``check``'s plan, with check's options, where ``check`` makes the rows)."""
+    return Row(
+        path=path,
+        index=index,
+        name=name,
+        format=format,
+        bytes=size_bytes,
+        messages=messages,
+        tokens=size.tokens,
+        size_source=size.source,
+        preamble_tokens=size.preamble_tokens,
+        preamble_source=size.preamble_source,
+        estimator=estimator,
+        budget=None if plan is None else plan.options.budget,
+        window=window,
+        outcome=None if plan is None else plan.outcome,
+        tokens_after=None if plan is None else plan.tokens_after,
+        crossed=None if plan is None else crossed(plan, window),
+        defects=0 if plan is None else len(plan.repairs),
+    )
 
 
 def file_rows(
@@ -244,46 +255,17 @@ def folded_rows(
             if report is None or report.size is None:
                 return None
             path, name, messages, predicted = report.path, report.name, report.messages, report.size
-            outcome: Outcome | None = None
-            tokens_after: int | None = None
-            limit: Limit | None = None
-            defects = 0
+            plan = None
         else:
             found = fold_plan(
                 item, est, replace(DEFAULTS, budget=budget), size_mode=size, preamble=preamble, summary=True
             )
             if found is None or found.plan.size is None:
                 return None
-            plan = found.plan
-            path, name, messages, predicted = found.path, found.name, found.messages, found.plan.size
-            outcome, tokens_after, limit, defects = (
-                plan.outcome,
-                plan.tokens_after,
-                crossed(plan, window),
-                len(plan.repairs),
-            )
+            path, name, messages, predicted, plan = found.path, found.name, found.messages, found.plan.size, found.plan
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
-    row = Row(
-        path=path,
-        index=0,
-        name=name,
-        format=CLAUDE_CODE,
-        bytes=size_bytes,
-        messages=messages,
-        tokens=predicted.tokens,
-        size_source=predicted.source,
-        preamble_tokens=predicted.preamble_tokens,
-        preamble_source=predicted.preamble_source,
-        estimator=est.rule.name,
-        budget=budget,
-        window=window,
-        outcome=outcome,
-        tokens_after=tokens_after,
-        crossed=limit,
-        defects=defects,
-    )
-    return (row,)
+    return (row_of(path, 0, name, CLAUDE_CODE, size_bytes, messages, est.rule.name, window, predicted, plan),)
 
 
 def row_of_path(item: dict[str, Any]) -> list[dict[str, Any]]:

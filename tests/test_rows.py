@@ -160,3 +160,44 @@ def test_parquet_without_pyarrow_names_the_extra_to_install_from_the_checkout(
     assert result.exit_code == 2, result.stderr
     assert "pip install '.[parquet]'" in result.stderr  # windowfit is not on PyPI: no 'windowfit[parquet]'
     assert not (tmp_path / "rows.parquet").exists()
+
+
+FIT_OPTIONS = [
+    ("--batch-size", "1"),
+    ("--protected-fraction", "0.6"),
+    ("--min-clear-ratio", "8"),
+    ("--batch-size", "0", "--batch-tokens", "300"),
+]
+
+
+@pytest.mark.parametrize("options", FIT_OPTIONS, ids=[" ".join(o) for o in FIT_OPTIONS])
+def test_check_jsonl_rows_are_check_json_under_every_fit_option(
+    run_cli: Run, folder: Path, options: tuple[str, ...]
+) -> None:
+    """A fleet's rows come from check's own function with check's options: the same outcome and tokens as
+    ``check --format json`` on the same files, whatever the fit options (not the defaults' plan)."""
+    files = [str(folder), str(ROOT / "tests" / "data" / "fit"), str(ROOT / "tests" / "data" / "claude_code")]
+    common = ("--budget", "2000", "--window", "2500", "--overhead", "0", "--skip-invalid", *options)
+    checked = json.loads(run_cli("check", *files, *common, "--format", "json").stdout)["transcripts"]
+    result = run_cli("check", *files, *common, "--format", "jsonl")
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == (1 if any(c["failed"] for c in checked) else 0)
+    assert [(r["path"], r["name"], r["outcome"], r["tokens_after"], r["crossed"], r["defects"]) for r in rows] == [
+        (c["path"], c["name"] or "", c["outcome"], c["tokens_after"], c["crossed"], len(c["defects"])) for c in checked
+    ]
+    # a row's tokens are the file's predicted size; check's tokens_before, the repaired request's
+    assert [r["tokens"] for r in rows if not r["defects"]] == [c["tokens_before"] for c in checked if not c["defects"]]
+
+
+def test_the_fit_options_change_check_on_these_files(run_cli: Run, folder: Path) -> None:
+    """The files above are ones the options move (else the test before could not fail)."""
+    files = [str(folder), str(ROOT / "tests" / "data" / "fit"), str(ROOT / "tests" / "data" / "claude_code")]
+    common = ("--budget", "2000", "--overhead", "0", "--skip-invalid", "--format", "json")
+
+    def after(*options: str) -> list[int]:
+        return [
+            c["tokens_after"] for c in json.loads(run_cli("check", *files, *common, *options).stdout)["transcripts"]
+        ]
+
+    default = after()
+    assert all(after(*options) != default for options in FIT_OPTIONS)

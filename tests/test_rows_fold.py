@@ -232,7 +232,8 @@ def test_jsonl_and_parquet_are_the_same_with_the_fold_off(
     run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, jobs: str
 ) -> None:
     folder, budget = _folder(tmp_path)
-    streamed = rows_out.rows_stream
+    stream = "rows_stream" if command == "report" else "check_rows_stream"  # check's rows are its checks'
+    streamed = getattr(rows_out, stream)
     taken: list[bool] = []
 
     def counted(*args: Any, **kwargs: Any) -> list[Row] | None:
@@ -241,7 +242,7 @@ def test_jsonl_and_parquet_are_the_same_with_the_fold_off(
         return found
 
     if jobs == "1":  # a pool pickles the work and its stream: the count is of one process's rows
-        monkeypatch.setattr(rows_out, "rows_stream", counted)
+        monkeypatch.setattr(rows_out, stream, counted)
     pq = pytest.importorskip("pyarrow.parquet") if jobs == "1" else None
     limits = [["--budget", str(budget)], ["--budget", str(budget), "--window", str(budget + 1), "--size", "estimate"]]
     for extra in ([], *limits) if command == "report" else limits:
