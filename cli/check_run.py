@@ -16,6 +16,7 @@ from windowfit.fitting.fit import OUTCOMES, FitOptions, Limit, Plan, auto_cut_st
 from windowfit.fitting.formats import Format, Input
 from windowfit.fitting.serialize import check_document
 from windowfit.fitting.size import Size, predict_size
+from windowfit.fitting.windows import WindowChoice, last_reply_model, window_for, window_of
 
 from .scan import Scanned
 from .shared import SizeChoice, check_limits, estimator_from, fail, print_json, scan_all, size_of
@@ -57,7 +58,7 @@ def check_json_command(
     rows = loaded.values
     print_json(
         check_document(
-            [(c.path, c.name, c.plan, c.failed) for c in rows],
+            [(c.path, c.name, c.plan, c.failed, c.window) for c in rows],
             estimator=est.rule.name,
             budget=budget,
             window=window,
@@ -214,20 +215,22 @@ class Checked(NamedTuple):
     format: str
     messages: int
     """How many messages the transcript has (a row of it: ``rows_out.check_rows_work``)."""
+    window: WindowChoice
+    """The window it is checked against: ``--window``, else its recorded model's (``fitting.windows``)."""
 
 
 def _checked(t: Transcript, plan: Plan, window: int | None, threshold: int, messages: int) -> Checked:
     """One transcript's check line: its plan's summary, the limit it crosses and whether that fails the run."""
-    return _checked_at(t.source.path, t.name, plan, window, threshold, t.format, messages)
+    return _checked_at(t.source.path, t.name, plan, window_of(window, t), threshold, t.format, messages)
 
 
 def _checked_at(
-    path: str, name: str, plan: Plan, window: int | None, threshold: int, format: str, messages: int
+    path: str, name: str, plan: Plan, window: WindowChoice, threshold: int, format: str, messages: int
 ) -> Checked:
-    """``_checked`` of the transcript named ``name`` in ``path``."""
-    limit = crossed(plan, window)
+    """``_checked`` of the transcript named ``name`` in ``path``, against ``window``."""
+    limit = crossed(plan, window.tokens)
     failed = OUTCOMES.index(plan.outcome) >= threshold or limit == "window"
-    return Checked(path, name, summary_plan(plan), limit, failed, format, messages)
+    return Checked(path, name, summary_plan(plan), limit, failed, format, messages, window)
 
 
 def check_work(
@@ -332,7 +335,10 @@ def _folded_check(
         return None
     if found is None:
         return None
-    return [_checked_at(f.path, f.name, f.plan, window, threshold, CLAUDE_CODE, f.messages) for f in found]
+    if window is None and len(found) > 1:
+        return None  # sidechains beside the main chain: each records its own model, which the loader reads
+    chosen = window_for(window, last_reply_model(item) if window is None else None)
+    return [_checked_at(f.path, f.name, f.plan, chosen, threshold, CLAUDE_CODE, f.messages) for f in found]
 
 
 def summary_plan(plan: Plan) -> Plan:

@@ -864,7 +864,7 @@ def check(
         tokens = f"{p.outcome}: {p.tokens_before:,} → {p.tokens_after:,} tokens"
         summary = (
             f"[{c.name}] " if c.name else ""
-        ) + f"{tokens} ({limits_phrase(p, limit, budget, window)}{_sized(p)})"
+        ) + f"{tokens} ({limits_phrase(p, limit, budget, c.window.tokens, c.window.words())}{_sized(p)})"
         if p.cause:
             summary += f" — {p.cause}"
         if format_ is CheckFormat.github:
@@ -879,7 +879,10 @@ def check(
             if p.outcome == "too-long":
                 message = too_long_message(p)
                 if limit == "window":
-                    message += f" The smallest request, {p.tokens_after:,} tokens, is over the {window:,} window."
+                    message += (
+                        f" The smallest request, {p.tokens_after:,} tokens, is over the {c.window.tokens:,} window"
+                        f"{c.window.words()}."
+                    )
             props = f"file={_gh(path, prop=True)},title={_gh('windowfit ' + p.outcome, prop=True)}"
             sys.stdout.write(f"::{level} {props}::{_gh(message)}\n")
         elif not (quiet and not f):
@@ -904,14 +907,15 @@ def check(
         raise typer.Exit(ExitCode.FAILED)
 
 
-def limits_phrase(plan: Plan, limit: Limit | None, budget: int, window: int | None) -> str:
-    """The limits a check line names: the one crossed first, then the other."""
+def limits_phrase(plan: Plan, limit: Limit | None, budget: int, window: int | None, source: str = "") -> str:
+    """The limits a check line names: the one crossed first, then the other; ``source`` after the window says
+    where it came from (``WindowChoice.words``: the recorded model's)."""
     if limit == "window":
-        return f"over the {window:,} window; budget {budget:,}"
-    under = f", under the {window:,} window" if window is not None else ""
+        return f"over the {window:,} window{source}; budget {budget:,}"
+    under = f", under the {window:,} window{source}" if window is not None else ""
     if limit == "budget":
         return f"too long for the {budget:,} budget{under}"
-    return f"budget {budget:,}" + (f", window {window:,}" if window is not None else "")
+    return f"budget {budget:,}" + (f", window {window:,}{source}" if window is not None else "")
 
 
 def _sized(plan: Plan) -> str:

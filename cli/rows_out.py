@@ -125,11 +125,11 @@ def _check_rows(checks: list[Checked], settings: dict[str, Any]) -> list[Row]:
         return []
     estimator = estimator_from(settings["estimator"], settings["overhead"]).rule.name
     size_bytes = _size_bytes(checks[0].path)
-    window = settings["window"]
     rows = []
     for index, c in enumerate(checks):
         if c.plan.size is None:
             raise AssertionError("check planned without a predicted size")  # every check predicts one
+        window = c.window.tokens  # the window it was checked against: --window, else its model's
         rows.append(
             row_of(c.path, index, c.name, c.format, size_bytes, c.messages, estimator, window, c.plan.size, c.plan)
         )

@@ -299,6 +299,8 @@ class CheckedJson(TypedDict):
     tokens_before: int
     tokens_after: int
     failed: bool
+    window: int | None
+    window_model: str | None
     crossed: Limit | None
     cause: str | None
     too_long: TooLongJson | None

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from importlib.resources import files
+from functools import partial
+from pathlib import Path
 from typing import Literal
 
 import orjson
@@ -25,7 +26,7 @@ TTLS = ("5m", "1h")
 Ttl = Literal["5m", "1h"]
 _PRICE_KEYS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
 _LONG_KEYS = ("input", "cache_read", "output")
-_OPTIONAL_KEYS = ("long_context", "cache_storage_per_hour", "aliases", "note")
+_OPTIONAL_KEYS = ("long_context", "cache_storage_per_hour", "aliases", "note", "window")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _SNAPSHOT = re.compile(r"^-(\d{8}|\d{4}-\d{2}-\d{2})$")
 
@@ -39,6 +40,27 @@ class LongContext:
     input: float
     cache_read: float
     output: float
+
+
+@frozen
+class BetaWindow:
+    """A longer context window the model has only with a beta header sent (Claude Sonnet 4.5's 1M tokens with
+    ``context-1m-2025-08-07``): a transcript does not record the header, so the plain window is the one used."""
+
+    tokens: int
+    header: str
+    source: str
+
+
+@frozen
+class Window:
+    """A model's context window and largest output, in tokens, read from its provider's own page."""
+
+    tokens: int
+    max_output: int
+    read_on: str
+    source: str
+    beta: BetaWindow | None = None
 
 
 @frozen
@@ -67,6 +89,8 @@ class Price:
     """Other ids the row prices (a preview id a log records for the model the page lists)."""
     note: str = ""
     """What the page says that the numbers alone do not (a tier, the copy of the page read)."""
+    window: Window | None = None
+    """The model's context window, where its provider's page was read for it (``windows.window_for``)."""
 
     def at(self, prompt_tokens: int) -> Price:
         """The prices of a request of ``prompt_tokens``: the long-context tier's above its threshold."""
@@ -99,8 +123,7 @@ class PriceTable:
 
 def default_table() -> PriceTable:
     """The table that ships with windowfit (``fitting/prices.json``)."""
-    resource = files("windowfit.fitting").joinpath("prices.json")
-    return parse_table(resource.read_bytes(), "prices.json")
+    return parse_table(Path(__file__).with_name("prices.json").read_bytes(), "prices.json")
 
 
 def load_table(path: str) -> PriceTable:
@@ -123,7 +146,7 @@ def parse_table(data: bytes, path: str) -> PriceTable:
         raise InputError(Location(path), 'a prices file is an object with a "models" list')
     rows = []
     for i, row in enumerate(value["models"]):
-        rows.append(_row(row, path, i, _line_of(data, i)))
+        rows.append(_row(row, path, i, partial(_line_of, data, i)))  # the line only for an error: 4 ms a row
     return PriceTable(tuple(rows), path)
 
 
@@ -156,11 +179,9 @@ def _string_end(data: bytes, pos: int) -> int:
     return pos
 
 
-def _row(row: object, path: str, index: int, line: int | None) -> Price:
-    where = Location(path, line)
-
+def _row(row: object, path: str, index: int, line: Callable[[], int | None]) -> Price:
     def bad(message: str) -> InputError:
-        return InputError(where, f"models[{index}]: {message}")
+        return InputError(Location(path, line()), f"models[{index}]: {message}")
 
     if not isinstance(row, dict):
         raise bad("each model is an object")
@@ -199,6 +220,7 @@ def _row(row: object, path: str, index: int, line: int | None) -> Price:
     note = row.get("note", "")
     if not isinstance(note, str):
         raise bad('"note" must be a string')
+    window = _window(row.get("window"), bad)
     return Price(
         model,
         provider,
@@ -213,7 +235,42 @@ def _row(row: object, path: str, index: int, line: int | None) -> Price:
         None if storage is None else float(storage),
         tuple(aliases),
         note,
+        window,
     )
+
+
+def _window(value: object, bad: Callable[[str], InputError]) -> Window | None:
+    if value is None:
+        return None
+    what = (
+        '"window" must be an object: "tokens" and "max_output" (numbers of tokens), "read_on" (YYYY-MM-DD), '
+        '"source" (the page), and optionally "beta": "tokens", "header" and "source"'
+    )
+    if not isinstance(value, dict) or not {"tokens", "max_output", "read_on", "source"} <= set(value):
+        raise bad(what)
+    if set(value) - {"tokens", "max_output", "read_on", "source", "beta"}:
+        raise bad(what)
+    tokens, most, read_on, source = value["tokens"], value["max_output"], value["read_on"], value["source"]
+    if not (_tokens(tokens) and _tokens(most) and _DATE.match(str(read_on)) and _page(source)):
+        raise bad(what)
+    beta = value.get("beta")
+    if beta is not None:
+        if not isinstance(beta, dict) or set(beta) != {"tokens", "header", "source"}:
+            raise bad(what)
+        if not (
+            _tokens(beta["tokens"]) and isinstance(beta["header"], str) and beta["header"] and _page(beta["source"])
+        ):
+            raise bad(what)
+        beta = BetaWindow(beta["tokens"], beta["header"], beta["source"])
+    return Window(tokens, most, str(read_on), source, beta)
+
+
+def _tokens(value: object) -> bool:
+    return type(value) is int and value >= 1
+
+
+def _page(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(("http://", "https://"))
 
 
 def _long_context(value: object, bad: Callable[[str], InputError]) -> LongContext | None:

@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # types only: the modules behind other commands' documents lo
     from .tokenizers import Tokenizer
     from .transcript import Transcript
     from .validate import Violation
+    from .windows import WindowChoice
 
 SCHEMA: SchemaVersion = 1
 """The version of every document's keys (``schema`` in each)."""
@@ -362,7 +363,7 @@ def plan_document(
 
 
 def check_document(
-    checked: Sequence[tuple[str, str, Plan, bool]],
+    checked: Sequence[tuple[str, str, Plan, bool, WindowChoice]],
     *,
     estimator: str,
     budget: int,
@@ -370,8 +371,8 @@ def check_document(
     fail_on: Outcome,
     skipped: Sequence[SkippedFile] = (),
 ) -> CheckDocument:
-    """``windowfit check --format json``: per transcript (its path, name, plan, and whether it failed the check)
-    its plan's outcome."""
+    """``windowfit check --format json``: per transcript (its path, name, plan, whether it failed the check and
+    the window it was checked against) its plan's outcome; ``window`` is ``--window``'s."""
     from .fit import crossed
 
     return {
@@ -380,7 +381,7 @@ def check_document(
         "budget": budget,
         "window": window,
         "fail_on": fail_on,
-        "passed": not any(failed for *_, failed in checked),
+        "passed": not any(failed for *_, failed, _ in checked),
         "transcripts": [
             {
                 "path": path,
@@ -389,7 +390,9 @@ def check_document(
                 "tokens_before": p.tokens_before,
                 "tokens_after": p.tokens_after,
                 "failed": failed,
-                "crossed": crossed(p, window),
+                "window": w.tokens,
+                "window_model": w.model,
+                "crossed": crossed(p, w.tokens),
                 "cause": p.cause or None,
                 "too_long": _too_long(p.too_long),
                 "defects": [
@@ -401,7 +404,7 @@ def check_document(
                 "size_source": p.size_source,
                 "size": _size(p.size, tokens=p.tokens_before, preamble=p.preamble_tokens),
             }
-            for path, name, p, failed in checked
+            for path, name, p, failed, w in checked
         ],
         "skipped_files": _skipped(skipped),
     }
