@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -17,6 +18,7 @@ from windowfit.fitting.formats import Format, Input, SkippedFile, detect, load
 from windowfit.fitting.formats.claude_code import NAME as CLAUDE_CODE
 from windowfit.fitting.report import Report, fold_report
 from windowfit.fitting.serialize import report_document_of, report_to_dict
+from windowfit.fitting.windows import WindowChoice, last_reply_model, window_for, window_of
 
 from .scan import Stream, Work
 from .shared import SizeChoice, check_limits, estimator_from, scan_all, size_of
@@ -133,9 +135,19 @@ def report_work(transcripts: tuple[Transcript, ...], *, options: ReportOptions) 
     o = options
     est = estimator_from(o.estimator, o.overhead)
     return [
-        build_report(t, est, budget=o.budget, window=o.window, top=o.top, size=size_of(t, est, o.size, o.preamble))
+        _windowed(
+            build_report(t, est, budget=o.budget, window=o.window, top=o.top, size=size_of(t, est, o.size, o.preamble)),
+            window_of(o.window, t),
+        )
         for t in transcripts
     ]
+
+
+def _windowed(report: Report, window: WindowChoice) -> Report:
+    """``report`` against ``window``: ``--window``, else the window of the model its file records."""
+    if window.model is None:
+        return report  # --window (the report's own), or no window
+    return replace(report, window=window.tokens, window_model=window.model)
 
 
 def report_stream(
@@ -159,18 +171,17 @@ def report_stream(
             return None
         o = options
         est = estimator_from(o.estimator, o.overhead)
-        return [
-            fold_report(
-                found.messages,
-                found.header,
-                est,
-                budget=o.budget,
-                window=o.window,
-                top=o.top,
-                size_mode=o.size.value,
-                preamble=o.preamble,
-            )
-        ]
+        report = fold_report(
+            found.messages,
+            found.header,
+            est,
+            budget=o.budget,
+            window=o.window,
+            top=o.top,
+            size_mode=o.size.value,
+            preamble=o.preamble,
+        )
+        return [_windowed(report, window_of(o.window, found.header()))]
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
 
@@ -200,7 +211,13 @@ def claude_code_fold(item: Input, options: ReportOptions, *, skip_invalid: bool 
         )
     except (WindowfitError, ValueError, RecursionError, OSError):
         return None
-    return found
+    if found is None or o.window is not None:
+        return found
+    paths = [r.path for r in found]
+    if len(set(paths)) != len(paths):
+        return None  # sidechains beside the main chain: each records its own model, which the loader reads
+    # each report is of one file (a session, its subagents' files): the model its last reply records
+    return [_windowed(r, window_for(None, last_reply_model(Input(r.path)))) for r in found]
 
 
 def report_file(item: Input, options: ReportOptions, *, fast: bool = True, skip_invalid: bool = False) -> list[Report]:

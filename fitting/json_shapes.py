@@ -120,6 +120,7 @@ class TranscriptReportJson(TypedDict):
     tools: list[ToolJson]
     budget: int | None
     window: int | None
+    window_model: str | None
     fits_budget: bool
     fits_window: bool
     verdict: str

@@ -125,6 +125,9 @@ class Report:
     notes: tuple[str, ...] = ()
     size: Size | None = None
     """How ``tokens`` was made: anchored on measured usage or estimated, part by part."""
+    window_model: str | None = None
+    """The model whose window ``window`` is (the table of models', for the model the file records); None when
+    ``--window`` gave it or there is none (``fitting.windows``)."""
 
     @property
     def label(self) -> str:
@@ -148,11 +151,12 @@ class Report:
             else:
                 parts.append(f"over the {self.budget:,} budget by {self.tokens - self.budget:,} tokens")
         if self.window is not None:
+            model = f" of the model {self.window_model}" if self.window_model else ""
             if self.tokens <= self.window:
-                parts.append(f"within the {self.window:,} window")
+                parts.append(f"within the {self.window:,} window{model}")
             else:
                 parts.append(
-                    f"over the {self.window:,} window by {self.tokens - self.window:,} tokens: "
+                    f"over the {self.window:,} window{model} by {self.tokens - self.window:,} tokens: "
                     "the provider would reject it"
                 )
         return "; ".join(parts) if parts else f"{self.tokens:,} tokens"

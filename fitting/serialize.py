@@ -169,6 +169,7 @@ def report_to_dict(report: Report) -> TranscriptReportJson:
         ],
         "budget": report.budget,
         "window": report.window,
+        "window_model": report.window_model,
         "fits_budget": report.fits_budget,
         "fits_window": report.fits_window,
         "verdict": report.verdict,

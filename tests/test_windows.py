@@ -152,3 +152,16 @@ def test_a_model_without_a_window_in_the_table_is_checked_against_none(run_cli: 
         "transcripts"
     ]
     assert (checked["window"], checked["window_model"], checked["failed"]) == (None, None, False)
+
+
+@pytest.mark.parametrize("fold", ["1", "0"])
+def test_report_measures_a_session_against_its_model_s_window(
+    run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fold: str
+) -> None:
+    monkeypatch.setenv("WINDOWFIT_FASTFOLD", fold)
+    small = _session(tmp_path, "claude-opus-4-5-20251101", 250_000)
+    (report,) = json.loads(run_cli("report", str(small), "--json").stdout)["transcripts"]
+    assert (report["window"], report["window_model"], report["fits_window"]) == (200_000, "claude-opus-4-5", False)
+    assert "over the 200,000 window of the model claude-opus-4-5 by" in report["verdict"]
+    (given,) = json.loads(run_cli("report", str(small), "--window", "400000", "--json").stdout)["transcripts"]
+    assert (given["window"], given["window_model"], given["fits_window"]) == (400_000, None, True)
