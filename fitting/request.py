@@ -17,7 +17,7 @@ from .fit import DEFAULTS, FitOptions, Plan, apply_plan, keep_cleared, plan_fit
 from .formats import format_of
 from .size import Size, predict_size
 from .store.base import PAGE_TOKENS, ResultStore
-from .transcript import Dialect, Source, Text, ToolDef, Transcript
+from .transcript import Dialect, Source, Text, ToolDef, Transcript, Usage
 from .validate import unsendable
 from .wire import anthropic
 from .wire.bodies import body_from_transcript, messages_keeping, transcript_from_body, usage_from_json
@@ -173,6 +173,9 @@ class Fitter:
     """What the last request ``fit`` returned left out of the conversation, as
     its plan counted it (``tokens_before - tokens_after``; 0 when it was sent as
     given): the next ``fit`` adds it back to the measured size of that request."""
+    measured: tuple[Usage, ...] = ()
+    """Every ``last_usage`` given so far, where its request ended: the size
+    anchors on the last and fits the session's growth (``growth_scale``) on all."""
 
     @classmethod
     def of(cls, options: FitOptions, estimator: Estimator | None = None, store: ResultStore | None = None) -> Fitter:
@@ -195,6 +198,7 @@ class Fitter:
         """Forget the carried cut: the next ``fit`` is the first of a new conversation."""
         self.carried_cut = None
         self.taken_off = 0
+        self.measured = ()
 
     @property
     def options(self) -> FitOptions:
@@ -216,23 +220,20 @@ class Fitter:
             return self.page_tokens
         return self.page_tokens or PAGE_TOKENS
 
-    def size(self, transcript: Transcript, last_usage: Mapping[str, Any] | None) -> Size | None:
-        """The size ``fit`` starts from: ``None`` (the estimate) without
-        ``last_usage``, else ``predict_size`` of ``transcript`` measured where
-        the previous request ended. That request held the messages before the
+    def measured_with(self, transcript: Transcript, last_usage: Mapping[str, Any]) -> tuple[Usage, ...]:
+        """``measured`` and ``last_usage``, each where its request ended, as a
+        file records usage: the previous request held the messages before the
         last assistant message (the previous response), and counted
         ``taken_off`` less than the conversation holds when its fit cut."""
-        if last_usage is None:
-            return None
         roles = [m.role for m in transcript.messages]
         if "assistant" not in roles:
-            return predict_size(transcript, self.estimator)  # no previous response here: the estimate
+            return ()  # no previous response in this conversation
         reply = len(roles) - 1 - roles[::-1].index("assistant")
         usage = usage_from_json(last_usage, reply, Source("<last_usage>"))
         if usage is None:
             raise OptionError("last_usage holds no input count (input_tokens or prompt_tokens)")
         usage = replace(usage, input_tokens=usage.input_tokens + self.taken_off)
-        return predict_size(replace(transcript, usage=(usage,)), self.estimator)
+        return (*(u for u in self.measured if u.before < reply), usage)
 
     def plan(self, transcript: Transcript, size: Size | None = None) -> Plan:
         """The plan, pure: with a store, the stubs name handles, but nothing is put yet.
@@ -261,12 +262,19 @@ class Fitter:
         repaired, even when it fits (issue 8). With ``cut_step``, the cut it
         makes is carried to the next call (``carried_cut``); a too-long plan,
         which must not be sent, carries nothing. ``last_usage`` is the
-        ``usage`` of the response to the previous request (see ``size``)."""
+        ``usage`` of the response to the previous request: the size then
+        starts from it, as ``predict_size`` anchors a file (``measured_with``)."""
         transcript = transcript_from_body(body, dialect=dialect)
         if transcript.dialect == "anthropic":
             given = anthropic.keep_given_inputs(transcript.messages, body["messages"])
             transcript = replace(transcript, messages=given)
-        plan = self.plan(transcript, self.size(transcript, last_usage))
+        size = None
+        if last_usage is not None:
+            measured = self.measured_with(transcript, last_usage)
+            size = predict_size(replace(transcript, usage=measured), self.estimator)
+        plan = self.plan(transcript, size)
+        if last_usage is not None and plan.outcome != "too-long":
+            self.measured = measured
         if plan.outcome == "fits" and not plan.notice_added and not plan.repairs:
             self.taken_off = 0
             return FittedRequest(body if isinstance(body, dict) else dict(body), plan)
