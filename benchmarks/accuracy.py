@@ -9,30 +9,40 @@ what the provider measured for it. Three predictors per point:
 
 - ``old``: the estimate of what the file records (windowfit before anchoring);
 - ``estimate``: ``--size estimate``, the estimate plus the inferred preamble;
-- ``anchored``: ``--size auto``, the default.
+- ``seed-delta``: anchored, the part after the anchor estimated by the seed rule alone;
+- ``anchored``: ``--size auto``, the default (that part scaled by the session's measured growth);
+- ``fitter`` (with ``--fitter``): ``Fitter.fit(body, last_usage=...)`` replayed request by
+  request, each body given the previous response's recorded usage.
+
+The pooled rows come per format and per recorded model.
 
     python benchmarks/accuracy.py                      # the shared corpus
     python benchmarks/accuracy.py ~/.claude/projects   # your own sessions
     python benchmarks/accuracy.py FILE --points        # every point of one file
+    python benchmarks/accuracy.py --fitter             # also replay the library's Fitter
     python benchmarks/accuracy.py --floor              # fit's floor rule vs real tokenizers
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 from collections.abc import Iterable, Sequence
 
 from common import ROOT
 
+from windowfit.fitting._json import loads
 from windowfit.fitting.errors import WindowfitError
 from windowfit.fitting.estimate import Estimator, count_chars, make_estimator
 from windowfit.fitting.formats import Input, discover, load
+from windowfit.fitting.request import Fitter
 from windowfit.fitting.size import FLOOR_RULE, Backtest, backtest, cut, first_measured
 from windowfit.fitting.transcript import Text, ToolResult, Transcript
+from windowfit.fitting.wire.bodies import body_from_transcript
 
 CORPUS = ROOT.parent / "shared" / "corpus"
-PREDICTORS = ("old", "estimate", "anchored")
+PREDICTORS = ("old", "estimate", "seed-delta", "anchored", "fitter")
 
 
 def sessions(paths: Sequence[str]) -> Iterable[Transcript]:
@@ -57,15 +67,52 @@ def old_ratios(t: Transcript, points: Sequence[Backtest], est: Estimator) -> lis
     return [est.request(cut(t, p.messages).live()) / p.measured for p in points]
 
 
+def seed_delta_ratios(t: Transcript, points: Sequence[Backtest], est: Estimator) -> list[float]:
+    """The anchored size with the part after the anchor at the seed rule's estimate, unscaled."""
+    ratios = []
+    for p in points:
+        s = p.predicted
+        after = sum(est.message_tokens(cut(t, p.messages).live().messages)[s.anchor_messages + 1 :])
+        ratios.append((s.measured_tokens + s.reply_tokens + after) / p.measured if s.anchored else p.ratio)
+    return ratios
+
+
+def fitter_ratios(t: Transcript) -> list[float]:
+    """A harness's view: each measured request's body fitted with the previous response's usage. A reply
+    the provider did not measure (Claude Code's synthetic ones) has no usage to give: skipped."""
+    live, ratios = t.live(), []
+    measured = [u for u in live.usage if 0 < u.before <= len(live.messages)]
+    fitter = Fitter(budget=10**12)
+    for previous, usage in itertools.pairwise(measured):
+        if any(m.role == "assistant" for m in live.messages[previous.before + 1 : usage.before]):
+            continue
+        last = {
+            "input_tokens": previous.input_tokens,
+            "cache_creation_input_tokens": previous.cache_creation_tokens,
+            "cache_read_input_tokens": previous.cache_read_tokens,
+            "output_tokens": previous.output_tokens,
+        }
+        size = fitter.fit(body_from_transcript(cut(live, usage.before)), last_usage=last).plan.size
+        ratios.append(size.tokens / usage.total if size is not None else float("nan"))
+    return ratios
+
+
+def model_of(t: Transcript) -> str:
+    model = loads(t.extra).get("model") if t.extra else None
+    return model if isinstance(model, str) else "(no model recorded)"
+
+
 def summary(ratios: Sequence[float]) -> str:
     if not ratios:
         return "no points"
     under = sum(r < 0.95 for r in ratios) / len(ratios)
-    return f"median {statistics.median(ratios):.3f}  under 0.95 {under:6.1%}  min {min(ratios):.3f}"
+    median = statistics.median(ratios)
+    return f"{len(ratios):4} points  median {median:.3f}  under 0.95 {under:6.1%}  min {min(ratios):.3f}"
 
 
-def run(paths: Sequence[str], *, show_points: bool) -> None:
+def run(paths: Sequence[str], *, show_points: bool, with_fitter: bool) -> None:
     est = make_estimator()
+    shown = [k for k in PREDICTORS if with_fitter or k != "fitter"]
     pooled: dict[str, dict[str, list[float]]] = {}
     for t in sessions(paths):
         anchored = backtest(t, est)
@@ -73,15 +120,18 @@ def run(paths: Sequence[str], *, show_points: bool) -> None:
         ratios = {
             "old": old_ratios(t, anchored, est),
             "estimate": [p.ratio for p in estimate],
+            "seed-delta": seed_delta_ratios(t, anchored, est),
             "anchored": [p.ratio for p in anchored],
+            "fitter": fitter_ratios(t) if with_fitter else [],
         }
-        group = pooled.setdefault(t.format, {k: [] for k in PREDICTORS})
-        for k in PREDICTORS:
-            group[k] += ratios[k]
+        for key in (f"{t.format} sessions", f"{t.format} sessions of {model_of(t)}"):
+            group = pooled.setdefault(key, {k: [] for k in PREDICTORS})
+            for k in PREDICTORS:
+                group[k] += ratios[k]
         first = first_measured(t)
         print(f"{t.label}  ({t.format}, {len(anchored)} points, first measured at line {first and first.source.line})")
-        for k in PREDICTORS:
-            print(f"  {k:9} {summary(ratios[k])}")
+        for k in shown:
+            print(f"  {k:10} {summary(ratios[k])}")
         if show_points:
             print(f"  {'msgs':>5} {'line':>6} {'measured':>9} {'old':>9} {'estimate':>9} {'anchored':>9}  ratios")
             for i, (a, e) in enumerate(zip(anchored, estimate, strict=True)):
@@ -91,10 +141,10 @@ def run(paths: Sequence[str], *, show_points: bool) -> None:
                     f"{a.predicted.tokens:9,}  {ratios['old'][i]:.2f} {e.ratio:.2f} {a.ratio:.2f}"
                 )
     print()
-    for fmt, group in sorted(pooled.items()):
-        print(f"all {fmt} sessions ({len(group['anchored'])} points)")
-        for k in PREDICTORS:
-            print(f"  {k:9} {summary(group[k])}")
+    for key, group in sorted(pooled.items()):
+        print(f"all {key} ({len(group['anchored'])} points)")
+        for k in shown:
+            print(f"  {k:10} {summary(group[k])}")
 
 
 def check_floor(paths: Sequence[str], tokenizers: Sequence[str]) -> None:
@@ -132,13 +182,14 @@ def main() -> None:
     parser.add_argument("paths", nargs="*", help="files or directories (default: the shared corpus)")
     parser.add_argument("--points", action="store_true", help="print every point")
     parser.add_argument("--floor", action="store_true", help="check fit's floor rule against real tokenizers")
+    parser.add_argument("--fitter", action="store_true", help="also replay Fitter.fit(body, last_usage=...)")
     parser.add_argument("--tokenizer", action="append", help="with --floor (default: cl100k_base, claude-legacy)")
     args = parser.parse_args()
     paths = args.paths or [str(CORPUS)]
     if args.floor:
         check_floor(paths, args.tokenizer or ["cl100k_base", "claude-legacy"])
     else:
-        run(paths, show_points=args.points)
+        run(paths, show_points=args.points, with_fitter=args.fitter)
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ from .formats.claude_code import (
 )
 from .images import sniff_dimensions
 from .report import TOP_RESULTS, Report, ReportFold, UsageRow, _defects
-from .size import FLOOR_RULE, SIZE_MODES, PreambleSource, Size, SizeMode
+from .size import FLOOR_RULE, SIZE_MODES, PreambleSource, Size, SizeMode, growth_scale, scaled
 from .transcript import Block, Defect, Message, Role, Skipped, Source, Text, ToolCall, ToolResult, Transcript
 
 _Block = tuple[str, int, str, str]
@@ -1416,7 +1416,8 @@ def _size(usage: list[list[int]], tokens: list[int], roles: list[str], mode: Siz
         return Size(pre_tokens + estimated, "estimate", pre_tokens, pre_source, pre_line, 0, estimated_tokens=estimated)
     b, measured = anchor[0], anchor[1] + anchor[2] + anchor[3]
     reply = max(anchor[5], tokens[b]) if b < n else 0
-    estimated = sum(tokens[b + 1 :])
+    scale = growth_scale([(u[0], u[1] + u[2] + u[3]) for u in usage], tokens)
+    estimated = scaled(sum(tokens[b + 1 :]), scale)
     return Size(
         measured + reply + estimated,
         "anchored",
@@ -1429,4 +1430,5 @@ def _size(usage: list[list[int]], tokens: list[int], roles: list[str], mode: Siz
         anchor_messages=b,
         reply_tokens=reply,
         estimated_tokens=estimated,
+        estimate_scale=scale,
     )

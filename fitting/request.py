@@ -15,11 +15,12 @@ from .errors import Location, OptionError, UnknownShape, UnsendableRequest
 from .estimate import Estimator, make_estimator
 from .fit import DEFAULTS, FitOptions, Plan, apply_plan, keep_cleared, plan_fit
 from .formats import format_of
+from .size import Size, predict_size
 from .store.base import PAGE_TOKENS, ResultStore
-from .transcript import Dialect, Text, ToolDef, Transcript
+from .transcript import Dialect, Source, Text, ToolDef, Transcript, Usage
 from .validate import unsendable
 from .wire import anthropic
-from .wire.bodies import body_from_transcript, messages_keeping, transcript_from_body
+from .wire.bodies import body_from_transcript, messages_keeping, transcript_from_body, usage_from_json
 from .wire.spelling import body_bytes
 
 Target: TypeAlias = Literal["auto", "same", "anthropic", "openai"]
@@ -168,6 +169,13 @@ class Fitter:
     carried_cut: int | None = DEFAULTS.carried_cut
     """Where the last request ``fit`` returned left messages out (``Plan.cut``),
     given to the next one: ``fit`` sets it when ``cut_step`` is on."""
+    taken_off: int = 0
+    """What the last request ``fit`` returned left out of the conversation, as
+    its plan counted it (``tokens_before - tokens_after``; 0 when it was sent as
+    given): the next ``fit`` adds it back to the measured size of that request."""
+    measured: tuple[Usage, ...] = ()
+    """Every ``last_usage`` given so far, where its request ended: the size
+    anchors on the last and fits the session's growth (``growth_scale``) on all."""
 
     @classmethod
     def of(cls, options: FitOptions, estimator: Estimator | None = None, store: ResultStore | None = None) -> Fitter:
@@ -189,6 +197,8 @@ class Fitter:
     def reset(self) -> None:
         """Forget the carried cut: the next ``fit`` is the first of a new conversation."""
         self.carried_cut = None
+        self.taken_off = 0
+        self.measured = ()
 
     @property
     def options(self) -> FitOptions:
@@ -210,10 +220,27 @@ class Fitter:
             return self.page_tokens
         return self.page_tokens or PAGE_TOKENS
 
-    def plan(self, transcript: Transcript) -> Plan:
-        """The plan, pure: with a store, the stubs name handles, but nothing is put yet."""
+    def measured_with(self, transcript: Transcript, last_usage: Mapping[str, Any]) -> tuple[Usage, ...]:
+        """``measured`` and ``last_usage``, each where its request ended, as a
+        file records usage: the previous request held the messages before the
+        last assistant message (the previous response), and counted
+        ``taken_off`` less than the conversation holds when its fit cut."""
+        roles = [m.role for m in transcript.messages]
+        if "assistant" not in roles:
+            return ()  # no previous response in this conversation
+        reply = len(roles) - 1 - roles[::-1].index("assistant")
+        usage = usage_from_json(last_usage, reply, Source("<last_usage>"))
+        if usage is None:
+            raise OptionError("last_usage holds no input count (input_tokens or prompt_tokens)")
+        usage = replace(usage, input_tokens=usage.input_tokens + self.taken_off)
+        return (*(u for u in self.measured if u.before < reply), usage)
+
+    def plan(self, transcript: Transcript, size: Size | None = None) -> Plan:
+        """The plan, pure: with a store, the stubs name handles, but nothing is put yet.
+        ``size`` as in ``plan_fit``."""
         return plan_fit(
             transcript,
+            size=size,
             budget=self.budget,
             estimator=self.estimator,
             batch_size=self.batch_size,
@@ -226,19 +253,30 @@ class Fitter:
             carried_cut=self.carried_cut,
         )
 
-    def fit(self, body: Mapping[str, Any], *, dialect: Dialect | None = None) -> FittedRequest:
+    def fit(
+        self, body: Mapping[str, Any], *, dialect: Dialect | None = None, last_usage: Mapping[str, Any] | None = None
+    ) -> FittedRequest:
         """The body to send (same dialect), and the plan. A body that already
         fits and needed no repair is returned as it is, not copied; one that
         needed repairs (an interrupted call, an orphan result) comes back
         repaired, even when it fits (issue 8). With ``cut_step``, the cut it
         makes is carried to the next call (``carried_cut``); a too-long plan,
-        which must not be sent, carries nothing."""
+        which must not be sent, carries nothing. ``last_usage`` is the
+        ``usage`` of the response to the previous request: the size then
+        starts from it, as ``predict_size`` anchors a file (``measured_with``)."""
         transcript = transcript_from_body(body, dialect=dialect)
         if transcript.dialect == "anthropic":
             given = anthropic.keep_given_inputs(transcript.messages, body["messages"])
             transcript = replace(transcript, messages=given)
-        plan = self.plan(transcript)
+        size = None
+        if last_usage is not None:
+            measured = self.measured_with(transcript, last_usage)
+            size = predict_size(replace(transcript, usage=measured), self.estimator)
+        plan = self.plan(transcript, size)
+        if last_usage is not None and plan.outcome != "too-long":
+            self.measured = measured
         if plan.outcome == "fits" and not plan.notice_added and not plan.repairs:
+            self.taken_off = 0
             return FittedRequest(body if isinstance(body, dict) else dict(body), plan)
         fitted = apply_plan(transcript, plan)
         refuse_unsendable(fitted)
@@ -246,6 +284,8 @@ class Fitter:
             keep_cleared(transcript, plan, self.store)
         if self.cut_step is not None and plan.cut is not None:
             self.carried_cut = plan.cut
+        if plan.outcome != "too-long":
+            self.taken_off = max(0, plan.tokens_before - plan.tokens_after)
         return FittedRequest(body_keeping(body, transcript, fitted), plan)
 
 
@@ -285,11 +325,13 @@ def fit_request(
     batch_tokens: int | None = DEFAULTS.batch_tokens,
     cut_step: int | None = DEFAULTS.cut_step,
     carried_cut: int | None = DEFAULTS.carried_cut,
+    last_usage: Mapping[str, Any] | None = None,
 ) -> FittedRequest:
     """Fit one request body (see ``Fitter`` to reuse estimates across calls and
     carry the cut from one to the next). With ``store``, every cleared result is
     kept in it and the stubs name their handles; ``carried_cut`` is an earlier
-    request's cut (``Plan.cut``)."""
+    request's cut (``Plan.cut``); ``last_usage`` as in ``Fitter.fit`` (the
+    previous request sent as given)."""
     fitter = Fitter(
         budget,
         estimator or make_estimator(),
@@ -303,4 +345,4 @@ def fit_request(
         cut_step,
         carried_cut,
     )
-    return fitter.fit(body, dialect=dialect)
+    return fitter.fit(body, dialect=dialect, last_usage=last_usage)

@@ -6,8 +6,10 @@ measured request."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
+from itertools import pairwise
 from typing import Literal, TypeAlias
 
 from ._frozen import frozen
@@ -38,6 +40,52 @@ the legacy Claude tokenizer spend at most 5.5 ASCII characters per token (median
 cleared block keeps its own."""
 
 
+GROWTH_PAIRS = 3
+"""``growth_scale`` needs this many usable pairs of consecutive measured requests."""
+GROWTH_MIN_TOKENS = 100
+"""A pair whose messages are estimated at fewer tokens than this says too little."""
+SCALE_LIMITS = (Fraction(1), Fraction(3))
+"""``growth_scale`` stays within these: never below the estimate (erring low is the
+unsafe side), and not past what any tokenizer we measured spends over the seed rule."""
+
+
+def growth_scale(measured: Sequence[tuple[int, int]], tokens: Sequence[int]) -> Fraction:
+    """The provider's tokens per estimated token on this session, fitted from its
+    own measured growth: for each pair of consecutive measured requests
+    (``(before, total)`` in the order measured, ``tokens`` each message's
+    estimate), what the provider counted more against the estimate of the
+    messages added between them. The median of those ratios weighted by the
+    estimate, so that a few odd pairs do not move it; pairs that shrank (a
+    compaction, dropped thinking) or added under ``GROWTH_MIN_TOKENS`` are left
+    out. 1 with fewer than ``GROWTH_PAIRS`` pairs; within ``SCALE_LIMITS``. The
+    growth holds what the harness adds to messages without writing it down
+    (reminders, line numbers), so it can exceed the tokenizer's own ratio."""
+    n = len(tokens)
+    cumulative = [0]
+    for estimate in tokens:
+        cumulative.append(cumulative[-1] + estimate)
+    points = [(before, total) for before, total in measured if 0 < before <= n]
+    pairs = []
+    for (a, total_a), (b, total_b) in pairwise(points):
+        estimated, grown = cumulative[b] - cumulative[a], total_b - total_a
+        if b > a and grown > 0 and estimated >= GROWTH_MIN_TOKENS:
+            pairs.append((Fraction(grown, estimated), estimated))
+    if len(pairs) < GROWTH_PAIRS:
+        return Fraction(1)
+    pairs.sort()
+    half, weight = sum(w for _, w in pairs), 0
+    for ratio, w in pairs:
+        weight += w
+        if 2 * weight >= half:
+            return min(max(ratio, SCALE_LIMITS[0]), SCALE_LIMITS[1])
+    raise AssertionError("unreachable: the weights sum to half")
+
+
+def scaled(tokens: int, scale: Fraction) -> int:
+    """``ceil(tokens * scale)``."""
+    return -(-tokens * scale.numerator // scale.denominator)
+
+
 @frozen
 class Size:
     """The predicted size of the next request, part by part.
@@ -64,7 +112,9 @@ class Size:
     """The anchor's reply: its recorded output tokens, or its estimate if larger."""
     estimated_tokens: int = 0
     """The estimate of the messages the measurement does not cover (all of them
-    when not anchored)."""
+    when not anchored); when anchored, times ``estimate_scale``."""
+    estimate_scale: Fraction = Fraction(1)
+    """``growth_scale`` of the session, applied to ``estimated_tokens`` when anchored."""
 
     @property
     def anchored(self) -> bool:
@@ -77,7 +127,9 @@ class Size:
             parts = [f"measured {self.measured_tokens:,}{line}"]
             if self.reply_tokens:
                 parts.append(f"its reply {self.reply_tokens:,}")
-            parts.append(f"estimated {self.estimated_tokens:,} after it")
+            scale = self.estimate_scale
+            fitted = f" (×{float(scale):.2f}, this session's measured growth)" if scale != 1 else ""
+            parts.append(f"estimated {self.estimated_tokens:,} after it{fitted}")
             return " + ".join(parts)
         preamble = {
             "recorded": f"system prompt and tools {self.preamble_tokens:,} (estimated)",
@@ -140,7 +192,9 @@ def predict_size(
     when there is one (a compaction starts a new context, so it resets the
     anchor; loaders keep only the usage of the branch they follow);
     ``"estimate"`` forces the pure estimate. ``preamble`` gives the system
-    prompt and tools when the file does not record them."""
+    prompt and tools when the file does not record them. Anchored, the estimate
+    of what came after the anchor is scaled by the session's own measured
+    growth (``growth_scale``)."""
     if mode not in SIZE_MODES:
         raise OptionError(f"unknown size mode {mode!r}; choose {' or '.join(SIZE_MODES)}")
     if preamble is not None and preamble < 0:
@@ -157,7 +211,8 @@ def predict_size(
         )
     n = anchor.before
     reply = reply_tokens(live.messages[n], anchor, estimator) if n < len(live.messages) else 0
-    estimated = sum(message_tokens[n + 1 :])
+    scale = growth_scale([(u.before, u.total) for u in live.usage], message_tokens)
+    estimated = scaled(sum(message_tokens[n + 1 :]), scale)
     return Size(
         anchor.total + reply + estimated,
         "anchored",
@@ -170,6 +225,7 @@ def predict_size(
         anchor_messages=n,
         reply_tokens=reply,
         estimated_tokens=estimated,
+        estimate_scale=scale,
     )
 
 

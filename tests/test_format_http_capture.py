@@ -49,7 +49,7 @@ def test_anthropic_usage_and_dialect() -> None:
     assert t.dialect == "anthropic"
     assert [b.text for b in t.system] == ["You are a coding agent."]  # type: ignore[union-attr]
     assert [tool.name for tool in t.tools] == ["read_file"]
-    assert t.usage == (Usage(5, 12, 300, 40, Source(str(path), 1)),)
+    assert t.usage == (Usage(5, 12, 300, 40, Source(str(path), 1), 9),)
     assert t.messages[-1].tool_results[0].is_error
 
 
@@ -58,7 +58,7 @@ def test_openai_usage_takes_the_cached_part_out() -> None:
     (t,) = load_path(path)
     assert t.dialect == "openai"
     # prompt_tokens 60, of which cached_tokens 10 (the fixture's response)
-    assert t.usage == (Usage(3, 50, 0, 10, Source(str(path), 1)),)
+    assert t.usage == (Usage(3, 50, 0, 10, Source(str(path), 1), 5),)
 
 
 def test_error_response_is_a_defect(tmp_path: Path) -> None:

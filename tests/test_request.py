@@ -16,17 +16,21 @@ the text block nested in a tool result; tool definitions +8):
 from __future__ import annotations
 
 import copy
+import itertools
+import statistics
 from dataclasses import replace
 from typing import Any
 
 import orjson
 import pytest
+from conftest import require_shared
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import damaged_transcripts
 
 from windowfit.fitting import Transcript, make_estimator
-from windowfit.fitting.errors import UnknownShape, UnsendableRequest
+from windowfit.fitting.errors import OptionError, UnknownShape, UnsendableRequest
+from windowfit.fitting.formats import Input, discover, load
 from windowfit.fitting.notice import NOTICE
 from windowfit.fitting.repair import DEFECT_OF, repair
 from windowfit.fitting.request import (
@@ -37,7 +41,8 @@ from windowfit.fitting.request import (
     tools_from_json,
     with_request_parts,
 )
-from windowfit.fitting.transcript import Dialect
+from windowfit.fitting.size import backtest, cut
+from windowfit.fitting.transcript import Dialect, Usage
 from windowfit.fitting.validate import check_messages, check_request, unsendable
 from windowfit.fitting.wire.bodies import transcript_from_body
 
@@ -518,3 +523,119 @@ def test_the_fitted_body_obeys_the_providers_rules_when_repair_can_fix_the_input
     sent = transcript_from_body(fitted.body, dialect=transcript.dialect)
     assert sent.messages, "the fitted request is never empty"
     assert check_request(sent) == ()
+
+
+# --------------------------------------------------------------------------
+# Issue 13 item 3: anchoring on the usage of the previous response
+#
+# anthropic_body: the previous response is message 3 (the last assistant message, 12 tokens), so the
+# previous request held messages 0-2 (13 + 27 + 2016 = 2056) and only message 4 (110) came after it.
+# openai_body: the previous response is message 4 (12), message 5 (110) came after it.
+
+
+def test_last_usage_anchors_the_anthropic_size_on_the_measured_request() -> None:
+    body = anthropic_body()
+    usage = {
+        "input_tokens": 100,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 5000,
+        "output_tokens": 20,
+    }
+    fitted = Fitter(budget=100_000).fit(body, last_usage=usage)
+    assert fitted.body is body
+    size = fitted.plan.size
+    assert size is not None and size.source == "anchored"
+    # measured 5,100 + its reply 20 (recorded output, above the estimate 12) + the result after it 110
+    assert (size.measured_tokens, size.reply_tokens, size.estimated_tokens) == (5100, 20, 110)
+    assert fitted.plan.tokens_before == 5230
+    # the preamble, inferred as report does: 5,100 - the estimate of the three messages it held (2,056)
+    assert (size.preamble_source, size.preamble_tokens) == ("inferred", 3044)
+
+
+def test_last_usage_reads_openai_usage_with_its_cached_part() -> None:
+    usage = {"prompt_tokens": 3000, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 2500}}
+    plan = Fitter(budget=100_000).fit(openai_body(), last_usage=usage).plan
+    # measured 3,000 (the cached 2,500 are part of it) + the reply's estimate 12 (above 7) + 110
+    assert plan.size is not None and plan.size.source == "anchored"
+    assert plan.tokens_before == 3122
+
+
+def test_without_last_usage_or_a_previous_response_the_size_is_the_estimate() -> None:
+    assert Fitter(budget=100_000).fit(anthropic_body()).plan.tokens_before == 2216
+    first = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "Hi there."}]}
+    plan = Fitter(budget=100_000).fit(first, last_usage={"input_tokens": 999}).plan
+    assert plan.size is not None and plan.size.source == "estimate"
+
+
+def test_a_last_usage_without_an_input_count_is_an_option_error() -> None:
+    with pytest.raises(OptionError, match="last_usage"):
+        Fitter(budget=100_000).fit(anthropic_body(), last_usage={"output_tokens": 5})
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["anthropic", "openai"]), st.integers(0, 10**6), st.integers(0, 10**5))
+def test_the_size_moves_token_for_token_with_the_measured_request(dialect: str, measured: int, more: int) -> None:
+    make = anthropic_body if dialect == "anthropic" else openai_body
+    fitter = Fitter(budget=10**8)
+
+    def before(total: int) -> int:
+        return fitter.fit(make(), last_usage={"input_tokens": total}).plan.tokens_before
+
+    assert before(measured + more) - before(measured) == more
+
+
+def test_a_fitted_previous_request_counts_what_its_fit_took_off() -> None:
+    # The provider measured the request as sent (t1 and t2 cleared); the conversation still holds them.
+    fitter = Fitter(budget=1500)
+    first = fitter.fit(anthropic_body())
+    assert [r.call_id for r in first.plan.cleared] == ["t1", "t2"]
+    taken_off = first.plan.tokens_before - first.plan.tokens_after
+    assert fitter.taken_off == taken_off > 0
+    grown = anthropic_body()
+    grown["messages"] += [
+        {"role": "assistant", "content": "Both read."},  # 10 tokens: the reply, above its output count 3
+        {"role": "user", "content": "Now summarise them."},  # 12
+    ]
+    measured = first.plan.tokens_after + 500  # what the provider counted for the cleared request
+    second = fitter.fit(grown, last_usage={"input_tokens": measured, "output_tokens": 3}).plan
+    assert second.size is not None and second.size.measured_tokens == measured + taken_off
+    assert second.tokens_before == measured + taken_off + 10 + 12
+    # t1 and t2 are cleared again, counted from below: never less than the measured request plus what came after
+    assert [r.call_id for r in second.cleared] == ["t1", "t2"]
+    assert second.tokens_after >= measured + 10 + 12
+    fitter.reset()
+    assert fitter.taken_off == 0
+
+
+def _usage_json(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_tokens,
+        "cache_read_input_tokens": usage.cache_read_tokens,
+        "output_tokens": usage.output_tokens,
+    }
+
+
+@pytest.mark.slow
+def test_replaying_the_corpus_sessions_request_by_request_predicts_each_measured_request() -> None:
+    # Every Claude Code session of the corpus, as a harness would: before each measured request, fit its
+    # body with the usage of the previous response. One point per measured reply (per message.id: the
+    # loader keeps one usage per assistant message).
+    root = require_shared("corpus", "transcripts", "claude_code")
+    ratios: list[float] = []
+    for path in discover([str(root)]):
+        for t in load(Input(str(path)), skip_invalid=True):
+            live = t.live()
+            measured = [u for u in live.usage if 0 < u.before <= len(live.messages)]
+            report_sizes = {p.messages: p.predicted.tokens for p in backtest(live, make_estimator())}
+            fitter = Fitter(budget=10**9)
+            for previous, usage in itertools.pairwise(measured):
+                if any(m.role == "assistant" for m in live.messages[previous.before + 1 : usage.before]):
+                    continue  # a reply the provider did not measure (Claude Code's synthetic ones) came after it
+                plan = fitter.fit(body_from_transcript(cut(live, usage.before)), last_usage=_usage_json(previous)).plan
+                assert plan.size is not None and plan.size.anchored
+                assert plan.size.tokens == report_sizes[usage.before], "the Fitter anchors as report does"
+                ratios.append(plan.size.tokens / usage.total)
+    assert len(ratios) > 500
+    assert 0.97 <= statistics.median(ratios) <= 1.10
+    assert sum(r < 0.95 for r in ratios) / len(ratios) <= 0.05

@@ -312,3 +312,64 @@ def test_the_library_fit_starts_from_the_measured_size_it_is_given() -> None:
     assert anchored.plan.outcome != "fits"
     assert anchored.plan == plan_fit(t, budget=500, estimator=est, size=size)
     assert anchored.transcript == apply_plan(t, anchored.plan)
+
+
+# --------------------------------------------------------------------------
+# Issue 13 item 5: the session's own tokens per estimated token, from its measured growth
+
+
+def growth_session(ratios: list[int], *, after: str = "x" * 400) -> Transcript:
+    """Pairs of messages of 400 ASCII characters (100 tokens under ``bare``), each request measured
+    ``ratios[k]`` times the estimate of what it added; then one message after the last anchor."""
+    texts, usage, total = [], [], 1000
+    for k, ratio in enumerate(ratios):
+        texts += ["q" * 400, "a" * 400]
+        if k:
+            total += ratio * 200
+        usage.append(Usage(2 * k + 1, total, source=Source("s", 2 * k + 2)))
+    texts.append(after)
+    return session(*texts, usage=tuple(usage))
+
+
+def test_growth_scale_needs_three_pairs_and_scales_only_the_part_after_the_anchor() -> None:
+    est = bare()
+    two = predict_size(growth_session([1, 2, 2]), est)  # two pairs: too few
+    assert (two.estimate_scale, two.estimated_tokens) == (1, 100)
+    three = predict_size(growth_session([1, 2, 2, 2]), est)
+    assert three.estimate_scale == 2
+    # measured 2,200, its reply (message 8, 100) as estimated, the 100 after it doubled
+    assert (three.measured_tokens, three.reply_tokens, three.estimated_tokens) == (2200, 100, 200)
+    assert three.tokens == 2500
+    assert "×2.00" in three.describe()
+    estimate = predict_size(growth_session([1, 2, 2, 2]), est, mode="estimate")  # the pure estimate is never scaled
+    assert (estimate.estimate_scale, estimate.estimated_tokens) == (1, 900)
+
+
+def test_growth_scale_ignores_a_few_odd_pairs_and_stays_within_its_limits() -> None:
+    est = bare()
+    assert predict_size(growth_session([1, 2, 2, 2, 2, 9]), est).estimate_scale == 2  # one outlier
+    assert predict_size(growth_session([1, 9, 9, 9]), est).estimate_scale == 3  # capped
+    # a session the estimate over-counts is not scaled down: erring low is the unsafe side
+    usage = tuple(Usage(2 * k + 1, 1000 + 50 * k, source=Source("s", 2 * k + 2)) for k in range(5))
+    low = session(*["q" * 400, "a" * 400] * 5, "x" * 400, usage=usage)
+    assert predict_size(low, est).estimate_scale == 1
+
+
+@PROPERTY
+@given(st.lists(st.tuples(st.integers(1, 40), st.integers(-5000, 20000)), min_size=0, max_size=12))
+def test_the_scaled_anchored_size_is_never_below_the_seed_estimate_of_the_delta(steps: list[tuple[int, int]]) -> None:
+    # Any measured history: the scale is within its limits and only ever adds to the seed's estimate.
+    est = bare()
+    texts = ["q" * 40]
+    usage, total = [], 5000
+    for extra, grown in steps:
+        texts += ["a" * 40, "u" * 40 * extra]
+        total = max(0, total + grown)
+        usage.append(Usage(len(texts) - 2, total))
+    texts.append("z" * 4000)
+    t = Transcript((), (), tuple(Message(("user", "assistant")[i % 2], (Text(x),)) for i, x in enumerate(texts)))
+    size = predict_size(replace(t, usage=tuple(usage)), est)
+    assert 1 <= size.estimate_scale <= 3
+    if size.anchored:
+        seed = sum(est.message_tokens(t.messages)[size.anchor_messages + 1 :])
+        assert seed <= size.estimated_tokens <= 3 * seed

@@ -19,7 +19,7 @@ from .._json import InputTexts, encode, loads_or_lenient, str_field
 from ..errors import EmptyTranscript, Location, UnknownShape
 from ..transcript import Defect, Skipped, Source, Transcript, Usage, Verbatim
 from ..validate import check_messages
-from ..wire import anthropic
+from ..wire import anthropic, bodies
 from ..wire.spelling import spelled_body_keys, spelled_messages, spelled_tools, value_text
 from . import messages
 from ._document import is_document, iter_members
@@ -98,11 +98,6 @@ def _usage(response: Any) -> dict[str, Any] | None:
             if isinstance(delta, dict) and isinstance(delta.get("output_tokens"), int):
                 usage["output_tokens"] = delta["output_tokens"]
     return usage
-
-
-def _tokens(usage: dict[str, Any], key: str) -> int:
-    value = usage.get(key)
-    return value if isinstance(value, int) else 0
 
 
 def _request_kind(method: str, url: str) -> str:
@@ -190,17 +185,8 @@ class _Loader:
             if isinstance(status, int) and status >= 400:
                 defects.append(Defect(source, "error-response", f"the provider answered HTTP {status}"))
             measured = _usage(response)
-            if measured is not None:
-                usage = (
-                    Usage(
-                        len(t.messages),
-                        _tokens(measured, "input_tokens"),
-                        _tokens(measured, "cache_creation_input_tokens"),
-                        _tokens(measured, "cache_read_input_tokens"),
-                        source,
-                        _tokens(measured, "output_tokens"),
-                    ),
-                )
+            found = None if measured is None else bodies.usage_from_json(measured, len(t.messages), source)
+            usage = () if found is None else (found,)
         self.transcripts.append(replace(t, name=name, usage=usage, defects=tuple(defects)))
 
     def result(self) -> tuple[Transcript, ...]:

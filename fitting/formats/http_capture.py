@@ -36,15 +36,8 @@ def sniff(head: bytes) -> bool:
     )
 
 
-def _count(usage: dict[str, Any], key: str) -> int:
-    value = usage.get(key)
-    return value if isinstance(value, int) else 0
-
-
 def usage_of(response: Any, before: int, source: Source) -> Usage | None:
-    """The measured input of the response's ``usage``: Anthropic's
-    (``input_tokens`` and the cache counts beside it) or OpenAI's
-    (``prompt_tokens``, of which ``prompt_tokens_details.cached_tokens`` were read from cache)."""
+    """The measured input of the response's ``usage`` (``bodies.usage_from_json``)."""
     body = response.get("body") if isinstance(response, dict) else None
     if isinstance(body, str):
         try:
@@ -54,19 +47,7 @@ def usage_of(response: Any, before: int, source: Source) -> Usage | None:
     usage = body.get("usage") if isinstance(body, dict) else None
     if not isinstance(usage, dict):
         return None
-    if "prompt_tokens" in usage:
-        details = usage.get("prompt_tokens_details")
-        cached = _count(details, "cached_tokens") if isinstance(details, dict) else 0
-        return Usage(before, max(_count(usage, "prompt_tokens") - cached, 0), 0, cached, source)
-    if "input_tokens" in usage:
-        return Usage(
-            before,
-            _count(usage, "input_tokens"),
-            _count(usage, "cache_creation_input_tokens"),
-            _count(usage, "cache_read_input_tokens"),
-            source,
-        )
-    return None
+    return bodies.usage_from_json(usage, before, source)
 
 
 def _with_texts(t: Transcript, text: bytes) -> Transcript:

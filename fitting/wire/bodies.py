@@ -7,10 +7,39 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import Location, UnknownShape
-from ..transcript import Dialect, Message, Source, Transcript
+from ..transcript import Dialect, Message, Source, Transcript, Usage
 from . import anthropic, openai
 
 REQUEST_SOURCE = Source("<request>")
+
+
+def _count(usage: Mapping[str, Any], key: str) -> int:
+    value = usage.get(key)
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def usage_from_json(usage: Mapping[str, Any], before: int, source: Source = REQUEST_SOURCE) -> Usage | None:
+    """A response's ``usage`` as the measured size of the request that held
+    ``before`` messages: Anthropic's (``input_tokens`` and the cache counts
+    beside it, ``output_tokens``) or OpenAI's (Chat's ``prompt_tokens``, of which
+    ``prompt_tokens_details.cached_tokens`` were read from cache, and
+    ``completion_tokens``; the Responses API's ``input_tokens`` already holds its
+    cached ones). None when it holds no input count."""
+    if "prompt_tokens" in usage:
+        details = usage.get("prompt_tokens_details")
+        cached = _count(details, "cached_tokens") if isinstance(details, Mapping) else 0
+        prompt = max(_count(usage, "prompt_tokens") - cached, 0)
+        return Usage(before, prompt, 0, cached, source, _count(usage, "completion_tokens"))
+    if "input_tokens" in usage:
+        return Usage(
+            before,
+            _count(usage, "input_tokens"),
+            _count(usage, "cache_creation_input_tokens"),
+            _count(usage, "cache_read_input_tokens"),
+            source,
+            _count(usage, "output_tokens"),
+        )
+    return None
 
 
 def body_dialect(body: Mapping[str, Any]) -> Dialect:
