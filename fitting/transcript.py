@@ -269,6 +269,12 @@ class Transcript:
     context_start: int = 0
     """Index of the first message of the live context: a compaction restarts the
     context, and only the messages from here on are sent with the next request."""
+    compacted_tokens: int = 0
+    """The live context's size as the compaction that started it recorded it, system
+    prompt and tools aside (Claude Code's ``compactMetadata.postTokens``): the first
+    request after the compaction is sized on it. 0 when not recorded."""
+    compacted_line: int | None = None
+    """The line that recorded ``compacted_tokens``."""
     name: str = ""
     """Which transcript of its file this is, when a file holds several (e.g.
     ``subagent agent-a5bdbc1``, ``trajectory 17``); empty otherwise."""

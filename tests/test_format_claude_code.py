@@ -12,9 +12,21 @@ import orjson
 import pytest
 from conftest import DATA, require_shared
 
-from windowfit.fitting import Estimator, Image, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript
+from windowfit.fitting import (
+    Estimator,
+    Image,
+    Message,
+    Source,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    make_estimator,
+)
 from windowfit.fitting.errors import EmptyTranscript, InvalidJson, UnknownShape
 from windowfit.fitting.formats import Input, claude_code, discover, load, load_path
+from windowfit.fitting.size import predict_size
 from windowfit.fitting.validate import check_request
 
 HERE = DATA / "claude_code"
@@ -504,3 +516,21 @@ def test_a_reply_split_over_lines_takes_its_largest_output_count(tmp_path: Path)
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
     (t,) = load(Input(str(path)))
     assert [u.output_tokens for u in t.usage] == [250, 12]
+
+
+def test_a_compaction_s_recorded_count_sizes_the_first_request_after_it(tmp_path: Path) -> None:
+    """Newer Claude Code versions record ``postTokens`` on the boundary: the context left, without system
+    prompt and tools. The first request after the compaction is sized on it (the preamble given here)."""
+    raw = (HERE / "compact.jsonl").read_bytes().splitlines()
+    boundary = orjson.loads(raw[4])
+    assert boundary["subtype"] == "compact_boundary"
+    boundary["compactMetadata"] = {"trigger": "manual", "preTokens": 9000, "postTokens": 4321}
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(jsonl(*raw[:4], boundary, raw[5]))  # cut at the summary: nothing measured since
+    (t,) = load_file(path)
+    assert (t.context_start, t.compacted_tokens, t.compacted_line) == (4, 4321, 5)
+    size = predict_size(t, make_estimator(), preamble=1000)
+    assert (size.source, size.tokens, size.anchor_line) == ("anchored", 1000 + 4321, 5)
+    assert any("recorded 4,321 tokens left (postTokens)" in n for n in t.notes)
+    (plain,) = load_file(HERE / "compact.jsonl")  # without postTokens: as before
+    assert plain.compacted_tokens == 0

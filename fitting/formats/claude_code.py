@@ -66,6 +66,9 @@ class Envelope(TypedDict, total=False):
     subtype: str
     message: dict[str, Any]
     """An Anthropic message (``role`` and ``content``); assistant lines add ``id`` and ``usage``."""
+    compactMetadata: dict[str, Any]
+    """On a ``compact_boundary``: ``trigger``, ``preTokens`` and (newer versions) ``postTokens``, the context
+    left after the compaction without system prompt and tools."""
 
 
 # Unreadable lines (the corpus has lines broken by a redaction tool) still carry their links:
@@ -94,6 +97,7 @@ class _Node:
         "message_id",
         "model",
         "parent",
+        "post_tokens",
         "sidechain",
         "usage",
         "uuid",
@@ -112,6 +116,7 @@ class _Node:
         usage: tuple[int, int, int, int] | None = None,
         compact: bool = False,
         model: str = "",
+        post_tokens: int = 0,
     ) -> None:
         self.line = line
         self.kind = kind
@@ -124,6 +129,8 @@ class _Node:
         self.usage = usage
         self.compact = compact
         self.model = model
+        self.post_tokens = post_tokens
+        """On a compaction: its ``compactMetadata.postTokens`` (0 when not recorded)."""
 
     @property
     def is_message(self) -> bool:
@@ -215,7 +222,18 @@ def _envelope_node(obj: Envelope, kind: str, line: int) -> _Node | None:
     parent = _str_or_none(obj.get("parentUuid"))
     if parent is None and compact:
         parent = _str_or_none(obj.get("logicalParentUuid"))
-    return _Node(line, kind, uuid, parent, obj.get("isSidechain") is True, _str(obj.get("agentId")), compact=compact)
+    meta = obj.get("compactMetadata") if compact else None
+    post = meta.get("postTokens") if isinstance(meta, dict) else None
+    return _Node(
+        line,
+        kind,
+        uuid,
+        parent,
+        obj.get("isSidechain") is True,
+        _str(obj.get("agentId")),
+        compact=compact,
+        post_tokens=post if type(post) is int and post > 0 else 0,
+    )
 
 
 def _recovered_node(raw: bytes, line: int) -> _Node | None:
@@ -637,6 +655,7 @@ class _Built(NamedTuple):
     defects: list[Defect]
     context_start: int
     compacted_at: int
+    compacted_tokens: int
     empty_lines: int
     unmeasured: int
 
@@ -672,11 +691,11 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
     call_lines: dict[str, int] = {}
     result_lines: dict[tuple[int, str], int] = {}
     answered: set[str] = set()
-    context_start = compacted_at = empty = unmeasured = 0
+    context_start = compacted_at = compacted_tokens = empty = unmeasured = 0
     for i in sorted(selected):
         node = nodes[i]
         if node.compact:
-            context_start, compacted_at = len(drafts), node.line
+            context_start, compacted_at, compacted_tokens = len(drafts), node.line, node.post_tokens
             continue
         kind = node.kind
         if kind != "assistant" and kind != "user":
@@ -738,8 +757,8 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
     messages = tuple(d.message(path) for d in drafts)
     defects.extend(message_defects(path, messages, call_lines, result_lines))
     if context_start >= len(messages):
-        context_start = 0
-    return _Built(messages, tuple(usage), defects, context_start, compacted_at, empty, unmeasured)
+        context_start = compacted_tokens = 0
+    return _Built(messages, tuple(usage), defects, context_start, compacted_at, compacted_tokens, empty, unmeasured)
 
 
 def message_defects(
@@ -877,9 +896,15 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
             "the call they follow or answer rather than at the line before them"
         )
     if built.compacted_at:
+        recorded = (
+            f"; the compaction recorded {built.compacted_tokens:,} tokens left (postTokens), which size the first "
+            "request after it"
+            if built.compacted_tokens
+            else ""
+        )
         notes.append(
             f"compacted at line {built.compacted_at}: the live context starts at message {built.context_start} "
-            f"(the summary); the session holds {len(built.messages)} messages"
+            f"(the summary); the session holds {len(built.messages)} messages{recorded}"
         )
     if built.unmeasured:
         notes.append(
@@ -903,6 +928,8 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
         usage=built.usage,
         notes=tuple(notes),
         context_start=built.context_start,
+        compacted_tokens=built.compacted_tokens,
+        compacted_line=built.compacted_at if built.compacted_tokens else None,
         name=name,
     )
 
