@@ -205,11 +205,12 @@ def _preamble(
     if given is not None:
         return given, "given", None
     recorded = estimator.preamble(live) if live.system or live.tools else 0
-    inferred = infer_preamble(session, estimator)
+    inferred = infer_preamble(session if session.preamble_of is None else session.preamble_of, estimator)
     # A file may record part of the preamble (Codex writes the instructions, not
     # the tools): the measured request says how much there really is.
     if inferred is not None and inferred[0] > recorded:
-        return inferred[0], "inferred", inferred[1].source.line
+        # Inferred in another file (a compaction agent's session), the line is not this file's.
+        return inferred[0], "inferred", inferred[1].source.line if session.preamble_of is None else None
     if live.system or live.tools:
         return recorded, "recorded", None
     return 0, "none", None

@@ -50,6 +50,16 @@ from .base import Format, Input
 NAME = "claude_code"
 NO_PREAMBLE_NOTE = "Claude Code does not record its system prompt or tools; estimates cover the messages only"
 SUBAGENTS_DIR = "subagents"
+COMPACTION_AGENT = "acompact"
+"""A compaction's own API call is written as a subagent: ``agent-acompact-*.jsonl``, agentId ``acompact-*``."""
+_NOT_INFERRED = Transcript((), (), ())
+"""``Transcript.preamble_of`` of a compaction agent without its session: nothing to infer the preamble from."""
+
+
+def compaction_agent(path: str, agent: str) -> bool:
+    """A compaction agent's transcript (``agent`` its agentId): its one request holds the conversation it
+    summarises, which its file does not record."""
+    return agent.startswith(COMPACTION_AGENT) or Path(path).stem.startswith(f"agent-{COMPACTION_AGENT}")
 
 
 class Envelope(TypedDict, total=False):
@@ -912,6 +922,7 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
         )
     if built.empty_lines:
         notes.append(f"{built.empty_lines} message line(s) with no content left out")
+    agent = next((nodes[i].agent_id for i in members if nodes[i].agent_id), "")
     # The session records the model on each reply (not max_tokens, system or tools): a request body gets it.
     model = next(
         (m for m in (nodes[i].model for i in sorted(selected, reverse=True)) if m and not m.startswith("<")), ""
@@ -930,6 +941,7 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
         context_start=built.context_start,
         compacted_tokens=built.compacted_tokens,
         compacted_line=built.compacted_at if built.compacted_tokens else None,
+        preamble_of=_NOT_INFERRED if compaction_agent(path, agent) else None,
         name=name,
     )
 
@@ -999,11 +1011,13 @@ def _load_file(source: Input, *, skip_invalid: bool, read_file: Callable[..., _F
 def load(source: Input, *, skip_invalid: bool, read_file: Callable[..., _File] | None = None) -> tuple[Transcript, ...]:
     """The session's transcripts: the main conversation, inline sidechains, and the
     subagent files of a ``<session>/subagents/`` folder next to the file."""
-    transcripts = _load_file(source, skip_invalid=skip_invalid, read_file=read_file)
+    transcripts = [
+        _compaction_preamble(t, None) for t in _load_file(source, skip_invalid=skip_invalid, read_file=read_file)
+    ]
     if source.data is not None:
         return tuple(transcripts)
     extra = [
-        t
+        _compaction_preamble(t, transcripts[0])
         for f in subagent_files(source.path)
         for t in _load_file(Input(str(f), keep_text=source.keep_text), skip_invalid=skip_invalid, read_file=read_file)
     ]
@@ -1016,6 +1030,23 @@ def load(source: Input, *, skip_invalid: bool, read_file: Callable[..., _File] |
         )
         transcripts.extend(named)
     return tuple(transcripts)
+
+
+def _compaction_preamble(t: Transcript, session: Transcript | None) -> Transcript:
+    """A compaction agent's transcript with its session's first measured request to infer its preamble from
+    (the compaction is sent with the session's system prompt and tools), and a note that says so; any other
+    transcript as it is."""
+    if t.preamble_of is not _NOT_INFERRED:
+        return t
+    first = None if session is None else next((u for u in session.usage if 0 < u.before <= len(session.messages)), None)
+    held = "a compaction agent: its request holds the conversation it summarises, which this file does not record"
+    if session is None or first is None:
+        why = "its session is not loaded with it" if session is None else "its session records no usage"
+        return replace(t, notes=(*t.notes, f"{held}; so its preamble is not inferred from it ({why})"))
+    head = Transcript((), (), session.messages[: first.before], source=session.source, usage=(first,))
+    line = first.source.line
+    note = f"{held}; its preamble is its session's, inferred from usage at line {line} of {session.source.path}"
+    return replace(t, preamble_of=head, notes=(*t.notes, note))
 
 
 def _looks_like_line(obj: Any) -> bool:
