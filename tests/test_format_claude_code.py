@@ -587,3 +587,16 @@ def test_the_fold_leaves_a_compaction_agent_to_the_loader(tmp_path: Path) -> Non
     plain: list[str] = []  # without the compaction agent the fold takes the session
     agent_file.unlink()
     assert fold_claude_code_all(Input(str(session), keep_text=False), make_estimator(), why=plain) is not None
+
+
+@pytest.mark.parametrize("content", [b"", b'{"type":"queue-operation","operation":"enqueue","sessionId":"s"}\n'])
+def test_a_subagent_file_without_messages_is_left_out_not_an_error(tmp_path: Path, content: bytes) -> None:
+    """A subagent that never wrote a message made the whole session an error; its siblings still load."""
+    folder = tmp_path / "with_subagents"
+    shutil.copytree(HERE / "with_subagents", folder)
+    (folder / "session" / "subagents" / "agent-aempty.jsonl").write_bytes(content)
+    main, sub = load_file(folder / "session.jsonl")
+    assert sub.name == "subagent agent-a1b2c3d"
+    assert "left out 1 file(s) of subagents/ without messages: agent-aempty.jsonl" in main.notes
+    with pytest.raises(EmptyTranscript):  # named on its own it is still an empty file
+        load_file(folder / "session" / "subagents" / "agent-aempty.jsonl")

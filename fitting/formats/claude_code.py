@@ -1016,19 +1016,25 @@ def load(source: Input, *, skip_invalid: bool, read_file: Callable[..., _File] |
     ]
     if source.data is not None:
         return tuple(transcripts)
-    extra = [
-        _compaction_preamble(t, transcripts[0])
-        for f in subagent_files(source.path)
-        for t in _load_file(Input(str(f), keep_text=source.keep_text), skip_invalid=skip_invalid, read_file=read_file)
-    ]
+    extra: list[Transcript] = []
+    empty: list[str] = []
+    for f in subagent_files(source.path):
+        try:
+            item = Input(str(f), keep_text=source.keep_text)
+            found = _load_file(item, skip_invalid=skip_invalid, read_file=read_file)
+        except EmptyTranscript:  # a subagent that never got to write a message is no transcript, and no error
+            empty.append(f.name)
+            continue
+        extra.extend(_compaction_preamble(t, transcripts[0]) for t in found)
+    notes = list(transcripts[0].notes)
     if extra:
         named = [t if t.name else replace(t, name=f"subagent {Path(t.source.path).stem}") for t in extra]
         names = ", ".join(t.name for t in named)
-        transcripts[0] = replace(
-            transcripts[0],
-            notes=(*transcripts[0].notes, f"loaded {len(named)} subagent transcript(s) from {SUBAGENTS_DIR}/: {names}"),
-        )
+        notes.append(f"loaded {len(named)} subagent transcript(s) from {SUBAGENTS_DIR}/: {names}")
         transcripts.extend(named)
+    if empty:
+        notes.append(f"left out {len(empty)} file(s) of {SUBAGENTS_DIR}/ without messages: {', '.join(empty)}")
+    transcripts[0] = replace(transcripts[0], notes=tuple(notes))
     return tuple(transcripts)
 
 
