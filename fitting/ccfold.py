@@ -69,6 +69,7 @@ from .formats.claude_code import (
     _subagent_name,
     _Tree,
     broken_links,
+    compaction_agent,
     message_defects,
     subagent_files,
 )
@@ -261,13 +262,23 @@ def _fold_source(
     fold's, going on from the line the one pass got to (past ``_KEEP`` lines of the tree, from the file's
     start); ``plan`` and ``stand_ins`` as ``_one_pass`` and ``_fold_tree`` take them. None (the reason in
     ``why``) for a shape left to the loader."""
+    if compaction_agent(source.path, ""):
+        _no(why, COMPACTION_REFUSED)
+        return None
     with source.open() as f:
         reading = _Reading(f, _scanner(rule))
         folded = _one_pass(source, rule, reading, plan=plan)
-        if folded is not None:
-            return [folded]
-        whole = reading if reading.whole else None
-        return _fold_tree(source, rule, skip_invalid, why, whole, plan=plan, stand_ins=stand_ins)
+        found = [folded] if folded is not None else None
+        if found is None:
+            whole = reading if reading.whole else None
+            found = _fold_tree(source, rule, skip_invalid, why, whole, plan=plan, stand_ins=stand_ins)
+    if found is not None and any(compaction_agent("", f.agent or "") for f in found):
+        _no(why, COMPACTION_REFUSED)
+        return None
+    return found
+
+
+COMPACTION_REFUSED = "a compaction agent's file (its preamble is its session's: claude_code.load infers it)"
 
 
 def _no(why: list[str] | None, reason: str) -> None:

@@ -115,6 +115,9 @@ class Size:
     when not anchored); when anchored, times ``estimate_scale``."""
     estimate_scale: Fraction = Fraction(1)
     """``growth_scale`` of the session, applied to ``estimated_tokens`` when anchored."""
+    compacted_tokens: int = 0
+    """Anchored on a compaction: the live context's size as the compaction recorded
+    it, which ``measured_tokens`` adds to the preamble (``Transcript.compacted_tokens``)."""
 
     @property
     def anchored(self) -> bool:
@@ -125,6 +128,11 @@ class Size:
         if self.anchored:
             line = f" at line {self.anchor_line}" if self.anchor_line is not None else ""
             parts = [f"measured {self.measured_tokens:,}{line}"]
+            if self.compacted_tokens:
+                parts = [
+                    f"system prompt and tools {self.preamble_tokens:,} ({self.preamble_source})",
+                    f"the compacted context {self.compacted_tokens:,} (recorded by the compaction{line})",
+                ]
             if self.reply_tokens:
                 parts.append(f"its reply {self.reply_tokens:,}")
             scale = self.estimate_scale
@@ -204,6 +212,24 @@ def predict_size(
     recorded = estimator.preamble(live) if live.system or live.tools else 0
     message_tokens = estimator.message_tokens(live.messages)
     anchor = _anchor(live) if mode == "auto" else None
+    if anchor is None and mode == "auto" and session.compacted_tokens and live.messages:
+        # Nothing measured since the compaction: its own count of what it left (the summary and what the
+        # harness re-attaches, which the file may not record) stands in for the first request's messages.
+        estimated = sum(message_tokens[1:])
+        measured = pre_tokens + session.compacted_tokens
+        return Size(
+            measured + estimated,
+            "anchored",
+            pre_tokens,
+            pre_source,
+            pre_line,
+            recorded,
+            measured_tokens=measured,
+            anchor_line=session.compacted_line,
+            anchor_messages=1,
+            estimated_tokens=estimated,
+            compacted_tokens=session.compacted_tokens,
+        )
     if anchor is None:
         estimated = sum(message_tokens)
         return Size(
@@ -235,11 +261,12 @@ def _preamble(
     if given is not None:
         return given, "given", None
     recorded = estimator.preamble(live) if live.system or live.tools else 0
-    inferred = infer_preamble(session, estimator)
+    inferred = infer_preamble(session if session.preamble_of is None else session.preamble_of, estimator)
     # A file may record part of the preamble (Codex writes the instructions, not
     # the tools): the measured request says how much there really is.
     if inferred is not None and inferred[0] > recorded:
-        return inferred[0], "inferred", inferred[1].source.line
+        # Inferred in another file (a compaction agent's session), the line is not this file's.
+        return inferred[0], "inferred", inferred[1].source.line if session.preamble_of is None else None
     if live.system or live.tools:
         return recorded, "recorded", None
     return 0, "none", None
@@ -264,8 +291,11 @@ def cut(session: Transcript, stop: int) -> Transcript:
     if not 0 <= stop <= len(session.messages):
         raise ValueError(f"cannot cut {len(session.messages)} messages at {stop}")
     usage = tuple(u for u in session.usage if u.before < stop)
-    context_start = session.context_start if session.context_start < stop else 0
-    return replace(session, messages=session.messages[:stop], usage=usage, context_start=context_start)
+    if session.context_start < stop:
+        return replace(session, messages=session.messages[:stop], usage=usage)
+    return replace(
+        session, messages=session.messages[:stop], usage=usage, context_start=0, compacted_tokens=0, compacted_line=None
+    )
 
 
 def floor_tokens(blocks: tuple[Block, ...], floor: Estimator) -> int:

@@ -269,6 +269,17 @@ class Transcript:
     context_start: int = 0
     """Index of the first message of the live context: a compaction restarts the
     context, and only the messages from here on are sent with the next request."""
+    compacted_tokens: int = 0
+    """The live context's size as the compaction that started it recorded it, system
+    prompt and tools aside (Claude Code's ``compactMetadata.postTokens``): the first
+    request after the compaction is sized on it. 0 when not recorded."""
+    compacted_line: int | None = None
+    """The line that recorded ``compacted_tokens``."""
+    preamble_of: Transcript | None = None
+    """Where the preamble is inferred from, when not from this transcript's own first measured request: a
+    Claude Code compaction agent's requests hold the conversation it summarises, which its file does not
+    record, so its preamble is its session's (the session's messages up to its first measured request, with
+    that usage); a transcript without usage when the session is not at hand. None: its own."""
     name: str = ""
     """Which transcript of its file this is, when a file holds several (e.g.
     ``subagent agent-a5bdbc1``, ``trajectory 17``); empty otherwise."""

@@ -282,3 +282,21 @@ def test_check_uses_the_anchored_size_and_says_so(run_cli: Run) -> None:
     assert row["outcome"] != "fits"
     result = run_cli("check", parallel, "--budget", "152")
     assert "anchored on usage at line 11" in " ".join(result.stdout.split())
+
+
+def test_a_session_s_subagents_are_rows_of_their_own_and_an_empty_one_no_error(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    """An agent file without messages beside a session made check exit 3 on the session; each subagent is
+    its own row, its verdict beside its own file."""
+    folder = tmp_path / "with_subagents"
+    shutil.copytree(Path(__file__).parent / "data" / "claude_code" / "with_subagents", folder)
+    (folder / "session" / "subagents" / "agent-aempty.jsonl").write_bytes(b"")
+    result = run_cli("check", str(folder / "session.jsonl"), "--budget", "100000", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)["transcripts"]
+    sub = str(folder / "session" / "subagents" / "agent-a1b2c3d.jsonl")
+    assert [(r["path"], r["name"], r["outcome"]) for r in rows] == [
+        (str(folder / "session.jsonl"), None, "fits"),
+        (sub, "subagent agent-a1b2c3d", "fits"),
+    ]

@@ -4,6 +4,7 @@ subagent files, defects; exact counts on the real corpus."""
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,21 @@ import orjson
 import pytest
 from conftest import DATA, require_shared
 
-from windowfit.fitting import Estimator, Image, Message, Source, Text, Thinking, ToolCall, ToolResult, Transcript
+from windowfit.fitting import (
+    Estimator,
+    Image,
+    Message,
+    Source,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    make_estimator,
+)
 from windowfit.fitting.errors import EmptyTranscript, InvalidJson, UnknownShape
 from windowfit.fitting.formats import Input, claude_code, discover, load, load_path
+from windowfit.fitting.size import predict_size
 from windowfit.fitting.validate import check_request
 
 HERE = DATA / "claude_code"
@@ -504,3 +517,86 @@ def test_a_reply_split_over_lines_takes_its_largest_output_count(tmp_path: Path)
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
     (t,) = load(Input(str(path)))
     assert [u.output_tokens for u in t.usage] == [250, 12]
+
+
+def test_a_compaction_s_recorded_count_sizes_the_first_request_after_it(tmp_path: Path) -> None:
+    """Newer Claude Code versions record ``postTokens`` on the boundary: the context left, without system
+    prompt and tools. The first request after the compaction is sized on it (the preamble given here)."""
+    raw = (HERE / "compact.jsonl").read_bytes().splitlines()
+    boundary = orjson.loads(raw[4])
+    assert boundary["subtype"] == "compact_boundary"
+    boundary["compactMetadata"] = {"trigger": "manual", "preTokens": 9000, "postTokens": 4321}
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(jsonl(*raw[:4], boundary, raw[5]))  # cut at the summary: nothing measured since
+    (t,) = load_file(path)
+    assert (t.context_start, t.compacted_tokens, t.compacted_line) == (4, 4321, 5)
+    size = predict_size(t, make_estimator(), preamble=1000)
+    assert (size.source, size.tokens, size.anchor_line) == ("anchored", 1000 + 4321, 5)
+    assert any("recorded 4,321 tokens left (postTokens)" in n for n in t.notes)
+    (plain,) = load_file(HERE / "compact.jsonl")  # without postTokens: as before
+    assert plain.compacted_tokens == 0
+
+
+def _with_compaction_agent(tmp_path: Path) -> tuple[Path, Path]:
+    """The with_subagents session and, in its subagents folder, a compaction agent's file as Claude Code
+    writes one: the compaction's own API call, its instruction and the summary, whose usage counts the
+    session's whole conversation (sent with it, not written in the file)."""
+    folder = tmp_path / "with_subagents"
+    shutil.copytree(HERE / "with_subagents", folder)
+    agent = "acompact-5e6f7a8b9c0d1e2f"
+    common = {"isSidechain": True, "sessionId": "11111111-2222-4333-8444-555555555555", "agentId": agent}
+    prompt = envelope("c-1", None, "user", "Your task is to create a detailed summary of the conversation so far.")
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 40_000}
+    summary = envelope("c-2", "c-1", "assistant", [{"type": "text", "text": "Summary: a haiku was written."}])
+    summary["message"]["usage"] = {**usage, "output_tokens": 9}
+    path = folder / "session" / "subagents" / f"agent-{agent}.jsonl"
+    path.write_bytes(jsonl({**prompt, **common}, {**summary, **common}))
+    return folder / "session.jsonl", path
+
+
+def test_a_compaction_agent_s_preamble_is_its_session_s(tmp_path: Path) -> None:
+    session, agent_file = _with_compaction_agent(tmp_path)
+    main, sub, compaction = load_file(session)
+    assert compaction.name == "subagent agent-acompact-5e6f7a8b9c0d1e2f"
+    est = make_estimator()
+    own = predict_size(compaction, est)
+    first = main.usage[0]
+    session_preamble = first.total - sum(est.message(m).tokens for m in main.messages[: first.before])
+    assert (own.preamble_tokens, own.preamble_source, own.preamble_line) == (session_preamble, "inferred", None)
+    assert own.preamble_tokens < 1000 < 40_203  # not the session's conversation its request also held
+    assert own.measured_tokens == 40_203  # the request itself is still measured
+    assert any(f"inferred from usage at line 2 of {session}" in n for n in compaction.notes)
+    assert predict_size(sub, est).preamble_line == 2  # an ordinary subagent infers its own
+    # alone, the session is not at hand: no preamble rather than the conversation as one
+    (alone,) = load_file(agent_file)
+    assert predict_size(alone, est).preamble_source == "none"
+    assert any("not inferred from it (its session is not loaded with it)" in n for n in alone.notes)
+
+
+def test_the_fold_leaves_a_compaction_agent_to_the_loader(tmp_path: Path) -> None:
+    from windowfit.fitting.ccfold import fold_claude_code, fold_claude_code_all
+
+    session, agent_file = _with_compaction_agent(tmp_path)
+    why: list[str] = []
+    assert fold_claude_code_all(Input(str(session), keep_text=False), make_estimator(), why=why) is None
+    assert why == [f"{agent_file.name} in subagents/: a compaction agent's file (its preamble is its session's: "
+                   "claude_code.load infers it)"]  # fmt: skip
+    why = []
+    assert fold_claude_code(Input(str(agent_file), keep_text=False), make_estimator(), why=why) is None
+    assert why[0].startswith("a compaction agent's file")
+    plain: list[str] = []  # without the compaction agent the fold takes the session
+    agent_file.unlink()
+    assert fold_claude_code_all(Input(str(session), keep_text=False), make_estimator(), why=plain) is not None
+
+
+@pytest.mark.parametrize("content", [b"", b'{"type":"queue-operation","operation":"enqueue","sessionId":"s"}\n'])
+def test_a_subagent_file_without_messages_is_left_out_not_an_error(tmp_path: Path, content: bytes) -> None:
+    """A subagent that never wrote a message made the whole session an error; its siblings still load."""
+    folder = tmp_path / "with_subagents"
+    shutil.copytree(HERE / "with_subagents", folder)
+    (folder / "session" / "subagents" / "agent-aempty.jsonl").write_bytes(content)
+    main, sub = load_file(folder / "session.jsonl")
+    assert sub.name == "subagent agent-a1b2c3d"
+    assert "left out 1 file(s) of subagents/ without messages: agent-aempty.jsonl" in main.notes
+    with pytest.raises(EmptyTranscript):  # named on its own it is still an empty file
+        load_file(folder / "session" / "subagents" / "agent-aempty.jsonl")

@@ -373,3 +373,32 @@ def test_the_scaled_anchored_size_is_never_below_the_seed_estimate_of_the_delta(
     if size.anchored:
         seed = sum(est.message_tokens(t.messages)[size.anchor_messages + 1 :])
         assert seed <= size.estimated_tokens <= 3 * seed
+
+
+@given(
+    st.lists(st.text(alphabet="ab c", max_size=40), min_size=3, max_size=8),
+    st.integers(1, 3),
+    st.integers(1, 300_000),
+    st.integers(0, 50_000),
+)
+def test_the_first_request_after_a_compaction_is_sized_on_its_recorded_count(
+    texts: list[str], after: int, post: int, given_preamble: int
+) -> None:
+    """Nothing measured since a compaction that recorded what it left: the preamble, that count, and an
+    estimate of only the messages after the summary (the live context's first message)."""
+    start = len(texts) - min(after, len(texts) - 1)
+    before = (Usage(start - 1, 900, source=Source("s", 2)),)  # measured before the compaction only
+    t = replace(session(*texts, usage=before, context_start=start), compacted_tokens=post, compacted_line=7)
+    est = bare()
+    size = predict_size(t, est, preamble=given_preamble)
+    after_summary = sum(est.message(m).tokens for m in t.messages[start + 1 :])
+    assert (size.source, size.tokens) == ("anchored", given_preamble + post + after_summary)
+    assert (size.compacted_tokens, size.anchor_line, size.estimated_tokens) == (post, 7, after_summary)
+    assert f"the compacted context {post:,}" in size.describe()
+    assert predict_size(t, est, mode="estimate", preamble=given_preamble).source == "estimate"
+    # once a request after the compaction is measured, it is the anchor
+    measured = replace(t, usage=(*before, Usage(start + 1, 1234, source=Source("s", 9))))
+    if start + 1 < len(texts) and t.messages[start + 1].role == "assistant":
+        assert predict_size(measured, est).measured_tokens == 1234
+    # cut before the compaction, the count no longer applies
+    assert cut(t, start).compacted_tokens == 0

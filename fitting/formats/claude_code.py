@@ -50,6 +50,16 @@ from .base import Format, Input
 NAME = "claude_code"
 NO_PREAMBLE_NOTE = "Claude Code does not record its system prompt or tools; estimates cover the messages only"
 SUBAGENTS_DIR = "subagents"
+COMPACTION_AGENT = "acompact"
+"""A compaction's own API call is written as a subagent: ``agent-acompact-*.jsonl``, agentId ``acompact-*``."""
+_NOT_INFERRED = Transcript((), (), ())
+"""``Transcript.preamble_of`` of a compaction agent without its session: nothing to infer the preamble from."""
+
+
+def compaction_agent(path: str, agent: str) -> bool:
+    """A compaction agent's transcript (``agent`` its agentId): its one request holds the conversation it
+    summarises, which its file does not record."""
+    return agent.startswith(COMPACTION_AGENT) or Path(path).stem.startswith(f"agent-{COMPACTION_AGENT}")
 
 
 class Envelope(TypedDict, total=False):
@@ -66,6 +76,9 @@ class Envelope(TypedDict, total=False):
     subtype: str
     message: dict[str, Any]
     """An Anthropic message (``role`` and ``content``); assistant lines add ``id`` and ``usage``."""
+    compactMetadata: dict[str, Any]
+    """On a ``compact_boundary``: ``trigger``, ``preTokens`` and (newer versions) ``postTokens``, the context
+    left after the compaction without system prompt and tools."""
 
 
 # Unreadable lines (the corpus has lines broken by a redaction tool) still carry their links:
@@ -94,6 +107,7 @@ class _Node:
         "message_id",
         "model",
         "parent",
+        "post_tokens",
         "sidechain",
         "usage",
         "uuid",
@@ -112,6 +126,7 @@ class _Node:
         usage: tuple[int, int, int, int] | None = None,
         compact: bool = False,
         model: str = "",
+        post_tokens: int = 0,
     ) -> None:
         self.line = line
         self.kind = kind
@@ -124,6 +139,8 @@ class _Node:
         self.usage = usage
         self.compact = compact
         self.model = model
+        self.post_tokens = post_tokens
+        """On a compaction: its ``compactMetadata.postTokens`` (0 when not recorded)."""
 
     @property
     def is_message(self) -> bool:
@@ -215,7 +232,18 @@ def _envelope_node(obj: Envelope, kind: str, line: int) -> _Node | None:
     parent = _str_or_none(obj.get("parentUuid"))
     if parent is None and compact:
         parent = _str_or_none(obj.get("logicalParentUuid"))
-    return _Node(line, kind, uuid, parent, obj.get("isSidechain") is True, _str(obj.get("agentId")), compact=compact)
+    meta = obj.get("compactMetadata") if compact else None
+    post = meta.get("postTokens") if isinstance(meta, dict) else None
+    return _Node(
+        line,
+        kind,
+        uuid,
+        parent,
+        obj.get("isSidechain") is True,
+        _str(obj.get("agentId")),
+        compact=compact,
+        post_tokens=post if type(post) is int and post > 0 else 0,
+    )
 
 
 def _recovered_node(raw: bytes, line: int) -> _Node | None:
@@ -637,6 +665,7 @@ class _Built(NamedTuple):
     defects: list[Defect]
     context_start: int
     compacted_at: int
+    compacted_tokens: int
     empty_lines: int
     unmeasured: int
 
@@ -672,11 +701,11 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
     call_lines: dict[str, int] = {}
     result_lines: dict[tuple[int, str], int] = {}
     answered: set[str] = set()
-    context_start = compacted_at = empty = unmeasured = 0
+    context_start = compacted_at = compacted_tokens = empty = unmeasured = 0
     for i in sorted(selected):
         node = nodes[i]
         if node.compact:
-            context_start, compacted_at = len(drafts), node.line
+            context_start, compacted_at, compacted_tokens = len(drafts), node.line, node.post_tokens
             continue
         kind = node.kind
         if kind != "assistant" and kind != "user":
@@ -738,8 +767,8 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
     messages = tuple(d.message(path) for d in drafts)
     defects.extend(message_defects(path, messages, call_lines, result_lines))
     if context_start >= len(messages):
-        context_start = 0
-    return _Built(messages, tuple(usage), defects, context_start, compacted_at, empty, unmeasured)
+        context_start = compacted_tokens = 0
+    return _Built(messages, tuple(usage), defects, context_start, compacted_at, compacted_tokens, empty, unmeasured)
 
 
 def message_defects(
@@ -877,9 +906,15 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
             "the call they follow or answer rather than at the line before them"
         )
     if built.compacted_at:
+        recorded = (
+            f"; the compaction recorded {built.compacted_tokens:,} tokens left (postTokens), which size the first "
+            "request after it"
+            if built.compacted_tokens
+            else ""
+        )
         notes.append(
             f"compacted at line {built.compacted_at}: the live context starts at message {built.context_start} "
-            f"(the summary); the session holds {len(built.messages)} messages"
+            f"(the summary); the session holds {len(built.messages)} messages{recorded}"
         )
     if built.unmeasured:
         notes.append(
@@ -887,6 +922,7 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
         )
     if built.empty_lines:
         notes.append(f"{built.empty_lines} message line(s) with no content left out")
+    agent = next((nodes[i].agent_id for i in members if nodes[i].agent_id), "")
     # The session records the model on each reply (not max_tokens, system or tools): a request body gets it.
     model = next(
         (m for m in (nodes[i].model for i in sorted(selected, reverse=True)) if m and not m.startswith("<")), ""
@@ -903,6 +939,9 @@ def _transcript(path: str, tree: _Tree, members: list[int], name: str) -> Transc
         usage=built.usage,
         notes=tuple(notes),
         context_start=built.context_start,
+        compacted_tokens=built.compacted_tokens,
+        compacted_line=built.compacted_at if built.compacted_tokens else None,
+        preamble_of=_NOT_INFERRED if compaction_agent(path, agent) else None,
         name=name,
     )
 
@@ -972,23 +1011,48 @@ def _load_file(source: Input, *, skip_invalid: bool, read_file: Callable[..., _F
 def load(source: Input, *, skip_invalid: bool, read_file: Callable[..., _File] | None = None) -> tuple[Transcript, ...]:
     """The session's transcripts: the main conversation, inline sidechains, and the
     subagent files of a ``<session>/subagents/`` folder next to the file."""
-    transcripts = _load_file(source, skip_invalid=skip_invalid, read_file=read_file)
+    transcripts = [
+        _compaction_preamble(t, None) for t in _load_file(source, skip_invalid=skip_invalid, read_file=read_file)
+    ]
     if source.data is not None:
         return tuple(transcripts)
-    extra = [
-        t
-        for f in subagent_files(source.path)
-        for t in _load_file(Input(str(f), keep_text=source.keep_text), skip_invalid=skip_invalid, read_file=read_file)
-    ]
+    extra: list[Transcript] = []
+    empty: list[str] = []
+    for f in subagent_files(source.path):
+        try:
+            item = Input(str(f), keep_text=source.keep_text)
+            found = _load_file(item, skip_invalid=skip_invalid, read_file=read_file)
+        except EmptyTranscript:  # a subagent that never got to write a message is no transcript, and no error
+            empty.append(f.name)
+            continue
+        extra.extend(_compaction_preamble(t, transcripts[0]) for t in found)
+    notes = list(transcripts[0].notes)
     if extra:
         named = [t if t.name else replace(t, name=f"subagent {Path(t.source.path).stem}") for t in extra]
         names = ", ".join(t.name for t in named)
-        transcripts[0] = replace(
-            transcripts[0],
-            notes=(*transcripts[0].notes, f"loaded {len(named)} subagent transcript(s) from {SUBAGENTS_DIR}/: {names}"),
-        )
+        notes.append(f"loaded {len(named)} subagent transcript(s) from {SUBAGENTS_DIR}/: {names}")
         transcripts.extend(named)
+    if empty:
+        notes.append(f"left out {len(empty)} file(s) of {SUBAGENTS_DIR}/ without messages: {', '.join(empty)}")
+    transcripts[0] = replace(transcripts[0], notes=tuple(notes))
     return tuple(transcripts)
+
+
+def _compaction_preamble(t: Transcript, session: Transcript | None) -> Transcript:
+    """A compaction agent's transcript with its session's first measured request to infer its preamble from
+    (the compaction is sent with the session's system prompt and tools), and a note that says so; any other
+    transcript as it is."""
+    if t.preamble_of is not _NOT_INFERRED:
+        return t
+    first = None if session is None else next((u for u in session.usage if 0 < u.before <= len(session.messages)), None)
+    held = "a compaction agent: its request holds the conversation it summarises, which this file does not record"
+    if session is None or first is None:
+        why = "its session is not loaded with it" if session is None else "its session records no usage"
+        return replace(t, notes=(*t.notes, f"{held}; so its preamble is not inferred from it ({why})"))
+    head = Transcript((), (), session.messages[: first.before], source=session.source, usage=(first,))
+    line = first.source.line
+    note = f"{held}; its preamble is its session's, inferred from usage at line {line} of {session.source.path}"
+    return replace(t, preamble_of=head, notes=(*t.notes, note))
 
 
 def _looks_like_line(obj: Any) -> bool:
