@@ -37,11 +37,11 @@ from windowfit.fitting.fit import (
 )
 from windowfit.fitting.formats import Format, Input
 from windowfit.fitting.formats.messages import NAME as FORMAT_NAME
-from windowfit.fitting.formats.messages import LineTexts, file_changed, stream_messages, write_lines
+from windowfit.fitting.formats.messages import LineTexts, file_changed, message_of_line, stream_messages, write_lines
 from windowfit.fitting.serialize import plan_document
 from windowfit.fitting.size import Size, predict_size
 from windowfit.fitting.store import PAGE_TOKENS, Entry, ResultStore, open_store
-from windowfit.fitting.transcript import Dialect
+from windowfit.fitting.transcript import Dialect, Source
 from windowfit.fitting.validate import Violation, check_request, new_violations, unsendable
 
 if TYPE_CHECKING:
@@ -594,9 +594,13 @@ def _fitted_lines(streamed: Streamed, skeleton: Transcript, plan: Plan) -> Itera
 
     texts = LineTexts(streamed.item)
     lines, checks = streamed.plain_lines, streamed.plain_checks
+    where = Source(streamed.item.path)
     try:
         yield from write_lines(
-            fitted_header(skeleton, plan), fitted_messages(skeleton, plan, lambda k: texts.text(lines[k], checks[k]))
+            fitted_header(skeleton, plan),
+            fitted_messages(
+                skeleton, plan, lambda k: texts.text(lines[k], checks[k]), partial(message_of_line, source=where)
+            ),
         )
         if _stamp(streamed.item.path) != streamed.stamp:
             raise texts.changed(None, "its size, modification time or inode is not what it was")

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from .columns import PLAIN_SOURCE, is_plain
-from .fit import Dropped, Plan, _note_message, apply_plan, clear_results, repaired
+from .fit import NOTE_SOURCE, Dropped, Plan, _note_message, apply_plan, clear_results, repaired, sent
 from .formats.messages import MessageStream
 from .notice import with_notice
 from .transcript import Message, Source, Transcript
@@ -97,10 +97,34 @@ def fitted_skeleton(skeleton: Transcript, plan: Plan) -> Transcript:
     return apply_plan(skeleton, plan)
 
 
-def fitted_messages(skeleton: Transcript, plan: Plan, plain: Callable[[int], T]) -> Iterator[Message | T]:
-    """The messages of ``apply_plan(transcript, plan)``, one at a time, where ``skeleton`` is the columns'
-    skeleton of ``transcript``: each message the plan changed or added, and for the k-th plain message of the
-    transcript, where it is kept, ``plain(k)`` (asked for in increasing k: its text, read again)."""
+def fitted_messages(
+    skeleton: Transcript, plan: Plan, plain: Callable[[int], T], message: Callable[[T], Message]
+) -> Iterator[Message | T]:
+    """The messages of ``apply_plan(transcript, plan)`` as the request sends them (``fit.sent``), one at a time,
+    where ``skeleton`` is the columns' skeleton of ``transcript``: each message the plan changed or added, and for
+    the k-th plain message of the transcript, where it is kept, ``plain(k)`` (asked for in increasing k: its
+    text, read again), or where the truncation note joins it, ``message`` of that."""
+    items = _fitted_messages(skeleton, plan, plain)
+    held: list[Message | T] = []  # the message before the note
+    for item in items:
+        if isinstance(item, Message) and item.source is NOTE_SOURCE:
+            after = next(items, None)
+            window = [*held, item, *([] if after is None else [after])]
+            parsed = [w if isinstance(w, Message) else message(w) for w in window]
+            for out in sent(parsed):
+                kept = next((w for w, p in zip(window, parsed, strict=True) if p is out), None)
+                yield out if kept is None else kept  # a message not joined: as it was given
+            break
+        yield from held
+        held = [item]
+    else:
+        yield from held
+        return
+    yield from items
+
+
+def _fitted_messages(skeleton: Transcript, plan: Plan, plain: Callable[[int], T]) -> Iterator[Message | T]:
+    """``fitted_messages`` with the note a message of its own (``apply_plan``'s)."""
     source = repaired(skeleton, plan).messages
     shown: Sequence[Message] = source if plan.outcome == "fits" else clear_results(source, plan.cleared)
     n = len(shown)

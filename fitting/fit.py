@@ -21,6 +21,7 @@ from .estimate import CharCounts, Estimator, ScriptRule, _groups, make_estimator
 from .repair import Repair, repair
 from .size import FLOOR_RULE, Size, SizeSource, ceiling_tokens, floor_tokens
 from .transcript import (
+    Joined,
     Message,
     Round,
     Source,
@@ -429,6 +430,29 @@ def clear_results(messages: Sequence[Message], refs: Sequence[ResultRef]) -> lis
 
 def _note_message() -> Message:
     return Message("user", (Text(TRUNCATION_NOTE),), NOTE_SOURCE)
+
+
+def sent(messages: Sequence[Message]) -> Sequence[Message]:
+    """``messages`` (a fitted request's) as a request sends them: the truncation note is a text block, not a
+    message of its own, so that roles still alternate where the request left messages out. It joins the user
+    message before it and the one after it (one carrying no tool result, which must come first) into one
+    message: their blocks, in order, each still spelled as its message's text has it (``Joined``; SPEC
+    section 6, invariant 9). The plan counts the note as a message of its own: what is sent is no bigger."""
+    at = next((i for i, m in enumerate(messages) if m.source is NOTE_SOURCE), None)
+    if at is None:
+        return messages
+    start, stop = at, at + 1
+    if start and messages[start - 1].role == "user":
+        start -= 1
+    if stop < len(messages) and messages[stop].role == "user" and not messages[stop].tool_results:
+        stop += 1
+    if stop - start == 1:
+        return messages
+    parts = tuple(messages[start:stop])
+    extra = next((m.extra for m in parts if m.extra), "")
+    content = tuple(b for m in parts for b in m.content)
+    joined = Message("user", content, parts[0].source, extra, Joined(parts))
+    return (*messages[:start], joined, *messages[stop:])
 
 
 def result_refs(

@@ -13,7 +13,7 @@ from ._frozen import frozen
 from ._json import dumps, loads
 from .errors import Location, OptionError, UnknownShape, UnsendableRequest
 from .estimate import Estimator, make_estimator
-from .fit import DEFAULTS, FitOptions, Plan, apply_plan, keep_cleared, plan_fit
+from .fit import DEFAULTS, FitOptions, Plan, apply_plan, keep_cleared, plan_fit, sent
 from .formats import format_of
 from .size import Size, predict_size
 from .store.base import PAGE_TOKENS, ResultStore
@@ -45,6 +45,7 @@ def write_transcript(transcript: Transcript, *, to: Target = "auto") -> bytes:
     """The bytes ``windowfit fit`` writes (see ``Target``). An empty or
     unsendable request is never written: it raises ``UnsendableRequest``."""
     refuse_unsendable(transcript)
+    transcript = as_sent(transcript)
     fmt = format_of(transcript)
     if to == "auto":
         to = "same" if fmt is not None and fmt.writes_back else transcript.dialect
@@ -55,6 +56,13 @@ def write_transcript(transcript: Transcript, *, to: Target = "auto") -> bytes:
         error.hint = f"leave --to out to write an {transcript.dialect} request body, or pass --to anthropic|openai"
         raise error
     return fmt.write(transcript)
+
+
+def as_sent(transcript: Transcript) -> Transcript:
+    """``transcript`` with its messages as a request sends them (``fit.sent``: the truncation note joins the
+    user messages beside it)."""
+    messages = sent(transcript.messages)
+    return transcript if messages is transcript.messages else replace(transcript, messages=tuple(messages))
 
 
 def writes_body(transcript: Transcript, to: Target) -> bool:
@@ -294,6 +302,7 @@ def body_keeping(body: Mapping[str, Any], read: Transcript, fitted: Transcript) 
     touch (and the system prompt, if untouched) is the very object ``body`` held
     (SPEC section 6, invariant 9): same keys, same shape, same values. ``read``
     is the transcript ``body`` was read into, whose messages map to its own."""
+    fitted = as_sent(fitted)
     out = body_from_transcript(fitted)
     originals = list(body["messages"])
     leading = len(originals) - len(read.messages)  # OpenAI system messages: the system prompt now

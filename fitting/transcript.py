@@ -155,6 +155,14 @@ class Verbatim:
 
 
 @frozen
+class Joined:
+    """The messages a written message joins (``fit.sent``: the truncation note and the user messages beside
+    it), in order: a writer spells each one's blocks as that message's own text has them."""
+
+    parts: tuple[Message, ...]
+
+
+@frozen
 class Message:
     """One message: a role and its content blocks."""
 
@@ -162,13 +170,15 @@ class Message:
     content: tuple[Block, ...]
     source: Source = field(default=Source("<memory>"), compare=False)
     extra: JsonText = ""
-    verbatim: Verbatim | None = field(default=None, compare=False, repr=False)
-    """The message as read, where the format keeps it (messages JSONL, request bodies)."""
+    verbatim: Verbatim | Joined | None = field(default=None, compare=False, repr=False)
+    """The message as read, where the format keeps it (messages JSONL, request bodies); for a message
+    written as several joined, those messages."""
 
     @property
     def exact_json(self) -> bytes | None:
         """The message's JSON text as it was read, if the message is unchanged since."""
-        found = self.verbatim.of(self.content) if self.verbatim is not None else None
+        verbatim = self.verbatim
+        found = verbatim.of(self.content) if isinstance(verbatim, Verbatim) else None
         return found[0] if found else None
 
     @property

@@ -20,7 +20,7 @@ from windowfit.fitting import Message, Source, Text, ToolCall, ToolResult, Trans
 from windowfit.fitting.columns import columns_from_transcript, is_plain, plan_columns
 from windowfit.fitting.columns_fit import fitted_messages
 from windowfit.fitting.estimate import make_estimator
-from windowfit.fitting.fit import apply_plan, plan_fit
+from windowfit.fitting.fit import apply_plan, plan_fit, sent
 
 ROOT = Path(__file__).resolve().parent.parent
 STREAMED: list[int] = []
@@ -170,7 +170,8 @@ def test_the_fitted_messages_are_apply_plans() -> None:
             asked.append(k)
             return plain[k]
 
-        assert tuple(fitted_messages(columns.skeleton(), plan, ask)) == apply_plan(transcript, plan).messages
+        joined = sent(apply_plan(transcript, plan).messages)
+        assert tuple(fitted_messages(columns.skeleton(), plan, ask, lambda m: m)) == tuple(joined)
         assert asked == sorted(set(asked))
         outcomes.add(plan.outcome)
     assert {"fits", "turns-dropped"} <= outcomes

@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from .._json import encode, member_spans, str_field, with_input_texts
+from .._json import encode, loads_or_lenient, member_spans, str_field, with_input_texts
 from ..errors import EmptyTranscript, FileChanged, Location, UnknownShape
 from ..transcript import Block, Dialect, Message, Skipped, Source, ToolCall, ToolDef, Transcript, Verbatim
 from ..wire import anthropic, openai
@@ -76,9 +76,7 @@ def transcript_from_objects(
             skipped.append(Skipped(source, exc.message))
             continue
         if text is not None and keep_text:
-            content = with_input_texts(message.content, text)
-            stored = text if lines is None or line is None else LineSpan(lines, line)
-            message = Message(message.role, content, source, message.extra, Verbatim(stored, content))
+            message = _with_text(message, text, text if lines is None or line is None else LineSpan(lines, line))
         messages.append(message)
         if dialect:
             dialects.add(dialect)
@@ -98,6 +96,18 @@ def transcript_from_objects(
         tuple(skipped),
         system_verbatim=_verbatim_system(texts, transcript.system),
     )
+
+
+def _with_text(message: Message, text: bytes, stored: bytes | LineSpan) -> Message:
+    """``message``, read from the JSON ``text``, keeping that text (``stored``: it, or its span of the file)."""
+    content = with_input_texts(message.content, text)
+    return Message(message.role, content, message.source, message.extra, Verbatim(stored, content))
+
+
+def message_of_line(text: bytes, source: Source) -> Message:
+    """The message of a line's JSON ``text`` as ``load`` reads it, with its text (for ``fit``'s request written a
+    line at a time: a message the truncation note joins, ``fitting.columns_fit``)."""
+    return _with_text(message_from_json(loads_or_lenient(text), source)[0], text, text)
 
 
 def _verbatim_system(texts: Iterable[bytes | None], system: tuple[Any, ...]) -> Verbatim | None:

@@ -246,8 +246,9 @@ def _results_first(content: tuple[Block, ...]) -> tuple[Block, ...]:
 
 def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact: bool = False) -> list[Any]:
     """Anthropic messages. ``tool`` messages (from OpenAI) join the user
-    message that carries their siblings' results; ``system`` messages in the
-    middle become user text, since Anthropic has no such role. ``exact`` (to be
+    message that carries their siblings' results, and a user message right after
+    them joins it too; ``system`` messages in the middle become user text, since
+    Anthropic has no such role. ``exact`` (to be
     written as bytes): what a message still holds as read is the file's own text
     (fragments, ``wire.spelling``)."""
     out: list[Any] = []
@@ -270,7 +271,13 @@ def messages_to_json(messages: tuple[Message, ...], *, same_dialect: bool, exact
         if not same_dialect:
             # Reasoning from another provider has no Anthropic signature; Anthropic rejects it.
             content = tuple(b for b in content if not isinstance(b, Thinking))
-        obj: dict[str, Any] = {"role": m.role, "content": [block_to_json(b, texts) for b in content]}
+        blocks_json = [block_to_json(b, texts) for b in content]
+        if m.role == "user" and out and isinstance(out[-1], dict) and out[-1].get("_tool"):
+            # after results from OpenAI ``tool`` messages: the same user message, so that roles alternate
+            out[-1]["content"].extend(blocks_json)
+            out[-1]["_tool"] = False
+            continue
+        obj: dict[str, Any] = {"role": m.role, "content": blocks_json}
         out.append(with_extra(obj, m.extra) if same_dialect else obj)
     for obj in out:
         if isinstance(obj, dict):

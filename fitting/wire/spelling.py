@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from .._json import _BLANKS, SPELLED, container_ends, encode, members, reads_as, spelled_extras
-from ..transcript import Block, Image, JsonText, Message, Other, Text, Thinking, ToolCall, ToolDef, ToolResult
+from ..transcript import Block, Image, Joined, JsonText, Message, Other, Text, Thinking, ToolCall, ToolDef, ToolResult
 
 Found = list[tuple[str | None, int, int, int]]
 Texts = dict[int, bytes]
@@ -89,10 +89,18 @@ def respelled(message: Message, *, openai_shape: bool) -> tuple[Message, Texts]:
     ``wire.openai`` if ``openai_shape``, else by ``wire.anthropic``. Nothing is respelled for a message
     without its text, or whose text does not walk as its reader read it."""
     verbatim = message.verbatim
+    if isinstance(verbatim, Joined):  # each joined message's blocks as its own text spells them
+        texts: Texts = {}
+        content: tuple[Block, ...] = ()
+        for part in verbatim.parts:
+            spelled, found_texts = respelled(part, openai_shape=openai_shape)
+            texts.update(found_texts)
+            content += spelled.content
+        return Message(message.role, content, message.source, message.extra, verbatim), texts
     if verbatim is None or not verbatim.stored:
         return message, {}
     text, read = verbatim.json[0], verbatim.content  # read now, where a loader left it in the file
-    texts: Texts = {}
+    texts = {}
     try:
         ends = container_ends(text)
         found = members(text, 0, ends)
