@@ -178,6 +178,24 @@ def test_a_request_after_the_lifetime_reads_nothing() -> None:
     assert [s.cache_read_tokens for s in hour.steps] == [0, 1000, 1500]
 
 
+def test_each_request_writes_with_the_lifetimes_its_reply_recorded() -> None:
+    # Lines 1-4: the log records 1-hour writes at line 2, a 5m/1h split at line 4, nothing at line 3.
+    run = steps([1000, 1500, 1600, 2000], [0, 1000, 1500, 1600])
+    shares = {2: 1.0, 4: 0.25}
+    priced = CacheModel("anthropic", "5m", PRICE).priced(run, {}, shares)
+    writes = [s.cache_write_tokens for s in priced.steps]
+    assert writes == [1000, 500, 100, 400]
+    # Line 1: the default 5m; line 2: 1h; line 3: as the request before (1h); line 4: a quarter at 1h.
+    per_write = [3.75, 6.0, 6.0, 0.25 * 6.0 + 0.75 * 3.75]
+    for s, w, p in zip(priced.steps, writes, per_write, strict=True):
+        assert s.cost_usd == pytest.approx((s.cache_read_tokens * 0.3 + w * p) / 1e6)
+    # What a 1-hour write keeps is still read 30 minutes on, under a 5m default.
+    gap = CacheModel("anthropic", "5m", None).priced(steps([1000, 1500], [0, 1000]), {1: 0.0, 2: 1800.0}, {1: 1.0})
+    assert [s.cache_read_tokens for s in gap.steps] == [0, 1000]
+    short = CacheModel("anthropic", "5m", None).priced(steps([1000, 1500], [0, 1000]), {1: 0.0, 2: 1800.0}, {1: 0.0})
+    assert [s.cache_read_tokens for s in short.steps] == [0, 0]
+
+
 def test_openai_caches_from_1024_tokens_in_steps_of_128_without_a_write_premium() -> None:
     run = CacheModel("openai", "5m", None).priced(steps([1000, 2000, 3000], [0, 1000, 2000]))
     assert [s.cache_read_tokens for s in run.steps] == [0, 0, 1920]
