@@ -309,7 +309,11 @@ def replay_command(
     preamble: PreambleOption = None,
     prices: Annotated[
         Path | None,
-        typer.Option("--prices", help="A price table (the shape of windowfit's fitting/prices.json) to use instead."),
+        typer.Option(
+            "--prices",
+            help="A price table (the shape of windowfit's fitting/prices.json) whose rows replace those of the same "
+            "model in windowfit's own, or add to it.",
+        ),
     ] = None,
     model: Annotated[
         str | None,
@@ -361,7 +365,7 @@ def replay_command(
     size = size_of(chosen, est, SizeChoice.estimate, preamble)
     hidden = size.preamble_tokens if size.preamble_source in ("inferred", "given") else None
     try:
-        table = load_table(str(prices)) if prices is not None else default_table()
+        table = default_table() if prices is None else default_table().amended_by(load_table(str(prices)))
     except WindowfitError as exc:
         fail(exc)
     row = price_row(table, model, recorded_model(chosen.extra))

@@ -76,6 +76,40 @@ def test_a_long_context_tier_prices_the_whole_request_above_its_threshold() -> N
     assert [s.cost_usd for s in g.steps] == [pytest.approx(100_000 * 1.25 / 1e6), pytest.approx(300_000 * 2.5 / 1e6)]
 
 
+def test_sonnet_4_and_4_5_price_a_request_over_200k_input_tokens_at_the_long_context_tier() -> None:
+    for model in ("claude-sonnet-4-5-20250929", "claude-sonnet-4-20250514"):
+        row = default_table().row(model)
+        assert row is not None and row.at(200_000) is row
+        long = row.at(200_001)
+        assert (long.input, long.output, long.cache_read) == (6.0, 22.5, 0.6)
+        assert (long.write("5m"), long.write("1h")) == (7.5, 12.0)
+    # Priced per request: a 300k-token request written to the cache at the tier's write price, read at its read.
+    row = default_table().row("claude-sonnet-4-5")
+    run = CacheModel("anthropic", "5m", row).priced(steps([100_000, 300_000], [0, 100_000]))
+    assert [s.cost_usd for s in run.steps] == [
+        pytest.approx(100_000 * 3.75 / 1e6),
+        pytest.approx((100_000 * 0.6 + 200_000 * 7.5) / 1e6),
+    ]
+
+
+def test_a_prices_file_amends_the_shipped_table_row_by_row() -> None:
+    base = default_table()
+    mine = parse_table(
+        b'{"models": [{"model": "claude-opus-4-5", "provider": "anthropic", "input": 1, "cache_write_5m": 2, '
+        b'"cache_write_1h": 3, "cache_read": 0.1, "output": 4, "read_on": "2026-12-07", '
+        b'"source": "https://x.invalid"}, {"model": "my-model", "provider": "openai", "input": 1, '
+        b'"cache_read": 0.5, "output": 2, '
+        b'"read_on": "2026-12-07", "source": "https://x.invalid"}]}',
+        "mine.json",
+    )
+    table = base.amended_by(mine)
+    assert table.row("claude-opus-4-5-20251101").input == 1.0  # type: ignore[union-attr]  # replaced
+    assert table.row("my-model") is not None  # added
+    assert table.row("claude-haiku-4-5") == base.row("claude-haiku-4-5")  # every other row kept
+    assert len(table.rows) == len(base.rows) + 1
+    assert [p.model for p in table.rows].count("claude-opus-4-5") == 1
+
+
 @pytest.mark.parametrize(
     ("text", "where", "what"),
     [
@@ -137,6 +171,18 @@ def test_prices_and_model_options(run_cli: Run_, tmp_path: Path) -> None:
     assert "priced as claude-sonnet-4 (--model" in priced.stderr
     doc = json.loads(priced.stdout)
     assert doc["pricing"]["row"] == "claude-sonnet-4" and doc["runs"][0]["cost_usd"] > 0
+    # A prices file of one row amends the table: the shipped rows still price.
+    one = tmp_path / "one.json"
+    one.write_text(
+        '{"models": [{"model": "claude-9", "provider": "anthropic", "input": 1, "cache_write_5m": 2, '
+        '"cache_write_1h": 3, "cache_read": 0.1, "output": 4, "read_on": "2026-12-07", "source": "https://x.invalid"}]}'
+    )
+    for model in ("claude-9", "claude-sonnet-4"):
+        amended = run_cli(
+            "replay", str(data), "--budget", "3000", "--prices", str(one), "--model", model, "--json", "-p", "windowfit"
+        )
+        assert amended.exit_code == 0, amended.stderr
+        assert json.loads(amended.stdout)["runs"][0]["cost_usd"] > 0, model
     unknown = run_cli("replay", str(data), "--budget", "3000", "--model", "claude-9", "--json", "-p", "windowfit")
     assert "claude-9 (--model) has no row" in unknown.stderr
     assert json.loads(unknown.stdout)["runs"][0]["cost_usd"] is None
