@@ -7,16 +7,17 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import require_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import subagents, transcripts
+from strategies import TOOL_NAMES, subagents, transcripts
 from typer.testing import Result
 
-from windowfit.fitting import Transcript, make_estimator
+from windowfit.fitting import Message, ToolCall, ToolResult, Transcript, make_estimator
 from windowfit.fitting.errors import InputError
 from windowfit.fitting.pricing import Price, default_table, parse_table
 from windowfit.fitting.repair import repair
@@ -317,7 +318,9 @@ def test_the_presets_defaults_are_the_documented_ones() -> None:
     assert (anthropic.trigger, anthropic.keep) == (100_000, 3)
     gemini = GeminiCliMasking(s, 1)
     assert (gemini.protect, gemini.prunable) == (50_000, 30_000)
-    assert OpenHandsObservationMasking(s, 1).window == 10
+    assert OpenHandsObservationMasking(s, 1).window == 100  # OpenHands' attention_window default
+    idle = ClaudeCodeIdleClear(s, 1)
+    assert (idle.gap, idle.keep) == (3600.0, 5)
 
 
 def gemini_reference(s: Session, n: int, masked: set[int], protect: int, prunable: int, worth: set[int]) -> set[int]:
@@ -400,36 +403,67 @@ def test_gemini_never_masks_a_short_output_and_its_snippet_is_gemini_clis() -> N
 
 
 @PROPERTY
-@given(st.one_of(transcripts(), subagents()), st.lists(st.floats(0, 7200), min_size=1), st.integers(0, 6))
+@given(
+    st.one_of(transcripts(), subagents()),
+    st.lists(st.floats(0, 7200), min_size=1),
+    st.integers(0, 6),
+    st.frozensets(st.sampled_from(TOOL_NAMES)),
+)
 def test_claude_code_clears_only_after_an_idle_gap_and_never_the_newest_kept(
-    t: Transcript, gaps: list[float], keep: int
+    t: Transcript, gaps: list[float], keep: int, tools: frozenset[str]
 ) -> None:
     s = session_of(t)
     at = 0.0
     for i, n in enumerate(s.steps):
         at += gaps[i % len(gaps)]
         s.step_times[n] = at
-    policy = ClaudeCodeIdleClear(s, 10**9, gap=3600.0, keep=keep)
+    policy = ClaudeCodeIdleClear(s, 10**9, gap=3600.0, keep=keep, tools=tools)
     previous: float | None = None
+    cleared: set[int] = set()
     for n in s.steps:
         sent = policy.request(n)
         if sent.newly_cleared:
             assert previous is not None and s.step_times[n] - previous > 3600.0
-        assert policy.cleared <= max(0, bisect_left(s.result_messages, n) - keep)
+        cleared |= set(sent.newly_cleared)
+        # Only its own tools' results, and never the newest `keep` of them before this request.
+        assert all(s.results[r].tool in tools for r in cleared)
+        own = [r for r in range(len(s.results)) if s.results[r].tool in tools and s.results[r].message_index < n]
+        assert not cleared & set(own[len(own) - keep :] if keep else ())
         previous = s.step_times[n]
     untimed = session_of(t)
     never = ClaudeCodeIdleClear(untimed, 10**9)
     assert all(never.request(n).cleared == 0 for n in untimed.steps)
+    # A subagent's transcript (Claude Code clears on its main thread only) is never cleared.
+    sub = session_of(replace(t, name="subagent agent-a1"))
+    sub.step_times.update(s.step_times)
+    side = ClaudeCodeIdleClear(sub, 10**9, gap=3600.0, keep=keep, tools=tools)
+    assert all(side.request(n).cleared == 0 for n in sub.steps)
+
+
+def events_before(messages: tuple[Message, ...], index: int, block: int) -> int:
+    """OpenHands' events before block ``block`` of message ``index``: a call or a result each, a message
+    with neither one."""
+    count = 0
+    for m in messages[:index]:
+        count += max(1, sum(isinstance(b, (ToolCall, ToolResult)) for b in m.content))
+    return count + sum(isinstance(b, (ToolCall, ToolResult)) for b in messages[index].content[:block])
 
 
 @PROPERTY
-@given(st.one_of(transcripts(), subagents()), st.integers(0, 12))
-def test_openhands_never_masks_inside_its_window(t: Transcript, window: int) -> None:
+@given(st.one_of(transcripts(), subagents()), st.integers(1, 12))
+def test_openhands_masks_exactly_the_results_outside_its_window_of_events(t: Transcript, window: int) -> None:
     s = session_of(t)
     policy = OpenHandsObservationMasking(s, 10**9, window=window)
+    messages = s.transcript.messages
     for n in s.steps:
         policy.request(n)
-        assert all(s.results[r].message_index < n - window for r in range(policy.cleared))
+        total = events_before(messages, n, 0)
+        outside = {
+            r
+            for r, ref in enumerate(s.results)
+            if ref.message_index < n and events_before(messages, ref.message_index, ref.block_index) < total - window
+        }
+        assert set(range(policy.cleared)) == outside
 
 
 @PROPERTY
