@@ -32,7 +32,7 @@ from windowfit.fitting.replay import (
 )
 from windowfit.fitting.replay.cache import CacheCheck, CacheModel, check
 from windowfit.fitting.replay.requests import ReplayTarget, is_recorded_request, replay_targets, target_of
-from windowfit.fitting.replay.times import line_times
+from windowfit.fitting.replay.times import LineFacts, line_facts
 from windowfit.fitting.serialize import replay_document
 from windowfit.fitting.transcript import Transcript
 
@@ -309,14 +309,23 @@ def replay_command(
     preamble: PreambleOption = None,
     prices: Annotated[
         Path | None,
-        typer.Option("--prices", help="A price table (the shape of windowfit's fitting/prices.json) to use instead."),
+        typer.Option(
+            "--prices",
+            help="A price table (the shape of windowfit's fitting/prices.json) whose rows replace those of the same "
+            "model in windowfit's own, or add to it.",
+        ),
     ] = None,
     model: Annotated[
         str | None,
         typer.Option("--model", help="The price row to use; default: the model the log records."),
     ] = None,
     cache_ttl: Annotated[
-        CacheTtl, typer.Option("--cache-ttl", help="The prompt cache's lifetime (Anthropic's 5m or 1h).")
+        CacheTtl,
+        typer.Option(
+            "--cache-ttl",
+            help="The prompt cache's lifetime (Anthropic's 5m or 1h) until the log records the lifetime of its "
+            "replies' cache writes (Claude Code's usage does).",
+        ),
     ] = CacheTtl["5m"],
 ) -> None:
     """Replay a session request by request under several policies: rejections, prefix-cache reuse, breaks.
@@ -356,13 +365,14 @@ def replay_command(
     size = size_of(chosen, est, SizeChoice.estimate, preamble)
     hidden = size.preamble_tokens if size.preamble_source in ("inferred", "given") else None
     try:
-        table = load_table(str(prices)) if prices is not None else default_table()
+        table = default_table() if prices is None else default_table().amended_by(load_table(str(prices)))
     except WindowfitError as exc:
         fail(exc)
     row = price_row(table, model, recorded_model(chosen.extra))
     ttl: Ttl = "1h" if cache_ttl.value == "1h" else "5m"
     cache = CacheModel(provider_of(row, chosen), ttl, row)
-    times = line_times(chosen.source.path) if chosen.source.path not in ("-", "<stdin>", "<memory>") else {}
+    facts = line_facts(chosen.source.path) if chosen.source.path not in ("-", "<stdin>", "<memory>") else LineFacts()
+    times = facts.times
     recorded = any(u.cache_read_tokens or u.cache_creation_tokens for u in chosen.usage)
     # Replaying what the harness sent checks the cache model against the cache reads the log records.
     extra = [SEND_EVERYTHING] if recorded and SEND_EVERYTHING not in names else []
@@ -371,14 +381,14 @@ def replay_command(
         if isinstance(lined, LinedColumns):
             replayed = replay_columns(
                 lined, policies, budget=budget, estimator=est, window=window, preamble=hidden, times=times,
-                progress=tick,
+                progress=tick, not_requests=facts.synthetic,
             )  # fmt: skip
         else:
             replayed = replay(
                 transcript, policies, budget=budget, estimator=est, window=window, preamble=hidden,
-                requests=requests, times=times, progress=tick,
+                requests=requests, times=times, progress=tick, not_requests=facts.synthetic,
             )  # fmt: skip
-    priced = tuple(cache.priced(r, times) for r in replayed)
+    priced = tuple(cache.priced(r, times, facts.writes_1h) for r in replayed)
     runs = priced[: len(names)]
     checked = check(next(r for r in priced if r.policy == SEND_EVERYTHING)) if recorded else None
     if plot is not None:

@@ -26,6 +26,7 @@ TTLS = ("5m", "1h")
 Ttl = Literal["5m", "1h"]
 _PRICE_KEYS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
 _LONG_KEYS = ("input", "cache_read", "output")
+_LONG_WRITE_KEYS = ("cache_write_5m", "cache_write_1h")
 _OPTIONAL_KEYS = ("long_context", "cache_storage_per_hour", "aliases", "note", "window")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _SNAPSHOT = re.compile(r"^-(\d{8}|\d{4}-\d{2}-\d{2})$")
@@ -34,12 +35,16 @@ _SNAPSHOT = re.compile(r"^-(\d{8}|\d{4}-\d{2}-\d{2})$")
 @frozen
 class LongContext:
     """The prices of a request whose prompt is longer than ``above`` tokens (Gemini's "prompts > 200k
-    tokens" tier): they replace the row's own for the whole request, as Google bills it."""
+    tokens" tier, Claude Sonnet 4's and 4.5's over 200K input tokens): they replace the row's own for the
+    whole request, as Google and Anthropic bill it."""
 
     above: int
     input: float
     cache_read: float
     output: float
+    cache_write_5m: float | None = None
+    """The tier's cache write prices, where the provider charges a write premium (Anthropic)."""
+    cache_write_1h: float | None = None
 
 
 @frozen
@@ -97,7 +102,16 @@ class Price:
         tier = self.long_context
         if tier is None or prompt_tokens <= tier.above:
             return self
-        return replace(self, input=tier.input, cache_read=tier.cache_read, output=tier.output, long_context=None)
+        writes = (tier.cache_write_5m, tier.cache_write_1h)
+        return replace(
+            self,
+            input=tier.input,
+            cache_read=tier.cache_read,
+            output=tier.output,
+            cache_write_5m=self.cache_write_5m if writes[0] is None else writes[0],
+            cache_write_1h=self.cache_write_1h if writes[1] is None else writes[1],
+            long_context=None,
+        )
 
     def write(self, ttl: Ttl) -> float:
         """What a token written to the cache costs: the write premium for ``ttl``, or the plain input price
@@ -119,6 +133,13 @@ class PriceTable:
                 if model == name or (model.startswith(name) and _SNAPSHOT.match(model[len(name) :])):
                     return p
         return None
+
+    def amended_by(self, other: PriceTable) -> PriceTable:
+        """This table with ``other``'s rows in it: each replaces the row of its model, or is added (a
+        ``--prices`` file amends the shipped table, row by row, rather than replacing it)."""
+        replaced = {p.model for p in other.rows}
+        kept = tuple(p for p in self.rows if p.model not in replaced)
+        return PriceTable(other.rows + kept, f"{other.path} over {self.path}")
 
 
 def default_table() -> PriceTable:
@@ -276,16 +297,27 @@ def _page(value: object) -> bool:
 def _long_context(value: object, bad: Callable[[str], InputError]) -> LongContext | None:
     if value is None:
         return None
-    what = '"long_context" must be an object: "above" (a number of tokens) and the input, cache_read and output prices'
-    if not isinstance(value, dict) or set(value) != {"above", *_LONG_KEYS}:
+    what = (
+        '"long_context" must be an object: "above" (a number of tokens) and the input, cache_read and output '
+        "prices (and the cache_write_5m and cache_write_1h prices, both or neither)"
+    )
+    if not isinstance(value, dict) or not {"above", *_LONG_KEYS} <= set(value) <= {
+        "above",
+        *_LONG_KEYS,
+        *_LONG_WRITE_KEYS,
+    }:
         raise bad(what)
     above = value["above"]
     if isinstance(above, bool) or not isinstance(above, int) or above < 1:
         raise bad(what)
-    prices = [value[k] for k in _LONG_KEYS]
+    writes = [k for k in _LONG_WRITE_KEYS if k in value]
+    if len(writes) == 1:
+        raise bad(what)
+    prices = [value[k] for k in (*_LONG_KEYS, *writes)]
     if any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in prices):
         raise bad(what)
-    return LongContext(above, *(float(v) for v in prices))
+    read = [float(v) for v in prices]
+    return LongContext(above, *read[:3], *(read[3:] or (None, None)))
 
 
 def recorded_model(extra: str) -> str | None:

@@ -238,3 +238,24 @@ def test_without_a_window_the_table_says_who_went_over_the_budget(run_cli: Run, 
     assert "No --window, so nothing is rejected; requests sent over the budget: legacy 4" in text
     assert "budget: windowfit" not in text
     assert "sent over the budget" not in " ".join(run_cli(*args, "--window", "8000").stdout.split())
+
+
+def test_a_reply_claude_code_wrote_itself_is_no_request(run_cli: Run) -> None:
+    # The session's two "No response requested." replies (model <synthetic>, zero usage) were written by
+    # Claude Code after an interruption: no request was sent for them, and the replay has no step there.
+    session = require_shared("corpus", "transcripts", "claude_code", "moredip_session-share__general-tool-calls.jsonl")
+    synthetic: set[int] = set()  # their lines
+    replies: set[str] = set()  # the model's replies, by message id
+    for number, line in enumerate(session.read_bytes().splitlines(), start=1):
+        entry = json.loads(line) if line.startswith(b"{") else {}  # the corpus file opens with comment lines
+        message = entry.get("message") if isinstance(entry, dict) else None
+        if entry.get("type") == "assistant" and isinstance(message, dict):
+            if message.get("model") == "<synthetic>":
+                synthetic.add(number)
+            else:
+                replies.add(message["id"])
+    result = run_cli("replay", str(session), "--budget", "40000", "-p", "send-everything", "--json")
+    assert result.exit_code == 0, result.stderr
+    (run,) = json.loads(result.stdout)["runs"]
+    assert synthetic and not synthetic & {s["line"] for s in run["steps"]}
+    assert run["requests"] == len(replies)  # one request a reply of the model's (one message id)

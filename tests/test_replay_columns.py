@@ -280,7 +280,8 @@ def _tool_heavy_lines(path: Path) -> None:
     for i in range(200):
         lines.append({"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} Съешь же 東京"})
     for k in range(90):
-        call = {"type": "tool_use", "id": f"c{k}", "name": "run_shell_command", "input": {"n": k}}
+        # Gemini CLI's shell tool and Claude Code's (whose idle clearing clears only its own tools' results).
+        call = {"type": "tool_use", "id": f"c{k}", "name": "Bash" if k % 2 else "run_shell_command", "input": {"n": k}}
         output = "Output: " + "\n".join(f"line {j} " + "x" * rng.randrange(10, 90) for j in range(90))
         lines.append({"role": "assistant", "content": [call]})
         lines.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"c{k}", "content": output}]})

@@ -7,16 +7,17 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import require_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import subagents, transcripts
+from strategies import TOOL_NAMES, subagents, transcripts
 from typer.testing import Result
 
-from windowfit.fitting import Transcript, make_estimator
+from windowfit.fitting import Message, ToolCall, ToolResult, Transcript, make_estimator
 from windowfit.fitting.errors import InputError
 from windowfit.fitting.pricing import Price, default_table, parse_table
 from windowfit.fitting.repair import repair
@@ -74,6 +75,40 @@ def test_a_long_context_tier_prices_the_whole_request_above_its_threshold() -> N
     # Priced per request: a 100k-token request at the short tier, a 300k-token one at the long tier.
     g = CacheModel("google", "5m", row).priced(steps([100_000, 300_000], [0, 0]))
     assert [s.cost_usd for s in g.steps] == [pytest.approx(100_000 * 1.25 / 1e6), pytest.approx(300_000 * 2.5 / 1e6)]
+
+
+def test_sonnet_4_and_4_5_price_a_request_over_200k_input_tokens_at_the_long_context_tier() -> None:
+    for model in ("claude-sonnet-4-5-20250929", "claude-sonnet-4-20250514"):
+        row = default_table().row(model)
+        assert row is not None and row.at(200_000) is row
+        long = row.at(200_001)
+        assert (long.input, long.output, long.cache_read) == (6.0, 22.5, 0.6)
+        assert (long.write("5m"), long.write("1h")) == (7.5, 12.0)
+    # Priced per request: a 300k-token request written to the cache at the tier's write price, read at its read.
+    row = default_table().row("claude-sonnet-4-5")
+    run = CacheModel("anthropic", "5m", row).priced(steps([100_000, 300_000], [0, 100_000]))
+    assert [s.cost_usd for s in run.steps] == [
+        pytest.approx(100_000 * 3.75 / 1e6),
+        pytest.approx((100_000 * 0.6 + 200_000 * 7.5) / 1e6),
+    ]
+
+
+def test_a_prices_file_amends_the_shipped_table_row_by_row() -> None:
+    base = default_table()
+    mine = parse_table(
+        b'{"models": [{"model": "claude-opus-4-5", "provider": "anthropic", "input": 1, "cache_write_5m": 2, '
+        b'"cache_write_1h": 3, "cache_read": 0.1, "output": 4, "read_on": "2026-12-07", '
+        b'"source": "https://x.invalid"}, {"model": "my-model", "provider": "openai", "input": 1, '
+        b'"cache_read": 0.5, "output": 2, '
+        b'"read_on": "2026-12-07", "source": "https://x.invalid"}]}',
+        "mine.json",
+    )
+    table = base.amended_by(mine)
+    assert table.row("claude-opus-4-5-20251101").input == 1.0  # type: ignore[union-attr]  # replaced
+    assert table.row("my-model") is not None  # added
+    assert table.row("claude-haiku-4-5") == base.row("claude-haiku-4-5")  # every other row kept
+    assert len(table.rows) == len(base.rows) + 1
+    assert [p.model for p in table.rows].count("claude-opus-4-5") == 1
 
 
 @pytest.mark.parametrize(
@@ -137,6 +172,18 @@ def test_prices_and_model_options(run_cli: Run_, tmp_path: Path) -> None:
     assert "priced as claude-sonnet-4 (--model" in priced.stderr
     doc = json.loads(priced.stdout)
     assert doc["pricing"]["row"] == "claude-sonnet-4" and doc["runs"][0]["cost_usd"] > 0
+    # A prices file of one row amends the table: the shipped rows still price.
+    one = tmp_path / "one.json"
+    one.write_text(
+        '{"models": [{"model": "claude-9", "provider": "anthropic", "input": 1, "cache_write_5m": 2, '
+        '"cache_write_1h": 3, "cache_read": 0.1, "output": 4, "read_on": "2026-12-07", "source": "https://x.invalid"}]}'
+    )
+    for model in ("claude-9", "claude-sonnet-4"):
+        amended = run_cli(
+            "replay", str(data), "--budget", "3000", "--prices", str(one), "--model", model, "--json", "-p", "windowfit"
+        )
+        assert amended.exit_code == 0, amended.stderr
+        assert json.loads(amended.stdout)["runs"][0]["cost_usd"] > 0, model
     unknown = run_cli("replay", str(data), "--budget", "3000", "--model", "claude-9", "--json", "-p", "windowfit")
     assert "claude-9 (--model) has no row" in unknown.stderr
     assert json.loads(unknown.stdout)["runs"][0]["cost_usd"] is None
@@ -176,6 +223,24 @@ def test_a_request_after_the_lifetime_reads_nothing() -> None:
     assert five.cost_usd is None
     hour = CacheModel("anthropic", "1h", None).priced(run, times)
     assert [s.cache_read_tokens for s in hour.steps] == [0, 1000, 1500]
+
+
+def test_each_request_writes_with_the_lifetimes_its_reply_recorded() -> None:
+    # Lines 1-4: the log records 1-hour writes at line 2, a 5m/1h split at line 4, nothing at line 3.
+    run = steps([1000, 1500, 1600, 2000], [0, 1000, 1500, 1600])
+    shares = {2: 1.0, 4: 0.25}
+    priced = CacheModel("anthropic", "5m", PRICE).priced(run, {}, shares)
+    writes = [s.cache_write_tokens for s in priced.steps]
+    assert writes == [1000, 500, 100, 400]
+    # Line 1: the default 5m; line 2: 1h; line 3: as the request before (1h); line 4: a quarter at 1h.
+    per_write = [3.75, 6.0, 6.0, 0.25 * 6.0 + 0.75 * 3.75]
+    for s, w, p in zip(priced.steps, writes, per_write, strict=True):
+        assert s.cost_usd == pytest.approx((s.cache_read_tokens * 0.3 + w * p) / 1e6)
+    # What a 1-hour write keeps is still read 30 minutes on, under a 5m default.
+    gap = CacheModel("anthropic", "5m", None).priced(steps([1000, 1500], [0, 1000]), {1: 0.0, 2: 1800.0}, {1: 1.0})
+    assert [s.cache_read_tokens for s in gap.steps] == [0, 1000]
+    short = CacheModel("anthropic", "5m", None).priced(steps([1000, 1500], [0, 1000]), {1: 0.0, 2: 1800.0}, {1: 0.0})
+    assert [s.cache_read_tokens for s in short.steps] == [0, 0]
 
 
 def test_openai_caches_from_1024_tokens_in_steps_of_128_without_a_write_premium() -> None:
@@ -253,7 +318,9 @@ def test_the_presets_defaults_are_the_documented_ones() -> None:
     assert (anthropic.trigger, anthropic.keep) == (100_000, 3)
     gemini = GeminiCliMasking(s, 1)
     assert (gemini.protect, gemini.prunable) == (50_000, 30_000)
-    assert OpenHandsObservationMasking(s, 1).window == 10
+    assert OpenHandsObservationMasking(s, 1).window == 100  # OpenHands' attention_window default
+    idle = ClaudeCodeIdleClear(s, 1)
+    assert (idle.gap, idle.keep) == (3600.0, 5)
 
 
 def gemini_reference(s: Session, n: int, masked: set[int], protect: int, prunable: int, worth: set[int]) -> set[int]:
@@ -336,36 +403,67 @@ def test_gemini_never_masks_a_short_output_and_its_snippet_is_gemini_clis() -> N
 
 
 @PROPERTY
-@given(st.one_of(transcripts(), subagents()), st.lists(st.floats(0, 7200), min_size=1), st.integers(0, 6))
+@given(
+    st.one_of(transcripts(), subagents()),
+    st.lists(st.floats(0, 7200), min_size=1),
+    st.integers(0, 6),
+    st.frozensets(st.sampled_from(TOOL_NAMES)),
+)
 def test_claude_code_clears_only_after_an_idle_gap_and_never_the_newest_kept(
-    t: Transcript, gaps: list[float], keep: int
+    t: Transcript, gaps: list[float], keep: int, tools: frozenset[str]
 ) -> None:
     s = session_of(t)
     at = 0.0
     for i, n in enumerate(s.steps):
         at += gaps[i % len(gaps)]
         s.step_times[n] = at
-    policy = ClaudeCodeIdleClear(s, 10**9, gap=3600.0, keep=keep)
+    policy = ClaudeCodeIdleClear(s, 10**9, gap=3600.0, keep=keep, tools=tools)
     previous: float | None = None
+    cleared: set[int] = set()
     for n in s.steps:
         sent = policy.request(n)
         if sent.newly_cleared:
             assert previous is not None and s.step_times[n] - previous > 3600.0
-        assert policy.cleared <= max(0, bisect_left(s.result_messages, n) - keep)
+        cleared |= set(sent.newly_cleared)
+        # Only its own tools' results, and never the newest `keep` of them before this request.
+        assert all(s.results[r].tool in tools for r in cleared)
+        own = [r for r in range(len(s.results)) if s.results[r].tool in tools and s.results[r].message_index < n]
+        assert not cleared & set(own[len(own) - keep :] if keep else ())
         previous = s.step_times[n]
     untimed = session_of(t)
     never = ClaudeCodeIdleClear(untimed, 10**9)
     assert all(never.request(n).cleared == 0 for n in untimed.steps)
+    # A subagent's transcript (Claude Code clears on its main thread only) is never cleared.
+    sub = session_of(replace(t, name="subagent agent-a1"))
+    sub.step_times.update(s.step_times)
+    side = ClaudeCodeIdleClear(sub, 10**9, gap=3600.0, keep=keep, tools=tools)
+    assert all(side.request(n).cleared == 0 for n in sub.steps)
+
+
+def events_before(messages: tuple[Message, ...], index: int, block: int) -> int:
+    """OpenHands' events before block ``block`` of message ``index``: a call or a result each, a message
+    with neither one."""
+    count = 0
+    for m in messages[:index]:
+        count += max(1, sum(isinstance(b, (ToolCall, ToolResult)) for b in m.content))
+    return count + sum(isinstance(b, (ToolCall, ToolResult)) for b in messages[index].content[:block])
 
 
 @PROPERTY
-@given(st.one_of(transcripts(), subagents()), st.integers(0, 12))
-def test_openhands_never_masks_inside_its_window(t: Transcript, window: int) -> None:
+@given(st.one_of(transcripts(), subagents()), st.integers(1, 12))
+def test_openhands_masks_exactly_the_results_outside_its_window_of_events(t: Transcript, window: int) -> None:
     s = session_of(t)
     policy = OpenHandsObservationMasking(s, 10**9, window=window)
+    messages = s.transcript.messages
     for n in s.steps:
         policy.request(n)
-        assert all(s.results[r].message_index < n - window for r in range(policy.cleared))
+        total = events_before(messages, n, 0)
+        outside = {
+            r
+            for r, ref in enumerate(s.results)
+            if ref.message_index < n and events_before(messages, ref.message_index, ref.block_index) < total - window
+        }
+        assert set(range(policy.cleared)) == outside
 
 
 @PROPERTY

@@ -10,7 +10,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowfit.fitting.replay.times import KEY, line_times, lines_with
+from windowfit.fitting.replay.times import KEY, line_facts, line_times, lines_with
 
 
 def naive(data: bytes, key: bytes) -> list[tuple[int, int]]:
@@ -49,3 +49,23 @@ def test_times_by_line_and_a_long_line_without_the_key(tmp_path: Path) -> None:
 
 def test_a_missing_file_has_no_times(tmp_path: Path) -> None:
     assert line_times(str(tmp_path / "absent.jsonl")) == {}
+
+
+def test_facts_of_claude_code_lines_the_lifetimes_of_their_writes_and_the_harnesss_own_replies(tmp_path: Path) -> None:
+    def reply(line: int, model: str, five: int, hour: int) -> bytes:
+        usage = {"cache_creation": {"ephemeral_5m_input_tokens": five, "ephemeral_1h_input_tokens": hour}}
+        return orjson.dumps({"timestamp": line, "message": {"model": model, "usage": usage}})
+
+    lines = [
+        reply(1, "claude-sonnet-4-5", 0, 400),
+        reply(2, "claude-sonnet-4-5", 300, 100),
+        reply(3, "claude-sonnet-4-5", 0, 0),  # wrote nothing: no share
+        reply(4, "<synthetic>", 0, 0),
+        orjson.dumps({"timestamp": 5, "message": {"model": "m", "usage": {"cache_creation_input_tokens": 9}}}),
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    facts = line_facts(str(path))
+    assert facts.writes_1h == {1: 1.0, 2: 0.25}
+    assert facts.synthetic == frozenset({4})
+    assert facts.times == {n: float(n) for n in range(1, 6)}

@@ -65,10 +65,15 @@ class CacheModel:
     ttl: Ttl = "5m"
     price: Price | None = None
 
-    def priced(self, run: Run, times: Mapping[int, float] | None = None) -> Run:
+    def priced(
+        self, run: Run, times: Mapping[int, float] | None = None, writes_1h: Mapping[int, float] | None = None
+    ) -> Run:
         """``run`` with each step's cache reads, writes and cost filled in. ``times`` maps a step's
-        ``line`` to when it was sent (seconds); without one, a step follows the previous within the lifetime."""
-        return replace(run, steps=self.steps(run.steps, times or {}), priced=self.price is not None)
+        ``line`` to when it was sent (seconds); without one, a step follows the previous within the lifetime.
+        ``writes_1h`` maps a step's ``line`` to the share of the writes its reply recorded with the 1-hour
+        lifetime (``times.LineFacts.writes_1h``): the step writes with the lifetimes the log records (a step
+        whose line records none, those of the step before; the first, ``ttl``)."""
+        return replace(run, steps=self.steps(run.steps, times or {}, writes_1h or {}), priced=self.price is not None)
 
     @property
     def minimum(self) -> int:
@@ -77,7 +82,9 @@ class CacheModel:
             return ANTHROPIC_MINIMUM.get(self.price.model, 0) if self.price is not None else 0
         return MINIMUM[self.provider]
 
-    def steps(self, steps: Sequence[Step], times: Mapping[int, float]) -> Sequence[Step]:
+    def steps(
+        self, steps: Sequence[Step], times: Mapping[int, float], writes_1h: Mapping[int, float] | None = None
+    ) -> Sequence[Step]:
         """``steps`` priced: columns in, columns out (a ``Steps`` shares every other column); any other
         sequence gives a tuple of new ``Step``."""
         if isinstance(steps, Steps):
@@ -88,14 +95,19 @@ class CacheModel:
             shared = array("q", (s.shared_prefix_tokens for s in steps))
         reads, writes = array("q"), array("q")
         costs: array[float] | None = array("d") if self.price is not None else None
-        lifetime = TTL_SECONDS[self.ttl]
         minimum, increment = self.minimum, INCREMENT[self.provider]
         anthropic = self.provider == "anthropic"
         previous_at: float | None = None
+        share = 1.0 if self.ttl == "1h" else 0.0  # of the writes, made with the 1-hour lifetime
+        shares = writes_1h or {}
         for i in range(len(sent)):
             line, sent_tokens = lines[i], sent[i]
             at = times.get(line) if line != MISSING else None
+            # The prefix read was written by the request before, with its lifetime (the longer one where
+            # most of its writes had it).
+            lifetime = TTL_SECONDS["1h" if share >= 0.5 else "5m"]
             expired = i == 0 or (at is not None and previous_at is not None and at - previous_at > lifetime)
+            share = shares.get(line, share) if line != MISSING else share
             prefix = 0 if expired else shared[i]
             if anthropic:
                 # The breakpoint ends the request: below the minimum nothing is kept, so nothing is read
@@ -111,7 +123,8 @@ class CacheModel:
             if costs is not None and self.price is not None:
                 fresh = sent_tokens - read - write
                 p = self.price.at(sent_tokens)
-                costs.append((read * p.cache_read + write * p.write(self.ttl) + fresh * p.input) / 1_000_000)
+                per_write = share * p.write("1h") + (1 - share) * p.write("5m")
+                costs.append((read * p.cache_read + write * per_write + fresh * p.input) / 1_000_000)
             if at is not None:
                 previous_at = at
         if isinstance(steps, Steps):

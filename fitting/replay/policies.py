@@ -83,12 +83,13 @@ POLICIES: tuple[NamedPolicy, ...] = (
     ),
     NamedPolicy(
         "claude-code-idle-clear",
-        "Claude Code's time-based clearing: after a 60-minute idle gap, clear tool results but the newest 5",
+        "Claude Code's time-based clearing: after a 60-minute idle gap, clear its own tools' results but the newest 5 "
+        "(main thread only)",
         presets.build_idle,
     ),
     NamedPolicy(
         "openhands-observation-masking",
-        "OpenHands' observation masking: mask tool results outside the 10 most recent messages",
+        "OpenHands' observation masking: mask tool results outside the 100 most recent events",
         presets.build_openhands,
     ),
     NamedPolicy(

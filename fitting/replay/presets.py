@@ -16,7 +16,7 @@ from bisect import bisect_left
 
 from ..content import block_texts
 from ..fit import FitOptions
-from ..transcript import Message, Text, ToolResult
+from ..transcript import Message, Text, ToolCall, ToolResult
 from .session import Clearing, Sent, Session, Untouched, first_fitting
 
 ANTHROPIC_TRIGGER = 100_000
@@ -37,12 +37,18 @@ GEMINI_OUTPUT_PATH = "/home/user/.gemini/tmp/" + "0" * 64 + "/tool-outputs/{tool
 random suffix); the snippet names it. A stand-in of the same shape: the replay writes no file."""
 IDLE_GAP_SECONDS = 3600.0
 IDLE_KEEP = 5
-"""Claude Code's time-based microcompact: after an idle gap of 60 minutes since the last reply, clear old
-tool results but the newest 5. Read from reports of Claude Code's source, not from its documentation:
-https://github.com/bug-ops/zeph/issues/2699, https://github.com/lijunzh/koda/pull/660."""
-OPENHANDS_WINDOW = 10
-"""OpenHands' ``ObservationMaskingCondenserConfig.attention_window``: observations outside the 10 most
-recent events are masked (openhands/core/config/condenser_config.py, All-Hands-AI/OpenHands)."""
+IDLE_TOOLS = frozenset({"Bash", "Glob", "Grep", "Read", "WebFetch", "WebSearch", "Edit", "Write"})
+"""Claude Code's time-based microcompact: after an idle gap of 60 minutes since the last reply, clear the
+results of its compactable tools (Bash, Glob, Grep, FileRead, WebFetch, WebSearch, FileEdit, FileWrite: the
+names its logs record) but the newest 5 of them, on the main thread only (subagents are short-lived). Read
+from reports of Claude Code's source, not from its documentation: https://github.com/bug-ops/zeph/issues/2699,
+https://github.com/lijunzh/koda/pull/660, https://github.com/tetsuo-ai/agenc-core/pull/463."""
+SUBAGENT = "subagent "
+"""How the Claude Code loader names a subagent's transcript (``Transcript.name``)."""
+OPENHANDS_WINDOW = 100
+"""OpenHands' ``ObservationMaskingCondenserConfig.attention_window``: observations outside the 100 most
+recent events are masked (``default=100`` in openhands/core/config/condenser_config.py, All-Hands-AI/OpenHands;
+older releases had 10). An event is an action (a tool call, or a message) or an observation (a result)."""
 
 
 class AnthropicClearToolUses(Clearing):
@@ -199,8 +205,9 @@ class GeminiCliMasking(Clearing):
 
 
 class ClaudeCodeIdleClear(Clearing):
-    """After an idle gap longer than ``gap`` seconds (the log's timestamps), every tool result but the
-    newest ``keep`` is cleared; without timestamps it never clears."""
+    """After an idle gap longer than ``gap`` seconds (the log's timestamps), every result of the ``tools``
+    but the newest ``keep`` of them is cleared; without timestamps, or in a subagent's transcript (Claude
+    Code clears on its main thread only), it never clears."""
 
     def __init__(
         self,
@@ -209,25 +216,35 @@ class ClaudeCodeIdleClear(Clearing):
         *,
         gap: float = IDLE_GAP_SECONDS,
         keep: int = IDLE_KEEP,
+        tools: frozenset[str] = IDLE_TOOLS,
         name: str = "claude-code-idle-clear",
     ) -> None:
         super().__init__(session, budget, name)
         self.gap, self.keep = gap, keep
         self.previous: float | None = None
+        subagent = session.transcript.name.startswith(SUBAGENT)
+        self.clearable = [] if subagent else [r for r, ref in enumerate(session.results) if ref.tool in tools]
+        self.clearable_at = [session.results[r].message_index for r in self.clearable]
+        self.done = 0  # clearable[:done] are cleared
 
     def request(self, n: int) -> Sent:
-        s = self.session
-        at = s.step_times.get(n)
-        newly: tuple[int, ...] = ()
+        at = self.session.step_times.get(n)
+        newly: list[int] = []
         if at is not None and self.previous is not None and at - self.previous > self.gap:
-            newly = self._clear_to(max(0, bisect_left(s.result_messages, n) - self.keep))
+            upto = max(0, bisect_left(self.clearable_at, n) - self.keep)
+            for r in self.clearable[self.done : upto]:
+                self.stubbed.clear(r)
+                newly.append(r)
+            self.done = max(self.done, upto)
+            self.cleared = self.done
         if at is not None:
             self.previous = at
-        return self._sent(n, newly)
+        return self._sent(n, tuple(newly))
 
 
 class OpenHandsObservationMasking(Clearing):
-    """Tool results (observations) outside the ``window`` most recent messages are masked, always."""
+    """Tool results (observations) outside the ``window`` most recent events are masked, always. Each tool
+    call and each result is an event, and a message with neither is one."""
 
     def __init__(
         self,
@@ -239,9 +256,22 @@ class OpenHandsObservationMasking(Clearing):
     ) -> None:
         super().__init__(session, budget, name)
         self.window = window
+        messages = session.transcript.messages
+        self.events = [0]  # events[i]: the events of messages[:i]
+        for m in messages:
+            parts = sum(1 for b in m.content if isinstance(b, (ToolCall, ToolResult)))
+            self.events.append(self.events[-1] + max(1, parts))
+        # Each result's event: its message's first, plus the calls and results before it in the message.
+        self.result_events = [
+            self.events[r.message_index]
+            + sum(
+                1 for b in messages[r.message_index].content[: r.block_index] if isinstance(b, (ToolCall, ToolResult))
+            )
+            for r in session.results
+        ]
 
     def request(self, n: int) -> Sent:
-        newly = self._clear_to(bisect_left(self.session.result_messages, n - self.window))
+        newly = self._clear_to(bisect_left(self.result_events, self.events[n] - self.window))
         return self._sent(n, newly)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import overload
 
@@ -380,6 +380,7 @@ def replay(
     requests: Sequence[Recorded] = (),
     times: Mapping[int, float] | None = None,
     progress: Progress | None = None,
+    not_requests: Collection[int] = (),
 ) -> tuple[Run, ...]:
     """Every request of ``transcript`` fitted by each policy, in order. Orphans
     are repaired first, as ``fit`` does, so each request is one a harness could send.
@@ -388,8 +389,10 @@ def replay(
     ``requests`` are the requests a log recorded (``requests.replay_targets``): then
     each of them is a step, in order, rather than one per assistant reply. ``times`` are when
     each line of the file was written (``times.line_times``): policies that react to idle gaps
-    read a step's time from its line. ``progress(done, total)`` is told how many of the requests of every
-    policy are replayed, now and then (``PROGRESS_STEPS``) and at the end of each policy's run."""
+    read a step's time from its line. ``not_requests``: the lines of replies no request produced
+    (``times.LineFacts.synthetic``), which are not steps. ``progress(done, total)`` is told how many of the
+    requests of every policy are replayed, now and then (``PROGRESS_STEPS``) and at the end of each policy's
+    run."""
     original = transcript
     transcript, _ = repair(transcript)
     session = Session.of(transcript, estimator)
@@ -410,7 +413,7 @@ def replay(
     line_of: Callable[[int], int | None] = lines.__getitem__ if requests else lambda n: messages[n].source.line
     return _replay(
         session, policies, line_of, measured, budget=budget, window=window, preamble=preamble, times=times,
-        progress=progress,
+        progress=progress, not_requests=not_requests,
     )  # fmt: skip
 
 
@@ -424,6 +427,7 @@ def replay_columns(
     preamble: int | None = None,
     times: Mapping[int, float] | None = None,
     progress: Progress | None = None,
+    not_requests: Collection[int] = (),
 ) -> tuple[Run, ...]:
     """``replay`` of the transcript ``lined.columns`` holds (``fitting.columns``: a plain message is its role
     and its estimate; ``lined.lines`` each message's line): the same runs, without
@@ -455,7 +459,7 @@ def replay_columns(
 
     return _replay(
         session, policies, line_of, {}, budget=budget, window=window, preamble=preamble, times=times,
-        progress=progress,
+        progress=progress, not_requests=not_requests,
     )  # fmt: skip
 
 
@@ -495,11 +499,17 @@ def _replay(
     preamble: int | None,
     times: Mapping[int, float] | None,
     progress: Progress | None = None,
+    not_requests: Collection[int] = (),
 ) -> tuple[Run, ...]:
     """Each policy's run over ``session``'s steps; ``line_of(n)`` is where the request of ``messages[:n]``
-    is in the file (its reply's line, or the recorded request's)."""
+    is in the file (its reply's line, or the recorded request's). A step whose line is in ``not_requests``
+    (a reply the harness wrote itself) is no request, and is left out."""
     if preamble is not None:
         session.preamble = preamble
+    if not_requests:
+        kept = [n for n in session.steps if line_of(n) not in not_requests]
+        if len(kept) != len(session.steps):
+            session.steps = array("q", kept) if isinstance(session.steps, array) else kept
     for n in session.steps:
         line = line_of(n)
         if times and line is not None and line in times:
