@@ -71,6 +71,7 @@ from .formats.claude_code import (
     broken_links,
     compaction_agent,
     message_defects,
+    reply_line_joins,
     subagent_files,
 )
 from .images import sniff_dimensions
@@ -669,6 +670,8 @@ def _one_pass(source: Input, rule: ScriptRule, reading: _Reading, *, plan: bool 
     answered: set[str] = set()
     head: str | None = None
     passing: set[str] = set()
+    measured: dict[str, int] = {}
+    """Each reply's place in ``usage`` (-1 when it records none), by message id (``claude_code._build``)."""
     reply: dict[str, int] = {}
     """The lines of the last reply (by uuid, their place in it from 1) while its results are read."""
     phase: list[tuple[str, int, bool, bool]] = []
@@ -772,34 +775,49 @@ def _one_pass(source: Input, rule: ScriptRule, reading: _Reading, *, plan: bool 
                     phase.append((uuid, 0, taken, False))
                 else:
                     reply, phase = {}, []
+        joins = 0
         if kind == "assistant":
             node_id = message_id if message_id is not None else f"line {line}"
-            if draft.role != "assistant" or draft.message_id != node_id:
+            joins = draft.joins(node_id)
+            if joins < 0:
                 if not draft.close():
                     return None
                 draft.open("assistant", line, node_id)
                 reply, phase = {}, []
-                if recorded is not None:
-                    i, w, r, o = recorded
-                    if i or w or r:
-                        usage.append([len(tokens), i, w, r, line, o])
-                    else:
-                        out.unmeasured += 1
-            elif recorded is not None and usage and usage[-1][0] == len(tokens):
-                output = recorded[3]
-                if output > usage[-1][5]:
-                    usage[-1][5] = output  # a split reply records its output as it streamed: the largest is its own
+                if node_id not in measured:  # one measurement per reply, at its first line
+                    k = -1
+                    if recorded is not None:
+                        i, w, r, o = recorded
+                        if i or w or r:
+                            k = len(usage)
+                            usage.append([len(tokens), i, w, r, line, o])
+                        else:
+                            out.unmeasured += 1
+                    measured[node_id] = k
+            elif joins == 1 and phase:
+                # The reply goes on after results written between its lines: the result lines that may hang from
+                # its lines from now on are those after its lines from here.
+                reply, phase = {}, []
+            k = measured.get(node_id, -1)
+            if k >= 0 and recorded is not None and recorded[3] > usage[k][5]:
+                usage[k][5] = recorded[3]  # a split reply records its output as it streamed: the largest is its own
             reply[uuid] = len(reply) + 1
         elif not found or draft.role != "user" or not draft.results:
             if not draft.close():
                 return None
             draft.open("user", line, "")
-        draft.a += la
-        draft.c += lc
-        draft.o += lo
-        draft.fixed += lf
+        if joins == 1:  # a line of the reply before the results being read
+            if any(b[0] != "tool_call" for b in special):
+                return None  # a result in a reply's line: the loader keeps it in the reply
+            draft.extend_reply(la, lc, lo, lf, floor, special)
+        else:
+            draft.a += la
+            draft.c += lc
+            draft.o += lo
+            draft.fixed += lf
         if plan:
-            draft.floor += floor
+            if joins != 1:
+                draft.floor += floor
             if parts:
                 out.parts.extend(parts)
         for block_kind, block_tokens, block_id, name in special:
@@ -807,7 +825,8 @@ def _one_pass(source: Input, rule: ScriptRule, reading: _Reading, *, plan: bool 
                 if block_id in calls_seen:
                     return None  # a call id used twice: the loader's duplicate defects
                 calls_seen.add(block_id)
-                draft.calls.append(block_id)
+                if joins != 1:
+                    draft.calls.append(block_id)
                 names[block_id] = name
                 per_tool[name] += 1
             else:
@@ -1027,6 +1046,8 @@ def _fold_group(
     answered: set[str] = set()
     call_lines: dict[str, int] = {}
     result_lines: dict[tuple[int, str], int] = {}
+    measured: dict[str, int] = {}
+    """Each reply's place in ``usage_rows`` (-1 when it records none), by message id (``claude_code._build``)."""
     draft = _Draft(rule, out, strict=False, plan=plan)
     order = sorted(selected)
     for i in order:
@@ -1038,32 +1059,41 @@ def _fold_group(
         line = node.line
         kind, _, _, _, _, _, recorded, la, lc, lo, lf, special, _, found, floor, parts = record
         assert special is not None
+        joins = 0
         if kind == "assistant":
-            if draft.role != "assistant" or draft.message_id != node.message_id:
+            joins = draft.joins(node.message_id)
+            if joins < 0:
                 draft.close()
                 draft.open("assistant", line, node.message_id)
-                if recorded is not None:
-                    i_, w, r, o = recorded
-                    if i_ or w or r:
-                        usage_rows.append([len(tokens), i_, w, r, line, o])
-                    else:
-                        out.unmeasured += 1
-            elif (
-                recorded is not None
-                and usage_rows
-                and usage_rows[-1][0] == len(tokens)
-                and recorded[3] > usage_rows[-1][5]
-            ):
-                usage_rows[-1][5] = recorded[3]  # a split reply's output as it streamed: the largest is its own
+                if node.message_id not in measured:  # one measurement per reply, at its first line
+                    k = -1
+                    if recorded is not None:
+                        i_, w, r, o = recorded
+                        if i_ or w or r:
+                            k = len(usage_rows)
+                            usage_rows.append([len(tokens), i_, w, r, line, o])
+                        else:
+                            out.unmeasured += 1
+                    measured[node.message_id] = k
+            k = measured.get(node.message_id, -1)
+            if k >= 0 and recorded is not None and recorded[3] > usage_rows[k][5]:
+                usage_rows[k][5] = recorded[3]  # a split reply's output as it streamed: the largest is its own
         elif not found or draft.role != "user" or not draft.results:
             draft.close()
             draft.open("user", line, "")
-        draft.a += la
-        draft.c += lc
-        draft.o += lo
-        draft.fixed += lf
+        if joins == 1:  # a line of the reply before the results being read
+            if any(b[0] != "tool_call" for b in special):
+                _no(why, f"line {line}: a tool result in a reply's line")
+                return False
+            draft.extend_reply(la, lc, lo, lf, floor, special)
+        else:
+            draft.a += la
+            draft.c += lc
+            draft.o += lo
+            draft.fixed += lf
         if plan:
-            draft.floor += floor
+            if joins != 1:
+                draft.floor += floor
             if parts:
                 out.parts.extend(parts)
         for block_kind, block_tokens, block_id, name in special:
@@ -1072,7 +1102,8 @@ def _fold_group(
                     _no(why, f"line {line}: tool call id {block_id} used twice (the loader drops a copy)")
                     return False
                 calls_seen.add(block_id)
-                draft.calls.append(block_id)
+                if joins != 1:
+                    draft.calls.append(block_id)
                 names[block_id] = name
                 per_tool[name] += 1
                 if kind == "assistant":
@@ -1225,6 +1256,7 @@ class _Draft:
 
     __slots__ = (
         "a",
+        "before",
         "c",
         "calls",
         "expect",
@@ -1235,6 +1267,7 @@ class _Draft:
         "o",
         "out",
         "plan",
+        "reply",
         "results",
         "role",
         "rule",
@@ -1257,6 +1290,41 @@ class _Draft:
         self.results: list[str] = []
         self.expect: set[str] | None = None
         """The calls of the reply before this message, when it made any: its results must answer them."""
+        self.before: str | None = None
+        """The message id of the message before this one, when it is a reply (``claude_code.reply_line_joins``)."""
+        self.reply: tuple[int, int, int, int, int, int, list[str]] = (0, 0, 0, 0, 0, 0, [])
+        """The last reply's index, characters per class, fixed tokens, floor and calls (``extend_reply``)."""
+
+    def joins(self, message_id: str) -> int:
+        """Which message an assistant line of reply ``message_id`` joins: 0 this one, 1 the reply before it
+        (``extend_reply``), -1 neither (``claude_code.reply_line_joins``)."""
+        return reply_line_joins(message_id, self.role, self.message_id, bool(self.results), self.before)
+
+    def extend_reply(self, a: int, c: int, o: int, fixed: int, floor: int, calls: tuple[()] | list[_Block]) -> None:
+        """Add a line of the reply before this message to it (its characters per class, fixed tokens, floor and
+        calls): the reply's parallel calls' results, which this message holds, were written between its lines."""
+        out = self.out
+        index, ra, rc, ro, rfixed, rfloor, rcalls = self.reply
+        ra, rc, ro, rfixed, rfloor = ra + a, rc + c, ro + o, rfixed + fixed, rfloor + floor
+        wa, wc, wo, denominator = self.rule._weights
+        tokens = -(-(ra * wa + rc * wc + ro * wo) // denominator) + rfixed
+        out.by_role["assistant"] += tokens - out.tokens[index]
+        out.tokens[index] = tokens
+        ta, tc, to = out.counts
+        out.counts = (ta + a, tc + c, to + o)
+        if calls:
+            if not rcalls:
+                out.rounds += 1
+            rcalls.extend(b[2] for b in calls)  # ``calls_of[index]`` in a plan
+            self.expect = set(rcalls)
+            if not self.strict and out.skeleton is not None:
+                stand_in = out.skeleton[index]
+                added = tuple(ToolCall(b[2], b[3], "") for b in calls)
+                out.skeleton[index] = Message(stand_in.role, (*stand_in.content, *added), stand_in.source)
+        if self.plan:
+            out.chars[index] = (ra, rc, ro, rfixed)
+            out.floors[index] = rfloor
+        self.reply = (index, ra, rc, ro, rfixed, rfloor, rcalls)
 
     def open(self, role: str, line: int, message_id: str) -> None:
         self.role, self.line, self.message_id = role, line, message_id
@@ -1303,6 +1371,11 @@ class _Draft:
         if role == "assistant" and self.calls:
             out.rounds += 1
             self.expect = set(self.calls)
+        if role == "assistant":
+            self.before = self.message_id
+            self.reply = (index, self.a, self.c, self.o, self.fixed, self.floor, self.calls)
+        else:
+            self.before = None
         self.role = ""
         return True
 

@@ -17,6 +17,7 @@ from conftest import DATA, require_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import texts
+from test_format_claude_code import interleaved_sessions
 from typer.testing import Result
 
 from windowfit.cli.report_cmd import FAST_FOLD_ENV, ReportOptions, report_file, report_work
@@ -296,6 +297,17 @@ def test_generated_sessions_fold_to_the_loaded_report(data: bytes, options: Repo
     if report is not None:
         assert [report] == loaded(item, options, skip_invalid)
     assert reported(item, options, skip_invalid) == loaded(item, options, skip_invalid)  # fold_claude_code_all
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=interleaved_sessions(), options=OPTIONS)
+def test_a_reply_written_between_its_results_folds_to_the_loaded_report(session: Any, options: ReportOptions) -> None:
+    """Issue 13 item 6: the lines of one reply with its results written between them are one message, measured
+    once, in the fold as in the loader; the fold vouches for this layout."""
+    item = Input("session.jsonl", session[0], keep_text=False)
+    report = folded(item, options)
+    assert report is not None
+    assert [report] == loaded(item, options)
 
 
 def test_the_generated_shape_is_mostly_folded() -> None:

@@ -12,6 +12,9 @@ from typing import Any
 import orjson
 import pytest
 from conftest import DATA, require_shared
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import transcripts
 
 from windowfit.fitting import (
     Estimator,
@@ -23,11 +26,13 @@ from windowfit.fitting import (
     ToolCall,
     ToolResult,
     Transcript,
+    fit,
     make_estimator,
 )
 from windowfit.fitting.errors import EmptyTranscript, InvalidJson, UnknownShape
 from windowfit.fitting.formats import Input, claude_code, discover, load, load_path
 from windowfit.fitting.size import predict_size
+from windowfit.fitting.repair import NO_RESULT_TEXT
 from windowfit.fitting.validate import check_request
 
 HERE = DATA / "claude_code"
@@ -600,3 +605,95 @@ def test_a_subagent_file_without_messages_is_left_out_not_an_error(tmp_path: Pat
     assert "left out 1 file(s) of subagents/ without messages: agent-aempty.jsonl" in main.notes
     with pytest.raises(EmptyTranscript):  # named on its own it is still an empty file
         load_file(folder / "session" / "subagents" / "agent-aempty.jsonl")
+
+
+# --------------------------------------------------------------------------
+# One API reply over several lines, its parallel calls' results written between them (issue 13, items 6-7)
+
+
+@st.composite
+def interleaved_sessions(draw: st.DrawFn) -> tuple[bytes, Transcript, list[list[int]]]:
+    """A generated transcript written as Claude Code writes it: a line per block of each reply (sharing its
+    message id and usage), the results of its calls one per line, each after its call's line and before or
+    among the reply's later lines, in any order; every line hangs from the line before it. Also the transcript
+    and, per reply, the lines it was written on."""
+    t = draw(transcripts(shapes=("anthropic",), max_parallel=4, sizes=st.integers(0, 3000)))
+    values: list[dict[str, Any]] = []
+    reply_lines: list[list[int]] = []
+    cached = 0
+
+    def add(kind: str, content: Any, msg_id: str = "", usage: Any = None) -> int:
+        parent = values[-1]["uuid"] if values else None
+        value = envelope(f"u{len(values) + 1}", parent, kind, content, **({"msg_id": msg_id} if msg_id else {}))
+        if usage is not None:
+            value["message"]["usage"] = usage
+        values.append(value)
+        return len(values)
+
+    messages = t.messages
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m.role == "user":
+            add("user", "".join(b.text for b in m.content if isinstance(b, Text)))
+            i += 1
+            continue
+        results = messages[i + 1].tool_results if i + 1 < len(messages) and messages[i + 1].tool_results else ()
+        blocks = list(m.content)
+        where = {b.id: k for k, b in enumerate(blocks) if isinstance(b, ToolCall)}
+        after: dict[int, list[ToolResult]] = {}  # results written after the reply's block k
+        for r in draw(st.permutations(list(results))):
+            after.setdefault(draw(st.integers(where[r.call_id], len(blocks) - 1)), []).append(r)
+        usage = {"input_tokens": draw(st.integers(1, 9)), "cache_read_input_tokens": cached}
+        cached += draw(st.integers(100, 5000))
+        written = []
+        for k, b in enumerate(blocks):
+            block = (
+                {"type": "tool_use", "id": b.id, "name": b.name, "input": orjson.loads(b.input_json)}
+                if isinstance(b, ToolCall)
+                else {"type": "text", "text": b.text if isinstance(b, Text) else ""}
+            )
+            step = {**usage, "output_tokens": 1 if k < len(blocks) - 1 else 200}
+            written.append(add("assistant", [block], msg_id=f"msg_{i}", usage=step))
+            for r in after.get(k, ()):
+                text = "".join(x.text for x in r.content if isinstance(x, Text))
+                result = {"type": "tool_result", "tool_use_id": r.call_id, "content": text, "is_error": r.is_error}
+                add("user", [result])
+        reply_lines.append(written)
+        i += 2 if results else 1
+    return jsonl(*values), t, reply_lines
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=interleaved_sessions(), share=st.floats(0.05, 1.2))
+def test_a_reply_written_between_its_results_is_one_message_measured_once(
+    session: tuple[bytes, Transcript, list[list[int]]], share: float
+) -> None:
+    data, original, reply_lines = session
+    (t,) = load(Input("session.jsonl", data), fmt="claude_code")
+    # the messages of the transcript that was written, whatever the layout of its lines
+    assert [m.role for m in t.messages] == [m.role for m in original.messages]
+    for got, want in zip(t.messages, original.messages, strict=True):
+        assert [c.id for c in got.tool_calls] == [c.id for c in want.tool_calls]
+        assert sorted(r.call_id for r in got.tool_results) == sorted(r.call_id for r in want.tool_results)
+    assert [m.source.line for m in t.messages if m.role == "assistant"] == [lines[0] for lines in reply_lines]
+    # one measurement per reply (message id), at its first line, with the reply's own output count
+    assert [u.source.line for u in t.usage] == [lines[0] for lines in reply_lines]
+    assert [t.messages[u.before].role for u in t.usage] == ["assistant"] * len(reply_lines)
+    assert all(u.output_tokens == 200 for u in t.usage)
+    assert t.defects == () and check_request(t) == ()
+    # a fit neither loses a recorded result nor invents one
+    estimator = Estimator()
+    budget = max(1, int(share * estimator.request(t)))
+    fitted = fit(t, budget=budget, estimator=estimator)
+    assert fitted.plan.repairs == ()
+    assert check_request(fitted.transcript) == ()
+    sent = {r.call_id for m in fitted.transcript.messages for r in m.tool_results}
+    assert sent == {c.id for m in fitted.transcript.messages for c in m.tool_calls}
+    assert not any(
+        NO_RESULT_TEXT in x.text
+        for m in fitted.transcript.messages
+        for r in m.tool_results
+        for x in r.content
+        if isinstance(x, Text)
+    )

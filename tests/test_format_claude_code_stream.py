@@ -16,6 +16,7 @@ import pytest
 from conftest import DATA, require_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_format_claude_code import interleaved_sessions
 from test_format_claude_code_fast import session_lines
 from test_report_fold import Words
 from typer.testing import CliRunner
@@ -234,6 +235,16 @@ def test_generated_sessions_stream_and_audit_as_loaded(
         for i, text in enumerate(subagents):
             (Path(folder) / "session" / "subagents" / f"agent-{i}.jsonl").write_bytes(text)
         assert_streams_as_loaded(Input(str(path), keep_text=keep_text), skip)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=interleaved_sessions(), keep_text=st.booleans())
+def test_a_reply_written_between_its_results_streams_as_loaded(session: Any, keep_text: bool) -> None:
+    """Issue 13 item 6: one message holds the lines of a reply, and the next its results' lines between them."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "session.jsonl"
+        path.write_bytes(session[0])
+        assert_streams_as_loaded(Input(str(path), keep_text=keep_text), False)
 
 
 # --------------------------------------------------------------------------

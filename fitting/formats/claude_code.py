@@ -692,15 +692,29 @@ def _first_copies(
     return blocks
 
 
+def reply_line_joins(message_id: str, role: str, last_id: str, results: bool, before_id: str | None) -> int:
+    """Which message an assistant line of reply ``message_id`` joins, the last one built being of ``role`` and
+    ``last_id`` (holding tool ``results``, for a user message) after an assistant message ``before_id`` (None
+    if the message before it is not one): 0 the last (the reply's lines so far), 1 the one before it (the
+    reply, whose parallel calls' results Claude Code writes between its lines: the last message holds them),
+    -1 neither (a new message). ``_build``'s rule, and the fold's (``ccfold``)."""
+    if role == "assistant":
+        return 0 if last_id == message_id else -1
+    return 1 if results and before_id == message_id else -1
+
+
 def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
-    """Messages from the selected lines in file order: split assistant lines merged by
-    message id, consecutive result lines merged into one user message (results first)."""
+    """Messages from the selected lines in file order: the lines of one reply (message id) merged into one
+    assistant message, measured once, at its first line, even where its results are written between its lines;
+    consecutive result lines merged into one user message (results first)."""
     drafts: list[_Draft] = []
     usage: list[Usage] = []
     defects: list[Defect] = []
     call_lines: dict[str, int] = {}
     result_lines: dict[tuple[int, str], int] = {}
     answered: set[str] = set()
+    measured: dict[str, int] = {}
+    """Each reply's measurement: its place in ``usage`` (-1 when it records none), by message id."""
     context_start = compacted_at = compacted_tokens = empty = unmeasured = 0
     for i in sorted(selected):
         node = nodes[i]
@@ -725,23 +739,31 @@ def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
             continue
         last = drafts[-1] if drafts else None
         if node.kind == "assistant":
-            if last is None or last.role != "assistant" or last.message_id != node.message_id:
-                if node.usage is not None and any(node.usage[:3]):
-                    read, write, cached, output = node.usage
-                    usage.append(Usage(len(drafts), read, write, cached, Source(path, node.line), output))
-                elif node.usage is not None:
-                    unmeasured += 1
+            before = drafts[-2].message_id if len(drafts) > 1 and drafts[-2].role == "assistant" else None
+            joins = (
+                -1
+                if last is None
+                else reply_line_joins(node.message_id, last.role, last.message_id, bool(last.results), before)
+            )
+            if joins >= 0:
+                last = drafts[-1 - joins]
+            else:
+                if node.message_id not in measured:  # one measurement per reply, at its first line
+                    k = -1
+                    if node.usage is not None and any(node.usage[:3]):
+                        read, write, cached, output = node.usage
+                        k = len(usage)
+                        usage.append(Usage(len(drafts), read, write, cached, Source(path, node.line), output))
+                    elif node.usage is not None:
+                        unmeasured += 1
+                    measured[node.message_id] = k
                 last = _Draft("assistant", node.line, node.message_id)
                 drafts.append(last)
-            elif (
-                node.usage is not None
-                and usage
-                and usage[-1].before == len(drafts) - 1
-                and node.usage[3] > usage[-1].output_tokens
-            ):
+            k = measured.get(node.message_id, -1)
+            if 0 <= k < len(usage) and node.usage is not None and node.usage[3] > usage[k].output_tokens:
                 # A reply split over several lines records the output count as it
                 # streamed: the largest (latest) value is the reply's own.
-                usage[-1] = replace(usage[-1], output_tokens=node.usage[3])
+                usage[k] = replace(usage[k], output_tokens=node.usage[3])
             last.blocks.extend(blocks)
             for b in blocks:
                 if type(b) is ToolCall:
@@ -1222,13 +1244,24 @@ class SessionStream:
         reader = LineReader(self.source.path, self.skip_invalid)
         kinds: Counter[str] = Counter()
         keep = self.source.keep_text
+        # A reply's lines and its results' lines may alternate: a line of a later message read on the way to
+        # one of this message's is held until then.
+        needed = {origin[id(b)][1] for m in self.header.messages for b in m.content}
+        held: dict[int, bytes] = {}
         with self.source.open() as f:
             lines = enumerate(f, start=1)
             for message in self.header.messages:
                 wants = [origin[id(b)] for b in message.content]
                 got: dict[int, tuple[Block, ...]] = {}
                 for number in sorted({line for _, line, _ in wants}):
-                    raw = next((r for n, r in lines if n == number), None)  # the lines before it, unread
+                    raw = held.pop(number, None)
+                    if raw is None:
+                        for n, r in lines:  # the lines before it are unread, or held if a later message's
+                            if n == number:
+                                raw = r
+                                break
+                            if n in needed:
+                                held[n] = r
                     if raw is None:
                         raise ChangedWhileRead(f"{self.source.path}: line {number} is gone")
                     line = number
