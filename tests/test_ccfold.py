@@ -21,6 +21,8 @@ from test_format_claude_code import interleaved_sessions
 from typer.testing import Result
 
 from windowfit.cli.report_cmd import FAST_FOLD_ENV, ReportOptions, report_file, report_work
+from windowfit.cli.report_run import _windowed
+from windowfit.fitting.windows import last_reply_model, window_for
 from windowfit.cli.shared import SizeChoice
 from windowfit.fitting import make_estimator
 from windowfit.fitting.ccfold import fold_claude_code, fold_claude_code_all
@@ -51,7 +53,7 @@ def folded(
     item: Input, options: ReportOptions = SEED, skip_invalid: bool = False, why: list[str] | None = None
 ) -> Report | None:
     o = options
-    return fold_claude_code(
+    report = fold_claude_code(
         item,
         make_estimator(o.estimator, overhead=o.overhead),
         budget=o.budget,
@@ -62,6 +64,8 @@ def folded(
         skip_invalid=skip_invalid,
         why=why,
     )
+    # report's window: --window, else the model the file's last reply records (as report_file does)
+    return None if report is None else _windowed(report, window_for(o.window, last_reply_model(item)))
 
 
 def corpus_files() -> list[Path]:
@@ -83,6 +87,7 @@ def test_reports_are_the_loaded_ones_on_the_corpus(skip_invalid: bool) -> None:
         reports = fold_claude_code_all(item, make_estimator(), skip_invalid=skip_invalid)
         taken_all += reports is not None
         if reports is not None:
+            reports = [_windowed(r, window_for(None, last_reply_model(Input(r.path)))) for r in reports]
             assert reports == loaded(item, skip_invalid=skip_invalid), path
     # Every transcript of a file (inline sidechains, a subagents folder): 18 of 23 on 2026-12-02, 21 with
     # --skip-invalid (left: three files' broken lines without it, a compaction, one of the tests' files).
@@ -583,4 +588,5 @@ def test_past_the_lines_it_keeps_the_tree_fold_reads_the_file_from_its_start(
     assert sum(r is not None for r in after) >= 3
     for item, reports in zip(cases, after, strict=True):
         if reports is not None:
-            assert reports == loaded(item, skip_invalid=True), item.path
+            windowed = [_windowed(r, window_for(None, last_reply_model(Input(r.path, item.data)))) for r in reports]
+            assert windowed == loaded(item, skip_invalid=True), item.path
