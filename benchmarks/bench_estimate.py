@@ -2,7 +2,8 @@
 CJK text, as a ratio to a naive per-character loop timed in the same process;
 then the whole seed estimator (``Estimator.blocks`` over text blocks of 8,192
 characters, as a transcript's are estimated) against tiktoken's cl100k_base on
-the same blocks, where tiktoken is installed (``pip install '.[tokenizers]'``).
+the same blocks, where tiktoken is installed (``pip install '.[tokenizers]'``);
+then ``Estimator.block`` on short blocks, ``safe`` against the seed in the same process.
 
 Run ``python benchmarks/bench_estimate.py`` (``--quick`` for a short run).
 """
@@ -19,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sample_transcripts import prose
-from windowfit.fitting.estimate import CharCounts, count_chars, is_cjk, make_estimator
-from windowfit.fitting.transcript import Text
+from windowfit.fitting.estimate import CharCounts, Estimator, count_chars, is_cjk, make_estimator
+from windowfit.fitting.transcript import Block, Text, ToolCall, ToolResult
 
 MB = 1_000_000
 BLOCK_CHARS = 8192
@@ -169,6 +170,46 @@ def render_against(rows: list[AgainstTokenizer], *, repeat: int) -> Table:
     return table
 
 
+SHORT_BLOCKS: tuple[Block, ...] = (
+    Text("ok"),
+    Text("hello world, this is a short message"),
+    Text("x = compute(a, b) + 1"),
+    Text("Привет, мир!"),
+    Text("日本語のテキスト"),
+    Text("שלום עולם ✅ done 🚀"),
+    ToolCall("call_1", "read_file", '{"path":"src/main.py","limit":200}'),
+    ToolResult("call_1", (Text("     1\timport os\n     2\timport sys"),)),
+)
+"""Short blocks of the kinds a transcript has many of: replies, tool calls and results (2 to 40 characters)."""
+
+
+def block_ns(estimator: Estimator, repeat: int, rounds: int = 2000) -> float:
+    """``estimator.block`` per short block, in ns (best of ``repeat`` runs over every block ``rounds`` times)."""
+    block = estimator.block
+
+    def run() -> None:
+        for _ in range(rounds):
+            for b in SHORT_BLOCKS:
+                block(b)
+
+    return best_of(repeat, run) / (rounds * len(SHORT_BLOCKS)) * 1e9
+
+
+def render_short(repeat: int) -> Table:
+    """``Estimator.block`` on short blocks: seed and safe timed alternately, the ratio of their best runs."""
+    seed, safe = make_estimator("seed"), make_estimator("safe")
+    seed_ns = min(block_ns(seed, 1) for _ in range(repeat))
+    safe_ns = min(block_ns(safe, 1) for _ in range(repeat))
+    for _ in range(repeat):  # alternate, so that both see the same load
+        seed_ns, safe_ns = min(seed_ns, block_ns(seed, 1)), min(safe_ns, block_ns(safe, 1))
+    table = Table(title=f"Estimator.block, {len(SHORT_BLOCKS)} short blocks (best of {2 * repeat})")
+    for header in ("rule", "ns per block", "x seed"):
+        table.add_column(header, justify="left" if header == "rule" else "right")
+    table.add_row("seed", f"{seed_ns:,.0f}", "1.00")
+    table.add_row("safe", f"{safe_ns:,.0f}", f"{safe_ns / seed_ns:.2f}")
+    return table
+
+
 def render(rows: list[Row], *, repeat: int, naive_chars: int) -> Table:
     table = Table(title=f"count_chars throughput (best of {repeat}; naive loop on the first {naive_chars:,} chars)")
     for header in ("text", "MB", "non-ASCII", "count_chars MB/s", f"per {BLOCK_CHARS} chars MB/s", "naive MB/s"):
@@ -208,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
     console.print(render(rows, repeat=repeat, naive_chars=naive_chars))
     console.print("Counts agree with the naive loop on each slice, and per-block sums equal whole-text counts.")
     console.print(render_against(against, repeat=repeat))
+    console.print(render_short(repeat))
 
 
 if __name__ == "__main__":

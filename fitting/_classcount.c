@@ -23,28 +23,58 @@ typedef struct {
     uint8_t bmp[BMP];           /* class of every code point below U+10000 */
     uint16_t astral[ASTRAL_BLOCKS]; /* a block's class, or LEAF_FLAG | leaf index when classes share it */
     uint8_t *leaves;            /* 256 classes per shared astral block */
+    PyObject *weights;          /* tuple of n ints for weighted(), or NULL */
+    long long w64[MAX_CLASSES]; /* the same weights, when every one fits in 64 bits (big == 0) */
+    int big;
 } Counter;
 
 static void
 Counter_dealloc(Counter *self)
 {
     PyMem_Free(self->leaves);
+    Py_XDECREF(self->weights);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Counter(n, fallback, ranges, groups): ranges an iterable of (first, last, class) code point ranges,
- * inclusive and not overlapping; groups a bytes of n seed classes (0 ascii, 1 cjk, 2 other). Code points
- * in no range belong to class fallback. */
+/* Counter(n, fallback, ranges, groups, weights=()): ranges an iterable of (first, last, class) code point
+ * ranges, inclusive and not overlapping; groups a bytes of n seed classes (0 ascii, 1 cjk, 2 other); weights
+ * n non-negative ints for weighted(), or empty. Code points in no range belong to class fallback. */
 static int
 Counter_init(Counter *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"n", "fallback", "ranges", "groups", NULL};
+    static char *kwlist[] = {"n", "fallback", "ranges", "groups", "weights", NULL};
     int n, fallback;
-    PyObject *ranges;
+    PyObject *ranges, *weights = NULL;
     Py_buffer groups;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiOy*", kwlist, &n, &fallback, &ranges, &groups)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiOy*|O!", kwlist, &n, &fallback, &ranges, &groups,
+                                     &PyTuple_Type, &weights)) {
         return -1;
     }
+    if (weights != NULL && PyTuple_GET_SIZE(weights) == 0) {
+        weights = NULL;
+    }
+    if (weights != NULL && PyTuple_GET_SIZE(weights) != n) {
+        PyBuffer_Release(&groups);
+        PyErr_SetString(PyExc_ValueError, "one weight per class, or none");
+        return -1;
+    }
+    self->big = 0;
+    for (Py_ssize_t i = 0; weights != NULL && i < n; i++) {
+        PyObject *w = PyTuple_GET_ITEM(weights, i);
+        int overflow = 0;
+        long long x = PyLong_Check(w) ? PyLong_AsLongLongAndOverflow(w, &overflow) : -1;
+        if (!PyLong_Check(w) || (x < 0 && !overflow) || overflow < 0) {
+            PyBuffer_Release(&groups);
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_ValueError, "a weight is a non-negative int");
+            }
+            return -1;
+        }
+        self->big |= overflow;
+        self->w64[i] = x;
+    }
+    Py_XINCREF(weights);
+    Py_XSETREF(self->weights, weights);
     if (n < 1 || n > MAX_CLASSES || fallback < 0 || fallback >= n || groups.len != n) {
         PyBuffer_Release(&groups);
         PyErr_Format(PyExc_ValueError, "1 to %d classes, a fallback among them and one group each", MAX_CLASSES);
@@ -271,6 +301,50 @@ Counter_count_groups(Counter *self, PyObject *text)
     return Py_BuildValue("(nnn)", groups[0], groups[1], groups[2]);
 }
 
+/* weighted(text) -> sum(count_i * weight_i) over the classes of text: a rule's tokens of text times its
+ * denominator, without a tuple of counts (Estimator.block). In 64-bit integers while nothing overflows,
+ * else in Python's integers (the same exact result). */
+static PyObject *
+Counter_weighted(Counter *self, PyObject *text)
+{
+    if (self->weights == NULL) {
+        PyErr_SetString(PyExc_ValueError, "this counter was made without weights");
+        return NULL;
+    }
+    Py_ssize_t out[MAX_CLASSES];
+    if (tally(self, text, out) < 0) {
+        return NULL;
+    }
+    int c = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    if (!self->big) {
+        long long acc = 0;
+        for (; c < self->n; c++) {
+            long long p;
+            if (__builtin_mul_overflow((long long)out[c], self->w64[c], &p) || __builtin_add_overflow(acc, p, &acc)) {
+                break;
+            }
+        }
+        if (c == self->n) {
+            return PyLong_FromLongLong(acc);
+        }
+    }
+#endif
+    PyObject *sum = PyLong_FromLong(0);
+    for (c = 0; sum != NULL && c < self->n; c++) {
+        PyObject *k = PyLong_FromSsize_t(out[c]);
+        PyObject *p = k == NULL ? NULL : PyNumber_Multiply(k, PyTuple_GET_ITEM(self->weights, c));
+        Py_XDECREF(k);
+        if (p == NULL) {
+            Py_DECREF(sum);
+            return NULL;
+        }
+        Py_SETREF(sum, PyNumber_Add(sum, p));
+        Py_DECREF(p);
+    }
+    return sum;
+}
+
 /* dot(a, b) -> sum(a[i] * b[i]) over two tuples of ints of one length: in 64-bit integers while
  * nothing overflows, else in Python's integers (the same exact result). */
 static PyObject *
@@ -352,6 +426,7 @@ brackets(PyObject *module, PyObject *data)
 static PyMethodDef Counter_methods[] = {
     {"count", (PyCFunction)Counter_count, METH_O, "count(text) -> (ascii, cjk, other, per_class)"},
     {"count_groups", (PyCFunction)Counter_count_groups, METH_O, "count_groups(text) -> (ascii, cjk, other)"},
+    {"weighted", (PyCFunction)Counter_weighted, METH_O, "weighted(text) -> sum of count_i * weight_i"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -360,7 +435,7 @@ static PyTypeObject CounterType = {
     .tp_basicsize = sizeof(Counter),
     .tp_dealloc = (destructor)Counter_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Counter(n, fallback, ranges, groups): characters per class of a rule, from a table per code point.",
+    .tp_doc = "Counter(n, fallback, ranges, groups, weights=()): characters per class of a rule, from a table per code point.",
     .tp_methods = Counter_methods,
     .tp_init = (initproc)Counter_init,
     .tp_new = PyType_GenericNew,

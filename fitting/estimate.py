@@ -28,7 +28,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -446,6 +446,10 @@ class _Counter(Protocol):
         """``(ascii, cjk, other)`` alone."""
         ...
 
+    def weighted(self, text: str, /) -> int:
+        """``sum(count_i * weight_i)`` over the classes, with the weights the counter was made with."""
+        ...
+
 
 class _ClassCounter:
     """Counts characters per class with C-level str and bytes passes (see the module docstring):
@@ -461,6 +465,7 @@ class _ClassCounter:
         "n",
         "other",
         "splits",
+        "weights",
         "whole_run",
     )
 
@@ -469,7 +474,10 @@ class _ClassCounter:
     HIGH = 0xFE
     LOW = 0xFF
 
-    def __init__(self, classes: tuple[CharClass, ...]) -> None:
+    def __init__(self, classes: tuple[CharClass, ...], weights: tuple[int, ...] = ()) -> None:
+        if weights and len(weights) != len(classes):
+            raise ValueError("one weight per class, or none")
+        self.weights = weights
         self.n = len(classes)
         self.fallback, explicit = _check_classes(classes)
         self.cjk = tuple(i for i, c in enumerate(classes) if c.group == "cjk")
@@ -536,6 +544,12 @@ class _ClassCounter:
     def count_groups(self, text: str, /) -> tuple[int, int, int]:
         """``(ascii, cjk, other)`` of ``text``."""
         return self.count(text)[:3]
+
+    def weighted(self, text: str, /) -> int:
+        """``sum(count_i * weight_i)`` of ``text``."""
+        if not self.weights:
+            raise ValueError("this counter was made without weights")
+        return sum(map(mul, self._per_class(text), self.weights))
 
     def _per_class(self, text: str) -> list[int]:
         """Characters of ``text`` per class."""
@@ -633,25 +647,25 @@ except ImportError:
 _GROUP_CODES: dict[Group, int] = {"ascii": 0, "cjk": 1, "other": 2}
 
 
-def compiled_counter(classes: tuple[CharClass, ...]) -> _Counter:
+def compiled_counter(classes: tuple[CharClass, ...], weights: tuple[int, ...] = ()) -> _Counter:
     """The compiled counter for ``classes`` (``ImportError`` when it is not built or ``WINDOWFIT_PURE``
-    is set); the same counts as ``pure_counter``."""
+    is set), whose ``weighted`` uses ``weights``; the same counts as ``pure_counter``."""
     if not COMPILED:
         raise ImportError("windowfit.fitting._classcount is not built (or WINDOWFIT_PURE is set)")
     fallback, explicit = _check_classes(classes)
     ranges = [(a, b, i) for i, (a, b) in explicit]
     groups = bytes(_GROUP_CODES[c.group] for c in classes)
-    counter: _Counter = _CompiledCounter(len(classes), fallback, ranges, groups)
+    counter: _Counter = _CompiledCounter(len(classes), fallback, ranges, groups, weights)
     return counter
 
 
-def pure_counter(classes: tuple[CharClass, ...]) -> _Counter:
-    """The pure-Python counter for ``classes``."""
-    return _ClassCounter(classes)
+def pure_counter(classes: tuple[CharClass, ...], weights: tuple[int, ...] = ()) -> _Counter:
+    """The pure-Python counter for ``classes``, whose ``weighted`` uses ``weights``."""
+    return _ClassCounter(classes, weights)
 
 
-def _make_counter(classes: tuple[CharClass, ...]) -> _Counter:
-    return compiled_counter(classes) if COMPILED else pure_counter(classes)
+def _make_counter(classes: tuple[CharClass, ...], weights: tuple[int, ...]) -> _Counter:
+    return compiled_counter(classes, weights) if COMPILED else pure_counter(classes, weights)
 
 
 def _dot_pure(a: tuple[int, ...], b: tuple[int, ...]) -> int:
@@ -707,7 +721,7 @@ class ClassRule:
         *weights, denominator = _integer_weights(*(c.chars_per_token for c in self.classes))
         object.__setattr__(self, "_weights", tuple(weights))
         object.__setattr__(self, "_denominator", denominator)
-        object.__setattr__(self, "_counter", _make_counter(self.classes))
+        object.__setattr__(self, "_counter", _make_counter(self.classes, self._weights))
 
     def scaled_overhead(self, factor: float) -> ClassRule:
         """The same rule with every structural overhead multiplied by ``factor``."""
@@ -818,7 +832,31 @@ class Estimator:
             a, c, o, fixed = self._script_parts(rule, block)
             wa, wc, wo, denominator = rule._weights
             return -(-(a * wa + c * wc + o * wo) // denominator) + fixed
+        if type(rule) is ClassRule:  # the same in integers, without a ``CharCounts`` (tests/test_estimate_fast.py)
+            weighted = rule._counter.weighted  # type: ignore[union-attr]
+            kind = type(block)
+            if kind is Text or kind is Thinking:  # most blocks: no call to make
+                return -(-weighted(block.text) // rule._denominator) + rule.block_overhead_tokens  # type: ignore[union-attr]
+            total, fixed = self._class_parts(rule, weighted, block)
+            return -(-total // rule._denominator) + fixed
         return self._block_general(block)
+
+    def _class_parts(self, rule: ClassRule, weighted: Callable[[str], int], block: Block) -> tuple[int, int]:
+        """``block_parts`` under a ``ClassRule`` as two integers: the weighted sum of its characters per class
+        (its ``_denominator`` times its unrounded tokens) and its fixed tokens."""
+        kind = type(block)
+        if kind is Text or kind is Thinking:
+            return weighted(block.text), rule.block_overhead_tokens  # type: ignore[union-attr]
+        if kind is ToolCall:
+            return weighted(block.name) + weighted(block.input_json), rule.block_overhead_tokens  # type: ignore[union-attr]
+        if kind is ToolResult:
+            total, fixed = 0, rule.block_overhead_tokens
+            for inner in block.content:  # type: ignore[union-attr]
+                w, f = self._class_parts(rule, weighted, inner)
+                total, fixed = total + w, fixed + f
+            return total, fixed
+        counts, fixed = self.block_parts(block)
+        return _dot(counts.classes, rule._weights) if counts.total else 0, fixed
 
     def _block_general(self, block: Block) -> int:
         """``block`` for any rule."""

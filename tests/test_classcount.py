@@ -106,6 +106,30 @@ def test_compiled_and_pure_counters_agree_on_every_rule(text: str, name: str) ->
 
 @needs_compiled
 @settings(max_examples=300)
+@given(ANY_TEXT, st.sampled_from(sorted(CLASS_RULES)), st.sampled_from([1, 7, 2**40, 2**70]))
+def test_weighted_is_the_dot_product_of_counts_and_weights(text: str, name: str, scale: int) -> None:
+    classes = CLASS_RULES[name].classes
+    weights = tuple(scale * (i + 1) for i in range(len(classes)))
+    expected = sum(n * w for n, w in zip(naive(classes, text)[3], weights, strict=True))
+    assert compiled_counter(classes, weights).weighted(text) == expected
+    assert pure_counter(classes, weights).weighted(text) == expected
+
+
+@needs_compiled
+def test_weighted_needs_weights_one_per_class() -> None:
+    classes = CLASS_RULES["safe"].classes
+    for counter in (compiled_counter(classes), pure_counter(classes)):
+        with pytest.raises(ValueError, match="without weights"):
+            counter.weighted("x")
+    for make in (compiled_counter, pure_counter):
+        with pytest.raises(ValueError, match="one weight per class"):
+            make(classes, (1, 2))
+    with pytest.raises(ValueError, match="non-negative"):
+        compiled_counter(classes, (-1,) * len(classes))
+
+
+@needs_compiled
+@settings(max_examples=300)
 @given(ANY_TEXT)
 def test_compiled_and_pure_seed_counts_agree(text: str) -> None:
     assert count_chars(text) == _count_chars_pure(text)

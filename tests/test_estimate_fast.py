@@ -43,6 +43,21 @@ def test_script_rule_fast_path_matches_the_general_one(
     assert [est.block(b) for b in blocks] == [est._block_general(b) for b in blocks] == list(fast.block_tokens)
 
 
+CLASS_RULES = ("safe", "custom:ascii=3,devanagari=0.5", "custom:ascii=0.0000000001,devanagari=0.5")
+"""Rules with finer classes: the last one's weights do not fit in 64 bits."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks=st.lists(_blocks, max_size=5).map(tuple), rule=st.sampled_from(CLASS_RULES))
+def test_class_rule_block_fast_path_matches_the_general_one(
+    blocks: tuple[Text | Thinking | ToolCall | ToolResult | Image | Other, ...], rule: str
+) -> None:
+    est = make_estimator(rule)
+    assert type(est.rule) is type(SAFE)
+    assert [est.block(b) for b in blocks] == [est._block_general(b) for b in blocks]
+    assert [est.block(b) for b in blocks] == list(est.blocks(blocks).block_tokens)
+
+
 @settings(max_examples=50, deadline=None)
 @given(transcripts())
 def test_fast_path_on_generated_transcripts(t: Transcript) -> None:
