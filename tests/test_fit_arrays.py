@@ -18,7 +18,7 @@ from typing import Any
 from conftest import require_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import damaged_transcripts, observed_transcripts, transcripts
+from strategies import damaged_transcripts, measured, observed_transcripts, transcripts
 from test_ccfold import sessions
 
 from windowfit.fitting import ccplan
@@ -61,7 +61,6 @@ from windowfit.fitting.transcript import (
     ToolResult,
     Transcript,
     Turn,
-    Usage,
     iter_units,
     split_units,
     turn_bounds,
@@ -321,23 +320,6 @@ def planned(
         return planner(transcript, options, est, size, lambda ms: est.message_tokens(tuple(ms)))
     except Exception as exc:  # a refused carried cut: in the same words
         return (type(exc).__name__, str(exc))
-
-
-@st.composite
-def measured(draw: st.DrawFn, transcript: Transcript, est: Estimator) -> Transcript:
-    """``transcript`` with usage measured before some of its assistant replies: about what the estimate says
-    of the messages before each, give or take half (so anchored sizes lie both above and below it)."""
-    messages = transcript.messages
-    replies = [i for i, m in enumerate(messages) if m.role == "assistant"]
-    if not replies:
-        return transcript
-    usage = []
-    for before in sorted(set(draw(st.lists(st.sampled_from(replies), min_size=1, max_size=3)))):
-        estimated = est.preamble(transcript) + sum(est.message_tokens(messages[:before]))
-        total = max(1, int(estimated * draw(st.sampled_from((0.5, 0.9, 1.0, 1.2, 2.0)))))
-        cached = draw(st.integers(0, total))
-        usage.append(Usage(before, total - cached, 0, cached))
-    return replace(transcript, usage=tuple(usage))
 
 
 @st.composite
