@@ -19,7 +19,7 @@ from ._frozen import frozen
 from .errors import Location, OptionError
 from .estimate import CharCounts, Estimator, ScriptRule, _groups, make_estimator, sum_counts
 from .repair import Repair, repair
-from .size import FLOOR_RULE, Size, SizeSource, ceiling_tokens, floor_tokens
+from .size import FLOOR_RULE, PreambleSource, Size, SizeSource, ceiling_tokens, floor_tokens
 from .transcript import (
     Joined,
     Message,
@@ -104,7 +104,8 @@ class FitOptions:
     protected_fraction: float = 0.25
     """Share of the budget the newest tool results keep whole."""
     min_clear_ratio: float = 2.0
-    """A result is clearable only if its estimate is at least this many times its stub's."""
+    """A result is clearable only if clearing it saves tokens and it is at least this many times its stub, in
+    the count the fit uses (``clearable``)."""
     add_notice: bool = False
     """Add the safety-net notice (SPEC section 4) to the system prompt first."""
     page_tokens: int | None = None
@@ -152,6 +153,16 @@ default: the 1 here is a placeholder, read only the tunables."""
 def auto_cut_step(budget: int) -> int:
     """The default step of stages 2 and 3: a quarter of the budget (SPEC section 3)."""
     return max(1, budget // 4)
+
+
+def clearable(removed: int, added: int, min_clear_ratio: float, *, rounding: int = 0) -> bool:
+    """Whether a result is a candidate of stage 1 (SPEC section 3, "too small to bother"), in the count the fit
+    decides with: clearing it takes ``removed`` tokens off the request and its stub puts ``added`` back (an
+    estimate: the result's and the stub's estimates; an anchored size: the floor of the result's content and
+    the ceiling of the stub's text). It must be at least ``min_clear_ratio`` times its stub and save at least
+    one token. ``rounding``: what the count may take back of that saving (an estimate rounds each block up
+    alone but its message once, so a message saves at least one token less per result than its blocks say)."""
+    return removed >= min_clear_ratio * added and removed - added - rounding > 0
 
 
 def closes_batch(count: int, tokens: int, batch_size: int, batch_tokens: int | None) -> bool:
@@ -240,13 +251,17 @@ class Dropped:
     tokens: int
 
 
-CausePartKind: TypeAlias = Literal["preamble", "head", "note", "opener", "newest", "after"]
+CausePartKind: TypeAlias = Literal[
+    "preamble", "head", "note", "opener", "newest", "after", "measured", "reply", "estimated", "changes", "removed"
+]
 AloneKind: TypeAlias = Literal["preamble", "result", "head", "note", "opener", "newest", "after"]
 
 
 @frozen
 class CausePart:
-    """One part of the smallest request a too-long fit can build."""
+    """One part of the smallest request a too-long fit can build, as the fit counted it: on an estimate, what the
+    request holds (the preamble, the first message, the note, ...); on an anchored size, the measured request
+    and what the fit adds to it and takes off it (``removed`` is negative)."""
 
     kind: CausePartKind
     label: str
@@ -271,8 +286,9 @@ class Alone:
 @frozen
 class Cause:
     """Why a fit is too long: the smallest request, part by part (their sum is
-    that request's size, over the budget), and the piece that alone is over
-    the budget when there is one. The sentence is rendered from these numbers."""
+    that request's size as the fit decided on it, its ``tokens_after``, over the
+    budget), and the piece that alone is over the budget when there is one (by
+    its estimate). The sentence is rendered from these numbers."""
 
     budget: int
     parts: tuple[CausePart, ...]
@@ -289,8 +305,16 @@ class Cause:
             a = self.alone
             verb = "are" if a.kind in ("preamble", "after") or " and " in a.label else "is"
             return f"{a.label} alone {verb} {a.tokens:,} tokens, over the {self.budget:,} budget"
-        listed = " + ".join(f"{p.label} {p.tokens:,}" for p in self.parts)
-        return f"the smallest request it can send is {self.tokens:,} tokens ({listed}), over the {self.budget:,} budget"
+        listed = " ".join(
+            f"{'- ' if p.tokens < 0 else '+ ' if i else ''}{p.label} {abs(p.tokens):,}"
+            for i, p in enumerate(self.parts)
+        )
+        # Counted from a measured request, what the fit takes off is a lower bound: the size is an upper one.
+        how = "up to" if self.parts[0].kind == "measured" else "an estimated"
+        return (
+            f"the smallest request it can send is {how} {self.tokens:,} tokens ({listed}), "
+            f"over the {self.budget:,} budget"
+        )
 
 
 @frozen
@@ -311,7 +335,7 @@ class Plan:
     protected: tuple[ResultRef, ...]
     """The newest results kept whole, by size (at least the newest one)."""
     too_small: tuple[ResultRef, ...]
-    """Results never cleared: not much bigger than their stub."""
+    """Results never cleared: not much bigger than their stub, in the count the fit uses (``clearable``)."""
     candidates: tuple[ResultRef, ...]
     """The clearable results, oldest first; batches are ``candidates[k*b:(k+1)*b]``."""
     batches: tuple[ClearBatch, ...]
@@ -804,10 +828,21 @@ def _decide(
     page_tokens, cut_step, carried_cut = options.page_tokens, options.cut_step, options.carried_cut
     anchored = size is not None and size.anchored
     results, stubs = shape.result_refs(est, page_tokens)
+    # An anchored fit removes the floor of a result's content and adds the ceiling of its stub's text: the
+    # floors come with the sizes of what stages 2 and 3 leave out (``_Sizer``).
+    result_floors: dict[tuple[int, int], int] = {}
+    sizer = shape.sizer(message_tokens, Estimator(FLOOR_RULE) if anchored else None, result_floors)
 
     first_protected = _protected_tail(results, budget * protected_fraction)
     older = results[:first_protected]
-    candidate_at = [i for i, r in enumerate(older) if r.tokens >= min_clear_ratio * r.stub_tokens]
+    if anchored:
+        clears = [
+            clearable(result_floors[(r.message_index, r.block_index)], stubs[i].ceiling, min_clear_ratio)
+            for i, r in enumerate(older)
+        ]
+    else:
+        clears = [clearable(r.tokens, r.stub_tokens, min_clear_ratio, rounding=1) for r in older]
+    candidate_at = [i for i, clear in enumerate(clears) if clear]
     base = Plan(
         options=options,
         outcome="fits",
@@ -818,7 +853,7 @@ def _decide(
         preamble_tokens=preamble,
         results=results,
         protected=results[first_protected:],
-        too_small=tuple(r for r in older if r.tokens < min_clear_ratio * r.stub_tokens),
+        too_small=tuple(r for r, clear in zip(older, clears, strict=True) if not clear),
         candidates=tuple(results[i] for i in candidate_at),
         batches=(),
         notice_added=notice_added,
@@ -837,8 +872,6 @@ def _decide(
     # messages stubbed are built once, by ``apply_plan``. Stages 2 and 3 read only
     # roles, calls and results' ids of the messages, which a stub keeps as they were.
     tokens = list(message_tokens)
-    result_floors: dict[tuple[int, int], int] = {}
-    sizer = shape.sizer(message_tokens, Estimator(FLOOR_RULE) if anchored else None, result_floors)
     total = before
     batches: list[ClearBatch] = []
     candidates = base.candidates
@@ -885,6 +918,7 @@ def _decide(
             head=empty,
             note=note_tokens,
             opener=None,
+            preamble_source=size.preamble_source if size is not None else "recorded",
         )
         return replace(
             base,
@@ -997,11 +1031,19 @@ def _decide(
         head=head,
         note=note_tokens,
         opener=opener,
+        preamble_source=size.preamble_source if size is not None else "recorded",
     )
+    after = size_keeping(take)
+    if anchored:
+        # The decision compared the anchored size with the budget: the cause says that size, as it was counted.
+        assert size is not None
+        changed = " and ".join(w for w, on in (("notice", notice_added), ("repairs", bool(repairs))) if on)
+        counted = _measured_parts(size, before, before - total, note_add, after, changed)
+        cause = Cause(budget, counted, cause.alone)
     return replace(
         truncated,
         outcome="too-long",
-        tokens_after=size_keeping(take),
+        tokens_after=after,
         stages=stages,
         kept=kept,
         dropped=dropped,
@@ -1238,15 +1280,17 @@ def _too_long(
     head: tuple[int, int],
     note: int,
     opener: tuple[int, int] | None,
+    preamble_source: PreambleSource = "recorded",
 ) -> Cause:
-    """The smallest request stage 3 builds, part by part, and the one part that
-    alone is over the budget, if there is one."""
+    """The smallest request stage 3 builds, part by part as estimated (the preamble as ``preamble_source`` says),
+    and the one part that alone is over the budget, if there is one."""
 
     def cost(a: int, b: int) -> int:
         return sum(tokens[a:b])
 
+    said = {"inferred": "inferred ", "given": "given "}.get(preamble_source, "")
     parts = [
-        CausePart("preamble", "system prompt and tools", preamble),
+        CausePart("preamble", f"{said}system prompt and tools", preamble),
         CausePart(
             "head", "first message" + (" and its tool results" if head[1] > head[0] + 1 else ""), cost(*head), *head
         ),
@@ -1263,6 +1307,27 @@ def _too_long(
             a, b = tail[1].start, tail[-1].stop
             parts.append(CausePart("after", "the messages after it", cost(a, b), a, b))
     return Cause(budget, tuple(parts), _alone(parts, results, candidates, budget=budget))
+
+
+def _measured_parts(size: Size, before: int, stage1: int, note: int, after: int, changed: str) -> tuple[CausePart, ...]:
+    """The smallest request of a fit from an anchored ``size``, part by part as ``_decide`` counted it: the
+    request the provider measured, its reply and the estimate of what came after it (``Size``), the estimate
+    of what ``changed`` it since (the notice, repairs: ``before`` is the size with them), the truncation note
+    (``note``, counted from above), and less what stage 1 took off (``stage1``) and stages 2 and 3 left out,
+    both counted from below. They add up to ``after``, the size the decision compared with the budget."""
+    parts = [CausePart("measured", "measured request", size.measured_tokens)]
+    if size.reply_tokens:
+        parts.append(CausePart("reply", "its reply", size.reply_tokens))
+    if size.estimated_tokens:
+        parts.append(CausePart("estimated", "estimate of the messages after it", size.estimated_tokens))
+    if before != size.tokens:
+        parts.append(CausePart("changes", f"estimate of the {changed}", before - size.tokens))
+    parts.append(CausePart("note", "truncation note", note))
+    removed = before + note - after
+    if removed:
+        what = "cleared" if removed == stage1 else "left out" if not stage1 else "cleared and left out"
+        parts.append(CausePart("removed", f"what is {what}, at least", -removed))
+    return tuple(parts)
 
 
 def _alone(
@@ -1286,7 +1351,7 @@ def _alone(
             which = "the newest tool result" if largest is results[-1] else f"tool result {largest.call_id}"
             return Alone(which, largest.tokens, "result", largest.call_id)
     for part in parts:
-        if part.kind != "preamble" and part.tokens > budget:
+        if part.kind in ("head", "note", "opener", "newest", "after") and part.tokens > budget:
             label = f"the messages after the {by_kind['newest'].label}" if part.kind == "after" else part.label
             return Alone(label if label.startswith("the ") else f"the {label}", part.tokens, part.kind)
     return None

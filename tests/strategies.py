@@ -13,12 +13,14 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 import orjson
 from hypothesis import strategies as st
 
 from windowfit.fitting import Block, Message, Source, Text, ToolCall, ToolDef, ToolResult, Transcript
-from windowfit.fitting.transcript import Role
+from windowfit.fitting.estimate import Estimator
+from windowfit.fitting.transcript import Role, Usage
 
 
 def _span(first: int, last: int) -> tuple[str, ...]:
@@ -284,3 +286,20 @@ def observed_transcripts(
             add("user", (*header, output, *trailer))
         add("assistant", (Text(draw(texts(1, 24))),))
     return Transcript(system=system, tools=(), messages=tuple(messages), source=Source("<hypothesis>"))
+
+
+@st.composite
+def measured(draw: st.DrawFn, transcript: Transcript, est: Estimator) -> Transcript:
+    """``transcript`` with usage measured before some of its assistant replies: about what the estimate says
+    of the messages before each, give or take half (so anchored sizes lie both above and below it)."""
+    messages = transcript.messages
+    replies = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    if not replies:
+        return transcript
+    usage = []
+    for before in sorted(set(draw(st.lists(st.sampled_from(replies), min_size=1, max_size=3)))):
+        estimated = est.preamble(transcript) + sum(est.message_tokens(messages[:before]))
+        total = max(1, int(estimated * draw(st.sampled_from((0.5, 0.9, 1.0, 1.2, 2.0)))))
+        cached = draw(st.integers(0, total))
+        usage.append(Usage(before, total - cached, 0, cached))
+    return replace(transcript, usage=tuple(usage))

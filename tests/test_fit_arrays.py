@@ -18,7 +18,7 @@ from typing import Any
 from conftest import require_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import damaged_transcripts, observed_transcripts, transcripts
+from strategies import damaged_transcripts, measured, observed_transcripts, transcripts
 from test_ccfold import sessions
 
 from windowfit.fitting import ccplan
@@ -26,9 +26,12 @@ from windowfit.fitting.ccplan import fold_plan
 from windowfit.fitting.estimate import Estimator, make_estimator
 from windowfit.fitting.fit import (
     TRUNCATION_NOTE,
+    Cause,
+    CausePart,
     ClearBatch,
     FitOptions,
     Plan,
+    ResultRef,
     _carried,
     _check_cut,
     _dropped_turns,
@@ -61,7 +64,6 @@ from windowfit.fitting.transcript import (
     ToolResult,
     Transcript,
     Turn,
-    Usage,
     iter_units,
     split_units,
     turn_bounds,
@@ -81,7 +83,8 @@ def reference_plan(
 ) -> Plan:
     """``fit._plan`` as it was before stage 1 worked on arrays (main at 7272a36), kept whole as the
     reference: each batch rebuilds its messages with the stubs (``clear_into``) and estimates them again, and
-    stages 2 and 3 read the stubbed messages."""
+    stages 2 and 3 read the stubbed messages. Since issue 13, a candidate saves tokens in the count the fit
+    uses, and an anchored fit's too-long cause is that count."""
     budget, batch_size, batch_tokens = options.budget, options.batch_size, options.batch_tokens
     protected_fraction, min_clear_ratio = options.protected_fraction, options.min_clear_ratio
     page_tokens, cut_step, carried_cut = options.page_tokens, options.cut_step, options.carried_cut
@@ -100,6 +103,24 @@ def reference_plan(
         # The notice and repairs change the request after it was measured: add their estimate.
         before = size.tokens + before - est.request(transcript) - preamble + est.preamble(source)
     results = result_refs(messages, est, page_tokens)
+    result_floors: dict[tuple[int, int], int] = {}
+    known = floors_of(messages, result_floors) if anchored and floors_of is not None else None
+    sizer = _Sizer.of(
+        messages, message_tokens, floor if anchored else None, _usage_in(transcript, messages), result_floors, known
+    )
+
+    def stub_of(ref: ResultRef) -> str:
+        if isinstance(messages[ref.message_index].content[ref.block_index], ToolResult):
+            return stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
+        return observation_stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
+
+    def saves(ref: ResultRef) -> bool:
+        """Issue 13: at least the ratio, and a saving, in the fit's count (an estimate: a block rounds up
+        alone, its message once, so a message may save one token less per result than its blocks say)."""
+        if anchored:
+            removed, added = result_floors[(ref.message_index, ref.block_index)], ceiling_tokens(stub_of(ref))
+            return removed >= min_clear_ratio * added and removed > added
+        return ref.tokens >= min_clear_ratio * ref.stub_tokens and ref.tokens > ref.stub_tokens + 1
 
     first_protected = _protected_tail(results, budget * protected_fraction)
     older = results[:first_protected]
@@ -113,8 +134,8 @@ def reference_plan(
         preamble_tokens=preamble,
         results=results,
         protected=results[first_protected:],
-        too_small=tuple(r for r in older if r.tokens < min_clear_ratio * r.stub_tokens),
-        candidates=tuple(r for r in older if r.tokens >= min_clear_ratio * r.stub_tokens),
+        too_small=tuple(r for r in older if not saves(r)),
+        candidates=tuple(r for r in older if saves(r)),
         batches=(),
         notice_added=notice_added,
         repairs=repairs,
@@ -131,11 +152,6 @@ def reference_plan(
     # the prefix that request sent and shrink the cleared set (SPEC invariant 8).
     working = list(messages)
     tokens = list(message_tokens)
-    result_floors: dict[tuple[int, int], int] = {}
-    known = floors_of(messages, result_floors) if anchored and floors_of is not None else None
-    sizer = _Sizer.of(
-        messages, message_tokens, floor if anchored else None, _usage_in(transcript, messages), result_floors, known
-    )
     total = before
     batches: list[ClearBatch] = []
     candidates = base.candidates
@@ -144,12 +160,8 @@ def reference_plan(
         saved = 0
         if anchored:
             for ref in batch:
-                result = working[ref.message_index].content[ref.block_index]
-                if isinstance(result, ToolResult):
-                    stub = stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
-                else:  # a text observation: 7272a36 asserted here (an anchored fit of a Cline task raised)
-                    stub = observation_stub_text(ref.tool, ref.call_id, ref.tokens, ref.handle, ref.pages)
-                cut = result_floors[(ref.message_index, ref.block_index)] - ceiling_tokens(stub)
+                # A text observation's stub: 7272a36 asserted here (an anchored fit of a Cline task raised).
+                cut = result_floors[(ref.message_index, ref.block_index)] - ceiling_tokens(stub_of(ref))
                 sizer.save(ref.message_index, cut)
                 saved += cut
         for mi in sorted(clear_into(working, batch)):
@@ -181,6 +193,7 @@ def reference_plan(
             head=empty,
             note=note_tokens,
             opener=None,
+            preamble_source=size.preamble_source if size is not None else "recorded",
         )
         return replace(
             base,
@@ -293,11 +306,28 @@ def reference_plan(
         head=head,
         note=note_tokens,
         opener=opener,
+        preamble_source=size.preamble_source if size is not None else "recorded",
     )
+    after = size_keeping(take)
+    if size is not None and size.anchored:
+        # Issue 13: the anchored count, part by part (what the decision compared with the budget).
+        changed = " and ".join(w for w, on in (("notice", notice_added), ("repairs", bool(repairs))) if on)
+        removed, stage1 = before + note_add - after, before - total
+        what = "cleared" if removed == stage1 else "left out" if not stage1 else "cleared and left out"
+        parts = (
+            ("measured", "measured request", size.measured_tokens),
+            ("reply", "its reply", size.reply_tokens),
+            ("estimated", "estimate of the messages after it", size.estimated_tokens),
+            ("changes", f"estimate of the {changed}", before - size.tokens),
+            ("note", "truncation note", note_add),
+            ("removed", f"what is {what}, at least", -removed),
+        )
+        said = tuple(CausePart(k, label, n) for k, label, n in parts if n or k in ("measured", "note"))
+        cause = Cause(budget, said, cause.alone)
     return replace(
         truncated,
         outcome="too-long",
-        tokens_after=size_keeping(take),
+        tokens_after=after,
         stages=stages,
         kept=kept,
         dropped=dropped,
@@ -321,23 +351,6 @@ def planned(
         return planner(transcript, options, est, size, lambda ms: est.message_tokens(tuple(ms)))
     except Exception as exc:  # a refused carried cut: in the same words
         return (type(exc).__name__, str(exc))
-
-
-@st.composite
-def measured(draw: st.DrawFn, transcript: Transcript, est: Estimator) -> Transcript:
-    """``transcript`` with usage measured before some of its assistant replies: about what the estimate says
-    of the messages before each, give or take half (so anchored sizes lie both above and below it)."""
-    messages = transcript.messages
-    replies = [i for i, m in enumerate(messages) if m.role == "assistant"]
-    if not replies:
-        return transcript
-    usage = []
-    for before in sorted(set(draw(st.lists(st.sampled_from(replies), min_size=1, max_size=3)))):
-        estimated = est.preamble(transcript) + sum(est.message_tokens(messages[:before]))
-        total = max(1, int(estimated * draw(st.sampled_from((0.5, 0.9, 1.0, 1.2, 2.0)))))
-        cached = draw(st.integers(0, total))
-        usage.append(Usage(before, total - cached, 0, cached))
-    return replace(transcript, usage=tuple(usage))
 
 
 @st.composite

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
-from ..fit import DEFAULTS, FitOptions, auto_cut_step, closes_batch
+from ..fit import DEFAULTS, FitOptions, auto_cut_step, clearable, closes_batch
 from .session import NOTE, Fenwick, Sent, Session, Stubbed, first_fitting
 
 
@@ -144,7 +144,7 @@ class WindowfitPolicy:
             self.protected_from += 1
         while self.scanned < self.protected_from:
             r = s.results[self.scanned]
-            if r.tokens >= self.min_clear_ratio * r.stub_tokens:
+            if clearable(r.tokens, r.stub_tokens, self.min_clear_ratio, rounding=1):
                 self.candidates.append(self.scanned)
                 self.open_tokens += r.tokens
                 count = len(self.candidates) - (self.ends[-1] if self.ends else 0)
