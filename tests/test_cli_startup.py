@@ -134,7 +134,7 @@ NEVER_FOR_A_REPORT = (
     "windowfit.fitting.audit",
     "windowfit.fitting.columns",
     "windowfit.fitting.fit",
-    "windowfit.fitting.pricing",
+    # not pricing: the table of models gives a report the window of the model its file records (issue 13 item 4)
     "windowfit.fitting.replay",
     "windowfit.fitting.request",
     "windowfit.fitting.rows",
