@@ -22,13 +22,13 @@ from typer.testing import Result
 
 from windowfit.cli.report_cmd import FAST_FOLD_ENV, ReportOptions, report_file, report_work
 from windowfit.cli.report_run import _windowed
-from windowfit.fitting.windows import last_reply_model, window_for
 from windowfit.cli.shared import SizeChoice
 from windowfit.fitting import make_estimator
 from windowfit.fitting.ccfold import fold_claude_code, fold_claude_code_all
 from windowfit.fitting.errors import InputError
 from windowfit.fitting.formats import Input, load
 from windowfit.fitting.report import Report
+from windowfit.fitting.windows import last_reply_model, window_for
 
 SEED = ReportOptions("seed", 1.0, None, None, 10, SizeChoice.auto, None)
 

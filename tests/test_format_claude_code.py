@@ -31,8 +31,8 @@ from windowfit.fitting import (
 )
 from windowfit.fitting.errors import EmptyTranscript, InvalidJson, UnknownShape
 from windowfit.fitting.formats import Input, claude_code, discover, load, load_path
-from windowfit.fitting.size import predict_size
 from windowfit.fitting.repair import NO_RESULT_TEXT
+from windowfit.fitting.size import predict_size
 from windowfit.fitting.validate import check_request
 
 HERE = DATA / "claude_code"
