@@ -39,8 +39,6 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-import orjson
-
 from ._frozen import frozen
 from .ccfold import (
     _fold_source,
@@ -53,7 +51,7 @@ from .ccfold import (
 from .estimate import CharCounts, Estimator, MessageEstimate, ScriptRule
 from .fit import FitOptions, Plan, ResultRef, _decide, _plan, _script_stub, _Sizer, _StubParts, stub_text
 from .formats.base import Input
-from .formats.claude_code import NAME, subagent_files
+from .formats.claude_code import NAME, assistant_messages_from_end, subagent_files
 from .repair import DEFECT_OF, repair
 from .size import FLOOR_RULE, Size, SizeMode, floor_tokens
 from .transcript import (
@@ -135,20 +133,8 @@ def last_measured(source: Input) -> int | None:
     except OSError:
         return None
     floor = 0 if whole else tail.find(b"\n") + 1  # before it, the end of a line cut in two
-    at = len(tail)
-    while (at := tail.rfind(b'"usage"', floor, at)) >= 0:
-        start = tail.rfind(b"\n", floor, at) + 1 or floor
-        end = tail.find(b"\n", at)
-        raw = tail[start : end if end >= 0 else len(tail)]
-        at = start
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if type(value) is not dict or value.get("type") != "assistant":
-            continue
-        message = value.get("message")
-        usage = message.get("usage") if type(message) is dict else None
+    for message in assistant_messages_from_end(tail, b'"usage"', floor):
+        usage = message.get("usage")
         if type(usage) is not dict:
             continue
         total = 0

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from functools import cache
 
-import orjson
-
 from ._frozen import frozen
 from .formats.base import Input
+from .formats.claude_code import assistant_messages_from_end
 from .pricing import BetaWindow, PriceTable, default_table, recorded_model
 from .transcript import Transcript
 
@@ -89,20 +88,8 @@ def last_reply_model(source: Input) -> str | None:
 
 def _model_in(data: bytes) -> str | None:
     """The model of the last assistant line of ``data`` (whole lines) that records a real one."""
-    at = len(data)
-    while (at := data.rfind(b'"model"', 0, at)) >= 0:
-        start = data.rfind(b"\n", 0, at) + 1
-        end = data.find(b"\n", at)
-        raw = data[start : end if end >= 0 else len(data)]
-        at = start
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if type(value) is not dict or value.get("type") != "assistant":
-            continue
-        message = value.get("message")
-        model = message.get("model") if type(message) is dict else None
+    for message in assistant_messages_from_end(data, b'"model"'):
+        model = message.get("model")
         if type(model) is str and model and not model.startswith("<"):
             return model
     return None

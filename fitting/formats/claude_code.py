@@ -703,6 +703,24 @@ def reply_line_joins(message_id: str, role: str, last_id: str, results: bool, be
     return 1 if results and before_id == message_id else -1
 
 
+def assistant_messages_from_end(data: bytes, key: bytes, floor: int = 0) -> Iterator[dict[str, Any]]:
+    """The ``message`` objects of the assistant lines of ``data`` (whole lines from ``floor`` on) that hold
+    ``key`` (a quoted JSON key, such as ``b'"usage"'``), last line first; unreadable lines are passed over. The
+    tail readers' one way back through a file (``windows.last_reply_model``, ``ccplan.last_measured``)."""
+    at = len(data)
+    while (at := data.rfind(key, floor, at)) >= 0:
+        start = data.rfind(b"\n", floor, at) + 1 or floor
+        end = data.find(b"\n", at)
+        raw = data[start : end if end >= 0 else len(data)]
+        at = start
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if type(value) is dict and value.get("type") == "assistant" and type(value.get("message")) is dict:
+            yield value["message"]
+
+
 def _build(path: str, nodes: list[_Node], selected: Iterable[int]) -> _Built:
     """Messages from the selected lines in file order: the lines of one reply (message id) merged into one
     assistant message, measured once, at its first line, even where its results are written between its lines;
