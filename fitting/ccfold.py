@@ -784,23 +784,11 @@ def _one_pass(source: Input, rule: ScriptRule, reading: _Reading, *, plan: bool 
                     return None
                 draft.open("assistant", line, node_id)
                 reply, phase = {}, []
-                if node_id not in measured:  # one measurement per reply, at its first line
-                    k = -1
-                    if recorded is not None:
-                        i, w, r, o = recorded
-                        if i or w or r:
-                            k = len(usage)
-                            usage.append([len(tokens), i, w, r, line, o])
-                        else:
-                            out.unmeasured += 1
-                    measured[node_id] = k
             elif joins == 1 and phase:
                 # The reply goes on after results written between its lines: the result lines that may hang from
                 # its lines from now on are those after its lines from here.
                 reply, phase = {}, []
-            k = measured.get(node_id, -1)
-            if k >= 0 and recorded is not None and recorded[3] > usage[k][5]:
-                usage[k][5] = recorded[3]  # a split reply records its output as it streamed: the largest is its own
+            _measure(measured, usage, node_id, recorded, line, len(tokens), out, first=joins < 0)
             reply[uuid] = len(reply) + 1
         elif not found or draft.role != "user" or not draft.results:
             if not draft.close():
@@ -1065,19 +1053,7 @@ def _fold_group(
             if joins < 0:
                 draft.close()
                 draft.open("assistant", line, node.message_id)
-                if node.message_id not in measured:  # one measurement per reply, at its first line
-                    k = -1
-                    if recorded is not None:
-                        i_, w, r, o = recorded
-                        if i_ or w or r:
-                            k = len(usage_rows)
-                            usage_rows.append([len(tokens), i_, w, r, line, o])
-                        else:
-                            out.unmeasured += 1
-                    measured[node.message_id] = k
-            k = measured.get(node.message_id, -1)
-            if k >= 0 and recorded is not None and recorded[3] > usage_rows[k][5]:
-                usage_rows[k][5] = recorded[3]  # a split reply's output as it streamed: the largest is its own
+            _measure(measured, usage_rows, node.message_id, recorded, line, len(tokens), out, first=joins < 0)
         elif not found or draft.role != "user" or not draft.results:
             draft.close()
             draft.open("user", line, "")
@@ -1233,6 +1209,35 @@ def _reroot(phase: list[tuple[str, int, bool, bool]], uuid: str) -> bool:
     """Whether the loader, following the chain through the off-chain result line ``uuid``, takes in every
     other result line after the reply (each holds results only, answering calls: ``_belongs``)."""
     return all(p[2] for p in phase if p[0] != uuid)
+
+
+def _measure(
+    measured: dict[str, int],
+    usage: list[list[int]],
+    reply: str,
+    recorded: tuple[int, int, int, int] | None,
+    line: int,
+    at: int,
+    out: _Folded,
+    *,
+    first: bool,
+) -> None:
+    """One measurement per reply (message id), taken at its ``first`` line (``claude_code._build``'s rule) as a
+    row of ``usage`` (``at``: the tokens before it), with the largest output its lines record: a split reply
+    records its output as it streamed. The one pass's and the tree fold's."""
+    if first and reply not in measured:
+        k = -1
+        if recorded is not None:
+            i, w, r, o = recorded
+            if i or w or r:
+                k = len(usage)
+                usage.append([at, i, w, r, line, o])
+            else:
+                out.unmeasured += 1
+        measured[reply] = k
+    k = measured.get(reply, -1)
+    if k >= 0 and recorded is not None and recorded[3] > usage[k][5]:
+        usage[k][5] = recorded[3]
 
 
 def _usage(recorded: dict[str, object]) -> tuple[int, int, int, int]:
